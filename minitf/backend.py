@@ -1,0 +1,285 @@
+"""The array-backend shim: the only file in minitf that imports NumPy or CuPy for array math.
+
+Every layer in minitf is written once, against "an array module" ``xp`` that has NumPy's API.
+This file decides which module that is:
+
+    xp = get_array_module(x)     # cupy if x lives on the GPU, numpy otherwise
+    xp = get_array_module()      # the active backend, for arrays made from nothing (masks, tables)
+
+The active backend is NumPy unless ``use("cupy")`` is called or the environment variable
+``MINITF_BACKEND=cupy`` is set. Both ``use`` and ``precision`` change a setting at once; written in a
+``with`` statement they also put it back at the end of the block:
+
+    with use("cupy"), precision("float64"):
+        ...                      # GPU, float64 (gradient checks)
+
+Random numbers are drawn on the host by one NumPy generator (``seed``), then moved to the device,
+so that a model built after ``seed(0)`` has the very same weights on NumPy and on CuPy.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy
+
+BACKENDS = ("numpy", "cupy")
+
+_active = {"name": "numpy", "xp": numpy, "dtype": numpy.dtype("float32")}
+_rng = {"generator": numpy.random.default_rng(0)}
+_cupy = None  # the cupy module, once it has been loaded
+
+
+class BackendUnavailable(RuntimeError):
+    """Asked for CuPy where it is not installed or no GPU is present."""
+
+
+class _Undo:
+    """Returned by the setters below: the change is already made; a ``with`` block undoes it."""
+
+    def __init__(self, undo):
+        self._undo = undo
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._undo()
+        return False
+
+
+# ----------------------------------------------------------------------------------------------
+# Which array module is active
+# ----------------------------------------------------------------------------------------------
+
+def _load_cupy():
+    """Import CuPy and check that a GPU is there; one clear error otherwise."""
+    global _cupy
+    if _cupy is not None:
+        return _cupy
+    try:
+        import cupy
+    except ImportError as err:
+        raise BackendUnavailable(
+            "backend 'cupy' is not available: CuPy is not installed "
+            "(install it with: pip install 'minitf[gpu]'), or use backend 'numpy'") from err
+    try:
+        n_gpus = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # CuPy raises its own CUDA error types when no driver is present
+        raise BackendUnavailable(
+            f"backend 'cupy' is not available: CuPy is installed but no CUDA GPU could be "
+            f"reached ({err}); use backend 'numpy'") from err
+    if n_gpus == 0:
+        raise BackendUnavailable("backend 'cupy' is not available: no CUDA GPU is present; "
+                                 "use backend 'numpy'")
+    _cupy = cupy
+    return cupy
+
+
+def _module_for(name: str):
+    if name == "numpy":
+        return numpy
+    if name == "cupy":
+        return _load_cupy()
+    raise ValueError(f"backend must be one of {BACKENDS}; got {name!r}")
+
+
+def use(name: str) -> _Undo:
+    """Make ``name`` ("numpy" or "cupy") the active backend. In a ``with`` block, only for the block."""
+    xp = _module_for(name)
+    previous = (_active["name"], _active["xp"])
+    _active["name"], _active["xp"] = name, xp
+
+    def undo():
+        _active["name"], _active["xp"] = previous
+    return _Undo(undo)
+
+
+def backend_name() -> str:
+    """The active backend's name: "numpy" or "cupy"."""
+    return _active["name"]
+
+
+def cupy_available() -> bool:
+    """True when CuPy is installed and a GPU is present (what the CuPy tests are skipped on)."""
+    try:
+        _load_cupy()
+    except BackendUnavailable:
+        return False
+    return True
+
+
+def _is_cupy(a) -> bool:
+    # Checked by the type's module name so that NumPy-only machines never import CuPy.
+    return type(a).__module__.split(".")[0] == "cupy"
+
+
+def get_array_module(*arrays):
+    """The array module (numpy or cupy) that the given arrays live in; the active one if none.
+
+    Arguments that are not arrays (None, Python numbers) are ignored, so optional arguments such
+    as a missing mask can be passed straight through.
+    """
+    found = None
+    for a in arrays:
+        if isinstance(a, numpy.ndarray):
+            found = numpy
+        elif _is_cupy(a):
+            return _load_cupy()
+    return found if found is not None else _active["xp"]
+
+
+def backend_of(a) -> str:
+    """The name of the backend an array lives on: "cupy" for a CuPy array, "numpy" otherwise."""
+    return "cupy" if _is_cupy(a) else "numpy"
+
+
+def is_array(a) -> bool:
+    """True for a NumPy or a CuPy array."""
+    return isinstance(a, numpy.ndarray) or _is_cupy(a)
+
+
+# ----------------------------------------------------------------------------------------------
+# Moving arrays between host and device
+# ----------------------------------------------------------------------------------------------
+
+def to_numpy(a):
+    """A host (NumPy) copy of ``a``, for plotting, printing and saving."""
+    if _is_cupy(a):
+        return a.get()
+    return numpy.asarray(a)
+
+
+def to_device(a, backend: str | None = None, dtype=None):
+    """``a`` as an array of ``backend`` (the active one by default), cast to ``dtype`` if given."""
+    xp = _module_for(backend) if backend is not None else _active["xp"]
+    if dtype is not None and not _is_cupy(a):
+        a = numpy.asarray(a, dtype=dtype)  # cast on the host: float32 moves half the bytes
+    out = to_numpy(a) if xp is numpy else xp.asarray(a)
+    return out if dtype is None else out.astype(dtype, copy=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Default float dtype
+# ----------------------------------------------------------------------------------------------
+
+def float_dtype():
+    """The dtype new parameters and tables are made in: float32, or float64 under ``precision``."""
+    return _active["dtype"]
+
+
+def precision(dtype) -> _Undo:
+    """Set the default float dtype ("float32" or "float64"). In a ``with`` block, only for the block.
+
+    Gradient checks run under ``precision("float64")``: central differences need the extra digits.
+    """
+    wanted = numpy.dtype(dtype)
+    if wanted not in (numpy.dtype("float32"), numpy.dtype("float64")):
+        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
+    previous = _active["dtype"]
+    _active["dtype"] = wanted
+
+    def undo():
+        _active["dtype"] = previous
+    return _Undo(undo)
+
+
+# ----------------------------------------------------------------------------------------------
+# Host-side random numbers (the same draws on every backend)
+# ----------------------------------------------------------------------------------------------
+
+def seed(value: int) -> _Undo:
+    """Restart minitf's random numbers from ``value``. In a ``with`` block, only for the block.
+
+    Weights, dropout masks and test inputs all come from this one host generator, so the same seed
+    gives the same numbers on NumPy and on CuPy.
+    """
+    previous = _rng["generator"]
+    _rng["generator"] = numpy.random.default_rng(value)
+
+    def undo():
+        _rng["generator"] = previous
+    return _Undo(undo)
+
+
+def rng_state() -> dict:
+    """The generator's state, a JSON-friendly dict (for checkpoints that resume exactly)."""
+    return _rng["generator"].bit_generator.state
+
+
+def set_rng_state(state: dict) -> None:
+    """Put the generator back in a state taken by ``rng_state``."""
+    _rng["generator"].bit_generator.state = state
+
+
+def randn(*shape: int, std: float = 1.0, dtype=None):
+    """Normal draws with standard deviation ``std``, in the default float dtype, on the device."""
+    draws = _rng["generator"].standard_normal(shape) * std
+    return to_device(draws, dtype=dtype or float_dtype())
+
+
+def rand(*shape: int, dtype=None, like=None):
+    """Uniform draws in [0, 1), in the default float dtype, on the device of ``like`` (an array;
+    the active backend if None)."""
+    where = None if like is None else backend_of(like)
+    return to_device(_rng["generator"].random(shape), backend=where, dtype=dtype or float_dtype())
+
+
+def randint(low: int, high: int, shape: tuple):
+    """Integers drawn uniformly from [low, high), as int64, on the device."""
+    return to_device(_rng["generator"].integers(low, high, size=shape, dtype=numpy.int64))
+
+
+# ----------------------------------------------------------------------------------------------
+# The few operations whose spelling differs between NumPy and CuPy
+# ----------------------------------------------------------------------------------------------
+
+def scatter_add(target, indices, values) -> None:
+    """In place: ``target[indices] += values``, adding every repeated index (unlike ``+=``).
+
+    Embedding lookups are backpropagated this way: a token that appears twice receives both
+    gradients.
+    """
+    if get_array_module(target) is numpy:
+        numpy.add.at(target, indices, values)
+    else:
+        import cupyx
+        cupyx.scatter_add(target, indices, values)
+
+
+def sum_to_shape(grad, shape: tuple):
+    """Sum ``grad`` over the axes that broadcasting stretched, so it gets the operand's ``shape``.
+
+    If ``y = x + b`` broadcast ``b`` of shape ``(1, n)`` over ``(b, m, n)``, then ``db`` is
+    ``dy`` summed over the broadcast axes: ``sum_to_shape(dy, (1, n))``.
+    """
+    shape = tuple(shape)
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
+
+
+_math_erf = numpy.frompyfunc(math.erf, 1, 1)
+
+
+def erf(x):
+    """The error function, elementwise (for the exact GELU)."""
+    if get_array_module(x) is not numpy:
+        from cupyx.scipy.special import erf as cupy_erf
+        return cupy_erf(x)
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:  # SciPy is optional: fall back to the standard library, exact but slower
+        return _math_erf(x).astype(x.dtype)
+    return scipy_erf(x)
+
+
+# Honour MINITF_BACKEND at import time, with the same clear error as use().
+_requested = os.environ.get("MINITF_BACKEND", "numpy").strip().lower() or "numpy"
+if _requested not in BACKENDS:
+    raise ValueError(f"MINITF_BACKEND must be one of {BACKENDS}; got {_requested!r}")
+use(_requested)
