@@ -1,0 +1,32 @@
+"""The math of a Transformer as pure forward/backward pairs, in the style of CS231n:
+
+    out, cache = op(inputs...)
+    grads      = op_backward(dout, cache)      # the gradients of the inputs, in order
+
+No state and no parameters: each pair can be read, tested and checked by finite differences on
+its own. Every op accepts any leading batch shape.
+"""
+from minitf.functional.activation import (dropout, dropout_backward, gelu, gelu_backward, relu,
+                                          relu_backward)
+from minitf.functional.attention import (AttentionCache, as_additive_mask, attention,
+                                         attention_backward, causal_mask, combine_masks,
+                                         merge_heads, padding_mask, padding_mask_from_ids,
+                                         split_heads)
+from minitf.functional.layer_norm import layer_norm, layer_norm_backward
+from minitf.functional.linear import embedding, embedding_backward, linear, linear_backward
+from minitf.functional.positional import (alibi_bias, alibi_slopes, relative_bias,
+                                          relative_bias_backward, relative_position_buckets,
+                                          rope, rope_angles, rope_backward, sinusoidal_table)
+from minitf.functional.softmax import (cross_entropy, cross_entropy_backward, log_softmax,
+                                       log_softmax_backward, softmax, softmax_backward)
+
+__all__ = [
+    "linear", "linear_backward", "embedding", "embedding_backward",
+    "relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
+    "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
+    "cross_entropy", "cross_entropy_backward", "layer_norm", "layer_norm_backward",
+    "attention", "attention_backward", "AttentionCache", "split_heads", "merge_heads",
+    "as_additive_mask", "causal_mask", "padding_mask", "padding_mask_from_ids", "combine_masks",
+    "sinusoidal_table", "rope_angles", "rope", "rope_backward", "alibi_slopes", "alibi_bias",
+    "relative_position_buckets", "relative_bias", "relative_bias_backward",
+]

@@ -1,0 +1,81 @@
+"""Elementwise nonlinearities and dropout.
+
+    relu:     y = max(x, 0)
+    gelu:     y = x Φ(x)           Φ the standard normal CDF (or its tanh approximation)
+    dropout:  y = x m / (1 − p)    m_i ~ Bernoulli(1 − p), during training only
+"""
+import math
+
+from minitf.backend import erf, get_array_module, rand
+from minitf.validate import check_probability
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+
+
+def relu(x):
+    """y = max(x, 0).   x: (...)  ->  y: (...)"""
+    xp = get_array_module(x)
+    return xp.maximum(x, 0), x > 0
+
+
+def relu_backward(dy, cache):
+    """dx = dy where x > 0, else 0 (the slope is 1 or 0)."""
+    positive = cache
+    return dy * positive
+
+
+def gelu(x, approximate="tanh"):
+    """Gaussian Error Linear Unit: y = x Φ(x), the input weighted by how likely it is to be "on".
+
+    approximate="none":  Φ(x) = ½ (1 + erf(x / √2))                      (exact; BERT)
+    approximate="tanh":  Φ(x) ≈ ½ (1 + tanh(√(2/π) (x + 0.044715 x³)))    (GPT-2; no erf needed)
+    x: (...)  ->  y: (...)
+    """
+    xp = get_array_module(x)
+    if approximate == "none":
+        cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+        return x * cdf, (x, cdf, approximate)
+    if approximate == "tanh":
+        t = xp.tanh(_SQRT_2_OVER_PI * (x + _GELU_CUBIC * x ** 3))
+        return 0.5 * x * (1.0 + t), (x, t, approximate)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh'; got {approximate!r}")
+
+
+def gelu_backward(dy, cache):
+    """Derivative of y = x Φ(x) by the product rule.
+
+    exact:  dy/dx = Φ(x) + x φ(x),   φ(x) = exp(−x²/2) / √(2π)
+    tanh:   with u = √(2/π)(x + 0.044715 x³) and t = tanh u, y = ½ x (1 + t), so
+            dy/dx = ½ (1 + t) + ½ x (1 − t²) √(2/π) (1 + 3·0.044715 x²)
+    """
+    x, saved, approximate = cache
+    xp = get_array_module(x)
+    if approximate == "none":
+        cdf = saved
+        pdf = xp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+        return dy * (cdf + x * pdf)
+    t = saved
+    du_dx = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
+    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)
+
+
+def dropout(x, p, training=True):
+    """Inverted dropout: zero each entry with probability p and scale the rest by 1 / (1 − p).
+
+    The scaling keeps E[y] = x during training, so at evaluation time (training=False) dropout is
+    simply the identity. The mask is drawn from minitf's seeded generator (minitf.backend.seed).
+    x: (...)  ->  y: (...)
+    """
+    check_probability(p, "p", "dropout")
+    if not training or p == 0.0:
+        return x, None
+    keep = rand(*x.shape, dtype=x.dtype, like=x) >= p
+    scale = keep * x.dtype.type(1.0 / (1.0 - p))      # (...) entries 0 or 1/(1-p)
+    return x * scale, scale
+
+
+def dropout_backward(dy, cache):
+    """y = x · scale elementwise, so dx = dy · scale (the same mask as the forward)."""
+    scale = cache
+    return dy if scale is None else dy * scale

@@ -1,0 +1,45 @@
+"""Layer normalization: each position's feature vector rescaled to mean 0 and variance 1.
+
+    y = γ ⊙ (x − μ) / √(σ² + ε) + β
+"""
+from minitf.backend import get_array_module
+from minitf.validate import check_shape
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """Normalize over the last axis, then scale by γ and shift by β.
+
+    μ and σ² are the mean and the *biased* variance (divide by d, not d − 1) of the d features;
+    ε sits inside the square root, so a constant vector gives 0 rather than 0/0.
+    x: (..., d)   gamma, beta: (d,)   ->   y: (..., d)
+    """
+    where = "layer_norm"
+    check_shape(gamma, "gamma", ("d",), where)
+    check_shape(x, "x", ("...", ("d", gamma.shape[0])), where)
+    check_shape(beta, "beta", (("d", gamma.shape[0]),), where)
+    xp = get_array_module(x)
+    mu = x.mean(axis=-1, keepdims=True)                   # (..., 1)
+    centered = x - mu                                     # (..., d)
+    var = (centered * centered).mean(axis=-1, keepdims=True)
+    rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ
+    x_hat = centered * rstd                               # (..., d)   normalized
+    return x_hat * gamma + beta, (x_hat, rstd, gamma)
+
+
+def layer_norm_backward(dy, cache):
+    """Gradients of y = γ x̂ + β, x̂ = (x − μ) / σ.
+
+    With dx̂ = dy ⊙ γ, and μ, σ themselves depending on every x_i of the row:
+        dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂)) / σ
+    The first mean is the path through μ, the second the path through σ.
+        dγ = Σ_positions dy ⊙ x̂,     dβ = Σ_positions dy
+    """
+    x_hat, rstd, gamma = cache
+    dx_hat = dy * gamma                                                 # (..., d)
+    dx = (dx_hat
+          - dx_hat.mean(axis=-1, keepdims=True)
+          - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * rstd
+    positions = tuple(range(dy.ndim - 1))
+    dgamma = (dy * x_hat).sum(axis=positions)                          # (d,)
+    dbeta = dy.sum(axis=positions)                                     # (d,)
+    return dx, dgamma, dbeta

@@ -1,0 +1,64 @@
+"""Linear maps and embedding lookups: the two ways a Transformer turns numbers into features.
+
+    linear:     y = x W + b
+    embedding:  y = W[ids]          (a linear map applied to one-hot rows, done as a lookup)
+"""
+from minitf.backend import get_array_module, scatter_add
+from minitf.validate import check_ids, check_shape
+
+
+def linear(x, W, b=None):
+    """y = x W + b, applied to every position at once.
+
+    x: (..., d_in)   W: (d_in, d_out)   b: (d_out,) or None   ->   y: (..., d_out)
+    """
+    check_shape(W, "W", ("d_in", "d_out"), "linear")
+    check_shape(x, "x", ("...", ("d_in", W.shape[0])), "linear")
+    if b is not None:
+        check_shape(b, "b", (("d_out", W.shape[1]),), "linear")
+    y = x @ W                        # (..., d_out)
+    if b is not None:
+        y += b
+    return y, (x, W, b is not None)
+
+
+def linear_backward(dy, cache):
+    """Gradients of y = x W + b.
+
+    Every leading position used the same W and b, so their gradients sum over those positions:
+        dx = dy Wᵀ                        (..., d_in)
+        dW = Σ_positions xᵀ dy            (d_in, d_out)
+        db = Σ_positions dy               (d_out,)   -- None when the forward had no bias
+    """
+    x, W, has_bias = cache
+    dx = dy @ W.T                                     # (..., d_in)
+    x_rows = x.reshape(-1, x.shape[-1])               # (positions, d_in)
+    dy_rows = dy.reshape(-1, dy.shape[-1])            # (positions, d_out)
+    dW = x_rows.T @ dy_rows                           # (d_in, d_out)
+    db = dy_rows.sum(axis=0) if has_bias else None    # (d_out,)
+    return dx, dW, db
+
+
+def embedding(ids, W):
+    """y = W[ids]: the row of the table for every token id.
+
+    ids: (...) integers in [0, vocab)   W: (vocab, d)   ->   y: (..., d)
+    """
+    check_shape(W, "W", ("vocab", "d"), "embedding")
+    check_ids(ids, "ids", W.shape[0], "embedding")
+    return W[ids], (ids, W.shape)
+
+
+def embedding_backward(dy, cache):
+    """Gradient of y = W[ids] with respect to the table W.
+
+    Each output row came from one table row, so its gradient goes back there. A token that
+    occurs twice receives both gradients: a scatter-*add*, not an assignment.
+        dW[v] = Σ_{positions p with ids[p] = v} dy[p]
+    dy: (..., d)   ->   dW: (vocab, d)    (token ids are integers and have no gradient)
+    """
+    ids, W_shape = cache
+    xp = get_array_module(dy)
+    dW = xp.zeros(W_shape, dtype=dy.dtype)
+    scatter_add(dW, ids.reshape(-1), dy.reshape(-1, W_shape[1]))
+    return dW

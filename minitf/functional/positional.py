@@ -1,0 +1,154 @@
+"""Positional information. Attention by itself is permutation-equivariant: shuffle the tokens and
+the outputs are shuffled the same way. Order enters only through one of these:
+
+    sinusoidal table  PE[p, 2i] = sin(p / 10000^(2i/d)),  PE[p, 2i+1] = cos(p / 10000^(2i/d))
+    RoPE              rotate each pair of q and k features by an angle proportional to position
+    ALiBi             add −m_h · |i − j| to the scores: a fixed, per-head penalty for distance
+    relative bias     add a learned number per head and distance bucket to the scores (T5)
+
+Positions are counted from ``offset`` so that a decoder fed one new token at a time (with a KV
+cache) sees the same positions as one fed the whole sequence.
+"""
+import math
+
+from minitf.backend import float_dtype, get_array_module
+from minitf.functional.linear import embedding, embedding_backward
+from minitf.validate import check_shape
+
+
+def _angles(n, width, offset, base, xp):
+    """θ[p, i] = p / base^(2i / width) for p = offset … offset+n−1 and i = 0 … ⌈width/2⌉−1."""
+    positions = xp.arange(offset, offset + n, dtype="float64")[:, None]            # (n, 1)
+    inv_freq = base ** (-xp.arange(0, width, 2, dtype="float64") / width)        # (⌈width/2⌉,)
+    return positions * inv_freq                                                  # (n, ⌈width/2⌉)
+
+
+def sinusoidal_table(n, d, offset=0, base=10000.0, dtype=None, xp=None):
+    """The fixed encodings of Vaswani et al.: sines and cosines of geometrically spaced frequencies.
+
+    Each pair of features is a clock running at its own speed, so any fixed offset k acts on
+    PE[p] as a rotation -- relative positions are easy for a linear map to read off.
+    ->  (n, d), computed in float64 and returned in ``dtype``
+    """
+    xp = xp or get_array_module()
+    theta = _angles(n, d, offset, base, xp)
+    table = xp.empty((n, d), dtype="float64")
+    table[:, 0::2] = xp.sin(theta)
+    table[:, 1::2] = xp.cos(theta[:, : d // 2])
+    return table.astype(dtype or float_dtype())
+
+
+def rope_angles(n, d_head, offset=0, base=10000.0, dtype=None, xp=None):
+    """cos θ and sin θ for RoPE, θ[p, i] = p / base^(2i / d_head).   ->  two (n, d_head/2) arrays"""
+    if d_head % 2:
+        raise ValueError(f"rope_angles: d_head={d_head} must be even (features rotate in pairs)")
+    xp = xp or get_array_module()
+    theta = _angles(n, d_head, offset, base, xp)
+    dtype = dtype or float_dtype()
+    return xp.cos(theta).astype(dtype), xp.sin(theta).astype(dtype)
+
+
+def _rotate(x, cos, sin):
+    """Rotate every feature pair (x_2i, x_2i+1) by the angle whose cosine and sine are given."""
+    xp = get_array_module(x)
+    even, odd = x[..., 0::2], x[..., 1::2]            # (..., n, d_head/2) each
+    y = xp.empty_like(x)
+    y[..., 0::2] = even * cos - odd * sin
+    y[..., 1::2] = even * sin + odd * cos
+    return y
+
+
+def rope(x, cos, sin):
+    """Rotary position embedding (Su et al.): rotate the pair (x_2i, x_2i+1) at position p by θ[p, i].
+
+        y_2i   = x_2i cos θ − x_2i+1 sin θ
+        y_2i+1 = x_2i sin θ + x_2i+1 cos θ
+    Applied to q and k, a dot product q_m · k_n then depends on the positions only through m − n.
+    x: (..., n, d_head)   cos, sin: (n, d_head/2) from rope_angles   ->   y: (..., n, d_head)
+    """
+    check_shape(cos, "cos", ("n", "d_head/2"), "rope")
+    check_shape(x, "x", ("...", ("n", cos.shape[0]), ("d_head", 2 * cos.shape[1])), "rope")
+    return _rotate(x, cos, sin), (cos, sin)
+
+
+def rope_backward(dy, cache):
+    """A rotation's gradient is the rotation back: R(θ)ᵀ = R(−θ), so dx = rotate(dy, cos θ, −sin θ)."""
+    cos, sin = cache
+    return _rotate(dy, cos, -sin)
+
+
+def alibi_slopes(n_heads):
+    """ALiBi's per-head slopes m_h: the geometric sequence 2^(−8/H), 2^(−16/H), …, 2^(−8).
+
+    For H not a power of two (Press et al.): the slopes of the nearest lower power of two H',
+    then every other slope of 2H' until there are H.   ->  a list of H floats
+    """
+    def geometric(n):
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (i + 1) for i in range(n)]
+    lower = 2 ** int(math.floor(math.log2(n_heads)))
+    return geometric(lower) + geometric(2 * lower)[0::2][: n_heads - lower]
+
+
+def _relative_positions(n_q, n_k, xp):
+    """j − i for query i (the last n_q of n_k positions) and key j.   ->  (n_q, n_k) integers"""
+    n_k = n_q if n_k is None else n_k
+    query_pos = xp.arange(n_q)[:, None] + (n_k - n_q)
+    return xp.arange(n_k)[None, :] - query_pos
+
+
+def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
+    """Attention with Linear Biases: bias[h, i, j] = −m_h · |i − j|, added to the scores.
+
+    A fixed penalty growing with distance, steeper for some heads than others; no parameters and
+    no position embeddings at all. (Causal models also apply the causal mask, so only j ≤ i
+    matters there.)   ->  (h, n_q, n_k)
+    """
+    xp = xp or get_array_module()
+    distance = xp.abs(_relative_positions(n_q, n_k, xp)).astype("float64")   # (n_q, n_k)
+    slopes = xp.asarray(alibi_slopes(n_heads), dtype="float64")[:, None, None]
+    return (-slopes * distance).astype(dtype or float_dtype())
+
+
+def relative_position_buckets(n_q, n_k=None, bidirectional=True, num_buckets=32,
+                              max_distance=128, xp=None):
+    """T5's bucket for each (query, key) pair: one bucket per distance up to num_buckets/2 (or /4
+    when bidirectional), then logarithmically wider buckets up to max_distance, beyond which all
+    distances share the last bucket. Bidirectional buckets give keys after the query their own half.
+
+    ->  (n_q, n_k) integer bucket ids in [0, num_buckets)
+    """
+    xp = xp or get_array_module()
+    distance = -_relative_positions(n_q, n_k, xp)         # > 0 for keys in the past
+    bucket = xp.zeros_like(distance)
+    if bidirectional:
+        num_buckets //= 2
+        bucket += (distance < 0) * num_buckets            # keys in the future: the upper half
+        distance = xp.abs(distance)
+    else:
+        distance = xp.maximum(distance, 0)                # the future is masked anyway
+    max_exact = num_buckets // 2
+    # Beyond max_exact, the bucket grows with log(distance): far tokens are told apart coarsely.
+    log_ratio = (xp.log(xp.maximum(distance, max_exact) / max_exact)
+                 / math.log(max_distance / max_exact))
+    far = max_exact + (log_ratio * (num_buckets - max_exact)).astype(distance.dtype)
+    far = xp.minimum(far, num_buckets - 1)
+    return bucket + xp.where(distance < max_exact, distance, far)
+
+
+def relative_bias(table, buckets):
+    """T5-style learned relative position bias: bias[h, i, j] = table[bucket[i, j], h].
+
+    It is an embedding lookup -- one learned number per (distance bucket, head) -- with the head
+    axis moved to the front so that it adds straight onto the scores (b, h, n_q, n_k).
+    table: (num_buckets, h)   buckets: (n_q, n_k)   ->   bias: (h, n_q, n_k)
+    """
+    out, cache = embedding(buckets, table)                 # (n_q, n_k, h)
+    return out.transpose(2, 0, 1), cache
+
+
+def relative_bias_backward(dbias, cache):
+    """Undo the transpose, then the embedding's scatter-add into the table.
+    dbias: (h, n_q, n_k)   ->   dtable: (num_buckets, h)
+    """
+    return embedding_backward(dbias.transpose(1, 2, 0), cache)
