@@ -1,0 +1,123 @@
+"""Multi-head attention, self and cross, with its hand-written backward."""
+import minitf.functional as F
+from minitf.backend import get_array_module
+from minitf.functional.attention import MASK_HINT
+from minitf.nn.layers import Linear
+from minitf.nn.module import Module
+from minitf.nn.positional import RelativePositionBias
+from minitf.validate import check_broadcast
+
+POSITIONAL = (None, "rope", "alibi", "relative")
+
+
+class MultiHeadAttention(Module):
+    """h attention heads side by side, computed together in one batched matmul.
+
+        q, k, v = x W_q, x W_k, x W_v        self-attention (one fused projection W_qkv)
+        q = x W_q;  k, v = memory W_kv       cross-attention (keys and values from the encoder)
+        split each into h heads of d_head = d_model / h:   (b, n, d_model) -> (b, h, n, d_head)
+        head_i = softmax(q_i k_iᵀ / √d_head + M) v_i
+        out    = concat(head_1, …, head_h) W_o              (b, n, d_model)
+
+    Options:
+        causal      query i sees keys j ≤ i only (decoder self-attention)
+        positional  None | "rope" (rotate q and k) | "alibi" (fixed distance penalty) |
+                    "relative" (learned T5 bias); self-attention only
+    After each forward, ``probs`` holds the attention weights (b, h, n_q, n_k) for plotting.
+
+    forward(x, memory=None, mask=None):
+        x: (b, n, d_model);  memory: (b, m, d_model), cross-attention only
+        mask: boolean (True = attend) or additive, broadcastable to (b, h, n, n_k)
+    backward(dy) -> dx, or (dx, dmemory) for cross-attention
+    """
+
+    def __init__(self, d_model: int, n_heads: int, *, cross: bool = False, causal: bool = False,
+                 positional: str | None = None, bias: bool = True, rope_base: float = 10000.0,
+                 num_buckets: int = 32, max_distance: int = 128):
+        where = "MultiHeadAttention"
+        if n_heads < 1 or d_model % n_heads:
+            raise ValueError(f"{where}: d_model={d_model} is not divisible by n_heads={n_heads}; "
+                             f"wanted d_model = n_heads · d_head")
+        if positional not in POSITIONAL:
+            raise ValueError(f"{where}: positional must be one of {POSITIONAL}; got {positional!r}")
+        if cross and (positional is not None or causal):
+            raise ValueError(f"{where}: cross-attention takes neither positional nor causal: its "
+                             f"queries and keys come from two different sequences")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        if positional == "rope" and self.d_head % 2:
+            raise ValueError(f"{where}: positional='rope' needs an even d_head; got d_head="
+                             f"{self.d_head} (d_model={d_model}, n_heads={n_heads})")
+        self.cross, self.causal, self.positional, self.rope_base = cross, causal, positional, rope_base
+        if cross:
+            self.W_q = Linear(d_model, d_model, bias)
+            self.W_kv = Linear(d_model, 2 * d_model, bias)
+        else:
+            self.W_qkv = Linear(d_model, 3 * d_model, bias)
+        self.W_o = Linear(d_model, d_model, bias)
+        if positional == "relative":
+            self.relative_bias = RelativePositionBias(n_heads, num_buckets, max_distance,
+                                                      bidirectional=not causal)
+        self.probs = None
+
+    def _project(self, x, memory):
+        """q, k, v, each (b, h, n, d_head): one matmul for all heads (and all of q, k, v)."""
+        where = type(self).__name__
+        if not self.cross:
+            if memory is not None:
+                raise ValueError(f"{where}: self-attention takes no memory; build "
+                                 f"MultiHeadAttention(..., cross=True) for cross-attention")
+            return F.split_heads(self.W_qkv(x), self.n_heads, parts=3)
+        if memory is None:
+            raise ValueError(f"{where}: cross-attention needs memory (b, m, d_model), the sequence "
+                             f"its queries attend to; got None")
+        self._check_input(memory, "memory", (("b", x.shape[0]), "m", ("d_model", self.d_model)))
+        q = F.split_heads(self.W_q(x), self.n_heads)[0]
+        k, v = F.split_heads(self.W_kv(memory), self.n_heads, parts=2)
+        return q, k, v
+
+    def _mask(self, mask, scores_shape, dtype, xp):
+        """The user's mask, the causal mask and the ALiBi bias: all constants, added together."""
+        if mask is not None:
+            check_broadcast(mask, "mask", scores_shape, "the attention scores (b, h, n_q, n_k)",
+                            type(self).__name__, MASK_HINT)
+            mask = F.as_additive_mask(mask, dtype)
+        _, h, n_q, n_k = scores_shape
+        causal = F.causal_mask(n_q, n_k, dtype, xp) if self.causal else None
+        alibi = F.alibi_bias(h, n_q, n_k, dtype, xp) if self.positional == "alibi" else None
+        return F.combine_masks(mask, causal, alibi)
+
+    def forward(self, x, memory=None, mask=None):
+        self._check_input(x, "x", ("b", "n", ("d_model", self.d_model)))
+        xp = get_array_module(x)
+        q, k, v = self._project(x, memory)                       # (b, h, n | n_k, d_head)
+        b, h, n, _ = q.shape
+        n_k = k.shape[2]
+
+        rope_cache = None
+        if self.positional == "rope":                            # rotate q and k, not v
+            cos, sin = F.rope_angles(n, self.d_head, base=self.rope_base, dtype=x.dtype, xp=xp)
+            q, rope_cache = F.rope(q, cos, sin)
+            k, _ = F.rope(k, cos, sin)
+        mask = self._mask(mask, (b, h, n, n_k), x.dtype, xp)
+        bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
+
+        context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias)  # (b, h, n, d_head)
+        self.probs = attention_cache.probs
+        self._save((attention_cache, rope_cache))
+        return self.W_o(F.merge_heads(context[None]))             # concat heads, then W_o
+
+    def backward(self, dy):
+        attention_cache, rope_cache = self._pop_cache()
+        xp = get_array_module(dy)
+        dcontext = F.split_heads(self.W_o.backward(dy), self.n_heads)[0]   # (b, h, n, d_head)
+        dq, dk, dv, dbias = F.attention_backward(dcontext, attention_cache)
+        if dbias is not None:
+            self.relative_bias.backward(dbias)
+        if rope_cache is not None:
+            dq = F.rope_backward(dq, rope_cache)
+            dk = F.rope_backward(dk, rope_cache)
+        if self.cross:
+            dx = self.W_q.backward(F.merge_heads(dq[None]))
+            dmemory = self.W_kv.backward(F.merge_heads(xp.stack([dk, dv])))
+            return dx, dmemory
+        return self.W_qkv.backward(F.merge_heads(xp.stack([dq, dk, dv])))

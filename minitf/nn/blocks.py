@@ -1,0 +1,120 @@
+"""The Transformer's building blocks: the feed-forward network, the residual + LayerNorm wrapper
+(post-LN or pre-LN), and the encoder and decoder blocks made of them."""
+from minitf.nn.attention import MultiHeadAttention
+from minitf.nn.layers import GELU, Dropout, LayerNorm, Linear, ReLU
+from minitf.nn.module import Module, as_tuple
+
+ACTIVATIONS = {"relu": lambda: ReLU(), "gelu": lambda: GELU("tanh"), "gelu_exact": lambda: GELU("none")}
+
+
+class FeedForward(Module):
+    """The position-wise MLP: y = act(x W_1 + b_1) W_2 + b_2, with d_ff usually 2-8 × d_model.
+
+    Attention mixes information between positions; this layer then transforms each position on
+    its own. activation: "relu" (Vaswani), "gelu" (tanh approximation, GPT-2) or "gelu_exact".
+    x: (..., d_model)  ->  y: (..., d_model)
+    """
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"FeedForward: activation must be one of {tuple(ACTIVATIONS)}; "
+                             f"got {activation!r}")
+        self.W_1 = Linear(d_model, d_ff)
+        self.act = ACTIVATIONS[activation]()
+        self.drop = Dropout(dropout)
+        self.W_2 = Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.W_2(self.drop(self.act(self.W_1(x))))
+
+    def backward(self, dy):
+        return self.W_1.backward(self.act.backward(self.drop.backward(self.W_2.backward(dy))))
+
+
+class Residual(Module):
+    """A sublayer f (attention or feed-forward) wrapped in a residual connection and a LayerNorm:
+
+        post-LN (Vaswani et al., 2017):  y = LayerNorm(x + Dropout(f(x)))
+        pre-LN  (GPT-2 and most since):  y = x + Dropout(f(LayerNorm(x)))
+
+    Pre-LN leaves a clean identity path from the output back to x -- dy reaches x unchanged plus
+    the sublayer's contribution -- which is why deep pre-LN stacks train without careful warm-up.
+    Extra arguments (the memory of cross-attention, a mask) are passed on to f, and their
+    gradients, if f returns any, are passed back after dx.
+    """
+
+    def __init__(self, layer: Module, d_model: int, pre_ln: bool = False, dropout: float = 0.0):
+        self.layer = layer
+        self.norm = LayerNorm(d_model)
+        self.drop = Dropout(dropout)
+        self.pre_ln = pre_ln
+
+    def forward(self, x, *context, **options):
+        if self.pre_ln:
+            return x + self.drop(self.layer(self.norm(x), *context, **options))
+        return self.norm(x + self.drop(self.layer(x, *context, **options)))
+
+    def backward(self, dy):
+        if self.pre_ln:
+            # y = x + f(LN(x)):  dx = dy + LN'ᵀ f'ᵀ dy
+            d_layer, *d_context = as_tuple(self.layer.backward(self.drop.backward(dy)))
+            dx = dy + self.norm.backward(d_layer)
+        else:
+            # y = LN(h), h = x + f(x):  dh = LN'ᵀ dy,  dx = dh + f'ᵀ dh
+            dh = self.norm.backward(dy)
+            d_layer, *d_context = as_tuple(self.layer.backward(self.drop.backward(dh)))
+            dx = dh + d_layer
+        return (dx, *d_context) if d_context else dx
+
+
+class EncoderBlock(Module):
+    """Self-attention, then feed-forward, each inside a Residual.
+
+    With causal=True this is also the block of a decoder-only (GPT-style) language model.
+    forward(x, mask=None): x (b, n, d_model) -> (b, n, d_model);  backward(dy) -> dx
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
+                 pre_ln: bool = False, activation: str = "relu", causal: bool = False,
+                 positional: str | None = None):
+        attention = MultiHeadAttention(d_model, n_heads, causal=causal, positional=positional)
+        self.self_attn = Residual(attention, d_model, pre_ln, dropout)
+        self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
+                            dropout)
+
+    def forward(self, x, mask=None):
+        return self.ffn(self.self_attn(x, mask=mask))
+
+    def backward(self, dy):
+        return self.self_attn.backward(self.ffn.backward(dy))
+
+
+class DecoderBlock(Module):
+    """Masked self-attention, cross-attention to the encoder's output, feed-forward; each in a
+    Residual.
+
+    forward(x, memory, mask=None, memory_mask=None):
+        x: (b, n, d_model) target side;  memory: (b, m, d_model) encoder output
+        mask: extra self-attention mask (e.g. target padding; the causal mask is built in)
+        memory_mask: cross-attention mask (e.g. source padding (b, 1, 1, m))
+    backward(dy) -> (dx, dmemory)
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
+                 pre_ln: bool = False, activation: str = "relu", positional: str | None = None):
+        self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional)
+        self.self_attn = Residual(self_attention, d_model, pre_ln, dropout)
+        self.cross_attn = Residual(MultiHeadAttention(d_model, n_heads, cross=True), d_model,
+                                   pre_ln, dropout)
+        self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
+                            dropout)
+
+    def forward(self, x, memory, mask=None, memory_mask=None):
+        x = self.self_attn(x, mask=mask)
+        x = self.cross_attn(x, memory, mask=memory_mask)
+        return self.ffn(x)
+
+    def backward(self, dy):
+        dy = self.ffn.backward(dy)
+        dy, dmemory = self.cross_attn.backward(dy)
+        return self.self_attn.backward(dy), dmemory

@@ -1,0 +1,118 @@
+"""The basic layers: each holds its parameters and calls a forward/backward pair from
+minitf.functional, adding the parameter gradients into ``.grad``."""
+import math
+
+import minitf.functional as F
+from minitf.nn.module import Module, normal, ones, zeros
+from minitf.validate import check_probability
+
+
+class Linear(Module):
+    """y = x W + b.     x: (..., d_in)  ->  y: (..., d_out)
+
+    W starts as N(0, 1/d_in): each output then has about the variance of one input feature.
+    """
+
+    def __init__(self, d_in: int, d_out: int, bias: bool = True):
+        self.d_in, self.d_out = d_in, d_out
+        self.W = normal(d_in, d_out, std=1.0 / math.sqrt(d_in))
+        self.b = zeros(d_out) if bias else None
+
+    def forward(self, x):
+        self._check_input(x, "x", ("...", ("d_in", self.d_in)))
+        y, cache = F.linear(x, self.W.data, None if self.b is None else self.b.data)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        dx, dW, db = F.linear_backward(dy, self._pop_cache())
+        self.W.grad += dW
+        if self.b is not None:
+            self.b.grad += db
+        return dx
+
+
+class Embedding(Module):
+    """y = W[ids]: a learned d-dimensional vector per token.   ids: (...)  ->  y: (..., d)
+
+    Its backward returns None: integer ids have no gradient; the table's goes into W.grad.
+    """
+
+    def __init__(self, vocab_size: int, d: int, std: float | None = None):
+        self.vocab_size, self.d = vocab_size, d
+        self.W = normal(vocab_size, d, std=std if std is not None else 1.0 / math.sqrt(d))
+
+    def forward(self, ids):
+        y, cache = F.embedding(ids, self.W.data)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        self.W.grad += F.embedding_backward(dy, self._pop_cache())
+        return None
+
+
+class LayerNorm(Module):
+    """y = γ ⊙ (x − μ) / √(σ² + ε) + β over the last axis.   x: (..., d)  ->  y: (..., d)"""
+
+    def __init__(self, d: int, eps: float = 1e-5):
+        self.d, self.eps = d, eps
+        self.gamma = ones(d)
+        self.beta = zeros(d)
+
+    def forward(self, x):
+        self._check_input(x, "x", ("...", ("d", self.d)))
+        y, cache = F.layer_norm(x, self.gamma.data, self.beta.data, self.eps)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        dx, dgamma, dbeta = F.layer_norm_backward(dy, self._pop_cache())
+        self.gamma.grad += dgamma
+        self.beta.grad += dbeta
+        return dx
+
+
+class Dropout(Module):
+    """Inverted dropout with rate p in training mode; the identity in evaluation mode."""
+
+    def __init__(self, p: float = 0.0):
+        check_probability(p, "p", "Dropout")
+        self.p = p
+
+    def forward(self, x):
+        y, cache = F.dropout(x, self.p, training=self.training)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        return F.dropout_backward(dy, self._pop_cache())
+
+
+class ReLU(Module):
+    """y = max(x, 0)."""
+
+    def forward(self, x):
+        y, cache = F.relu(x)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        return F.relu_backward(dy, self._pop_cache())
+
+
+class GELU(Module):
+    """y = x Φ(x); ``approximate`` is "tanh" (GPT-2, the default) or "none" (exact, with erf)."""
+
+    def __init__(self, approximate: str = "tanh"):
+        if approximate not in ("tanh", "none"):
+            raise ValueError(f"GELU: approximate must be 'tanh' or 'none'; got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        y, cache = F.gelu(x, self.approximate)
+        self._save(cache)
+        return y
+
+    def backward(self, dy):
+        return F.gelu_backward(dy, self._pop_cache())

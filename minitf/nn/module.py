@@ -1,0 +1,178 @@
+"""Parameter and Module: what every layer in minitf.nn is built from.
+
+A Module holds parameters and, between a forward and a backward pass, the cache its forward left
+behind. There is no autograd: each module writes its own backward, by hand, next to its forward.
+
+    y  = module(x)             # forward: computes y, keeps what backward needs
+    dx = module.backward(dy)   # backward: returns dL/dx, and ADDS dL/dW into every W.grad
+
+Gradients accumulate (+=) so that a parameter used in two places gets the sum of both uses;
+call ``zero_grad()`` before each new backward pass.
+"""
+from __future__ import annotations
+
+from minitf.backend import backend_of, float_dtype, get_array_module, randn, to_device, to_numpy
+from minitf.validate import check_dtype, check_shape
+
+_NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
+
+
+class Parameter:
+    """A learnable array ``data`` and the gradient ``grad`` accumulated into it (same shape)."""
+
+    def __init__(self, data):
+        self.data = data
+        self.grad = get_array_module(data).zeros_like(data)
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    def __repr__(self):
+        return f"Parameter(shape={tuple(self.data.shape)}, dtype={self.data.dtype})"
+
+
+def normal(*shape: int, std: float) -> Parameter:
+    """A parameter drawn from N(0, std²) by minitf's seeded host generator."""
+    return Parameter(randn(*shape, std=std))
+
+
+def zeros(*shape: int) -> Parameter:
+    """A parameter of zeros (biases, β) in the default float dtype."""
+    return Parameter(get_array_module().zeros(shape, dtype=float_dtype()))
+
+
+def ones(*shape: int) -> Parameter:
+    """A parameter of ones (γ) in the default float dtype."""
+    return Parameter(get_array_module().ones(shape, dtype=float_dtype()))
+
+
+def as_tuple(grads) -> tuple:
+    """A module's backward returns one gradient or a tuple of them; this always gives a tuple."""
+    return grads if isinstance(grads, tuple) else (grads,)
+
+
+class Module:
+    """Base class of every layer. Subclasses write ``forward`` and ``backward``.
+
+    Parameters and sub-modules are found by looking at the attributes (in the order they were
+    set), including lists of modules, so names come out like ``blocks.0.attn.W_o.W``.
+    """
+
+    training = True
+    _cache = _NO_CACHE
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def backward(self, dy):
+        raise NotImplementedError(f"{type(self).__name__} does not define backward()")
+
+    # -- the cache between forward and backward --------------------------------------------------
+
+    def _save(self, cache) -> None:
+        self._cache = cache
+
+    def _pop_cache(self):
+        """The cache the last forward saved; freed here so the arrays it holds can be released."""
+        if self._cache is _NO_CACHE:
+            raise RuntimeError(f"{type(self).__name__}.backward() was called before forward(): "
+                               f"run the module on an input first, then call backward() once "
+                               f"with the gradient of its output")
+        cache, self._cache = self._cache, _NO_CACHE
+        return cache
+
+    # -- checks at the boundary ------------------------------------------------------------------
+
+    def _check_input(self, x, name: str, spec) -> None:
+        """Shape against ``spec`` (see minitf.validate) and dtype against the parameters'."""
+        where = type(self).__name__
+        check_shape(x, name, spec, where)
+        first = next(self.named_parameters(), None)
+        if first is not None:
+            check_dtype(x, name, first[1].data.dtype, where)
+
+    # -- walking the tree ------------------------------------------------------------------------
+
+    def children(self):
+        """(name, module) for the direct sub-modules, lists of modules included."""
+        for name, value in vars(self).items():
+            if isinstance(value, Module):
+                yield name, value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Module):
+                        yield f"{name}.{i}", item
+
+    def modules(self):
+        """This module and every module below it."""
+        yield self
+        for _, child in self.children():
+            yield from child.modules()
+
+    def named_parameters(self, prefix: str = ""):
+        """(dotted name, Parameter) for every parameter of this module and its sub-modules."""
+        for name, value in vars(self).items():
+            if isinstance(value, Parameter):
+                yield prefix + name, value
+        for name, child in self.children():
+            yield from child.named_parameters(f"{prefix}{name}.")
+
+    def parameters(self) -> list:
+        return [p for _, p in self.named_parameters()]
+
+    def num_parameters(self) -> int:
+        return sum(int(p.data.size) for p in self.parameters())
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad.fill(0)
+
+    def train(self, mode: bool = True) -> "Module":
+        """Training mode (dropout active) for this module and all below it."""
+        for m in self.modules():
+            m.training = mode
+        return self
+
+    def eval(self) -> "Module":
+        """Evaluation mode: dropout becomes the identity."""
+        return self.train(False)
+
+    # -- saving, loading, moving -----------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """{name: host NumPy copy of the parameter} -- plain arrays, safe to save as .npz."""
+        return {name: to_numpy(p.data).copy() for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Copy arrays into the parameters (cast to their dtype, moved to their device).
+
+        Every name must be present with the right shape; otherwise one error lists all mismatches.
+        """
+        params = dict(self.named_parameters())
+        problems = [f"missing {name} {tuple(p.shape)}" for name, p in params.items()
+                    if name not in state]
+        problems += [f"unexpected {name} {tuple(state[name].shape)}" for name in state
+                     if name not in params]
+        problems += [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
+                     for name, p in params.items()
+                     if name in state and tuple(state[name].shape) != tuple(p.shape)]
+        if problems:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the state does not fit "
+                             f"this model: " + "; ".join(problems))
+        for name, p in params.items():
+            p.data = to_device(state[name], backend=backend_of(p.data), dtype=p.data.dtype).copy()
+
+    def to(self, backend: str | None = None, dtype=None) -> "Module":
+        """Move every parameter to ``backend`` ("numpy" or "cupy"; None: stay) and/or cast it to
+        ``dtype``. Gradients are reset to zero and any cached forward state is dropped.
+        """
+        for p in self.parameters():
+            p.data = to_device(p.data, backend=backend or backend_of(p.data), dtype=dtype)
+            p.grad = get_array_module(p.data).zeros_like(p.data)
+        for m in self.modules():
+            m._cache = _NO_CACHE
+        return self
