@@ -1,0 +1,165 @@
+"""Gradient checking: is a hand-written backward pass right?
+
+For a function y = f(x) and a random upstream gradient g (the same shape as y), take the scalar
+L = Σ g ⊙ f(x). Its exact gradient is what backward(g) returns; central differences estimate it
+one entry at a time:
+
+    dL/dx_i ≈ (L(x + h e_i) − L(x − h e_i)) / 2h          (error O(h²), in float64)
+
+The two are compared by a relative error, taken over the whole tensor:
+
+    max_i |a_i − b_i| / max(1e-8, max_i |a_i| + max_i |b_i|)
+
+and a tensor passes when that is at most TOLERANCE. Every input and every parameter is checked.
+Each evaluation is run under the same seed, so dropout draws the same mask every time; g comes
+from a seed of its own. (It must be independent of the inputs: with g = x, for one, layer norm's
+input gradient is zero by construction, and a check against zero proves nothing.)
+
+Why over the whole tensor, not entry by entry (as in CS231n): central differences carry a
+rounding error of about ε·|L|/h ≈ 1e-10 on *every* entry, and some true gradients are exactly
+zero -- the key bias of attention, for one, since softmax ignores a constant added to a whole row
+of scores. Entry by entry, 1e-10 of noise against a true 0 reads as a large relative error; against
+the tensor's own scale it reads as what it is. A wrong backward still shows up: any error larger
+than a millionth of the tensor's largest gradient fails.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+from minitf.backend import get_array_module, randn, seed
+from minitf.nn.module import Module, as_tuple
+
+TOLERANCE = 1e-6   # the one threshold every gradient check in minitf must meet
+STEP = 1e-6        # h, the finite-difference step (float64: O(h²) truncation, O(ε/h) rounding)
+
+
+@dataclass
+class FunctionCase:
+    """A functional pair to check: ``forward(**inputs, **options) -> (y, cache)`` and
+    ``backward(dy, cache)``, whose outputs are the gradients of the inputs named in ``wrt``."""
+    forward: Callable
+    backward: Callable
+    inputs: dict
+    wrt: tuple
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class ModuleCase:
+    """A module to check: ``module(*inputs.values(), **options)``; its backward returns the
+    gradients of ``inputs`` in order (or None when it has none), and fills every ``.grad``."""
+    module: Module
+    inputs: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Row:
+    """One line of the report: a tensor, its shape, its error, pass or fail."""
+    check: str
+    tensor: str
+    shape: tuple
+    error: float
+
+    @property
+    def passed(self) -> bool:
+        return self.error <= TOLERANCE
+
+
+def relative_error(a, b) -> float:
+    """max |a − b| / max(1e-8, max |a| + max |b|), as a Python float."""
+    if a.size == 0:
+        return 0.0
+    xp = get_array_module(a, b)
+    scale = float(xp.abs(a).max()) + float(xp.abs(b).max())
+    return float(xp.abs(a - b).max()) / max(1e-8, scale)
+
+
+def numerical_gradient(loss: Callable[[], float], x, step: float = STEP):
+    """dL/dx by central differences. ``loss()`` must read ``x``, which is changed in place and
+    restored entry by entry."""
+    grad = get_array_module(x).zeros_like(x)
+    for index in itertools.product(*(range(s) for s in x.shape)):
+        original = float(x[index])
+        x[index] = original + step
+        plus = loss()
+        x[index] = original - step
+        minus = loss()
+        x[index] = original
+        grad[index] = (plus - minus) / (2 * step)
+    return grad
+
+
+def _check_tensors(name: str, run: Callable, analytic: dict, arrays: dict) -> list[Row]:
+    """Compare each analytic gradient with central differences of L = Σ g ⊙ run()."""
+    rows = []
+    for tensor, x in arrays.items():
+        numeric = numerical_gradient(run, x)
+        rows.append(Row(name, tensor, tuple(x.shape), relative_error(analytic[tensor], numeric)))
+    return rows
+
+
+def _upstream_gradient(y, seed_value: int):
+    """The random g of L = Σ g ⊙ y, from its own seed (never the inputs' stream)."""
+    with seed(seed_value + 1):
+        return randn(*y.shape, dtype=y.dtype)
+
+
+def check_function(name: str, case: FunctionCase, seed_value: int = 1) -> list[Row]:
+    """Check a functional forward/backward pair: every input named in ``case.wrt``."""
+    def forward():
+        with seed(seed_value):
+            return case.forward(**case.inputs, **case.options)
+
+    y, cache = forward()
+    g = _upstream_gradient(y, seed_value)
+    grads = dict(zip(case.wrt, as_tuple(case.backward(g, cache))))
+    return _check_tensors(name, lambda: float((forward()[0] * g).sum()),
+                          {k: v for k, v in grads.items() if v is not None},
+                          {k: case.inputs[k] for k in case.wrt if grads[k] is not None})
+
+
+def check_module(name: str, case: ModuleCase, seed_value: int = 1) -> list[Row]:
+    """Check a module: the gradient of every array input and of every parameter."""
+    module = case.module
+
+    def forward():
+        with seed(seed_value):
+            return module(*case.inputs.values(), **case.options)
+
+    module.zero_grad()
+    y = forward()
+    g = _upstream_gradient(y, seed_value)
+    input_grads = as_tuple(module.backward(g))
+    analytic, arrays = {}, {}
+    for (input_name, x), dx in zip(case.inputs.items(), input_grads):
+        if dx is not None:
+            analytic[f"input {input_name}"], arrays[f"input {input_name}"] = dx, x
+    for param_name, p in module.named_parameters():
+        analytic[f"param {param_name}"], arrays[f"param {param_name}"] = p.grad.copy(), p.data
+    return _check_tensors(name, lambda: float((forward() * g).sum()), analytic, arrays)
+
+
+def check(name: str, case, seed_value: int = 1) -> list[Row]:
+    """Check a FunctionCase or a ModuleCase. The forward runs under ``seed_value`` (dropout
+    masks), g is drawn under ``seed_value + 1``; build the inputs from another seed (0)."""
+    if isinstance(case, ModuleCase):
+        return check_module(name, case, seed_value)
+    return check_function(name, case, seed_value)
+
+
+def format_table(rows: list[Row]) -> str:
+    """The report a learner reads: check, tensor, shape, max relative error, ok/FAIL."""
+    header = ("check", "tensor", "shape", "max rel error", "result")
+    lines = [(r.check, r.tensor, str(r.shape), f"{r.error:.2e}", "ok" if r.passed else "FAIL")
+             for r in rows]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*line) for line in lines]
+    failed = sum(not r.passed for r in rows)
+    out.append(f"\n{len(rows) - failed} of {len(rows)} tensors within {TOLERANCE:.0e}"
+               + (f"; {failed} FAILED" if failed else ""))
+    return "\n".join(out)

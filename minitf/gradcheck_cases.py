@@ -1,0 +1,294 @@
+"""The gradient checks minitf runs on itself: every functional op and every module, at tiny sizes,
+in float64. ``python -m minitf gradcheck`` prints them as a table; the test suite runs the same
+cases on every available backend, and checks that no op or module is missing from this list.
+
+Each case is a small function that builds its inputs; ``build(name)`` runs it in float64 with a
+fixed seed, on the active backend.
+"""
+from __future__ import annotations
+
+import minitf.functional as F
+import minitf.nn as nn
+from minitf.backend import precision, randint, randn, seed
+from minitf.gradcheck import FunctionCase, ModuleCase, check
+
+CASES = {}
+
+
+def case(name: str):
+    """Register a case builder under ``name``."""
+    def register(build):
+        CASES[name] = build
+        return build
+    return register
+
+
+def build(name: str):
+    """The case ``name``, built in float64 from seed 0 on the active backend."""
+    with precision("float64"), seed(0):
+        return CASES[name]()
+
+
+def run(name: str) -> list:
+    """Build and check the case ``name``: one report row per checked tensor."""
+    with precision("float64"):
+        return check(name, build(name))
+
+
+# ----------------------------------------------------------------------------------------------
+# Functional ops
+# ----------------------------------------------------------------------------------------------
+
+@case("linear")
+def _():
+    return FunctionCase(F.linear, F.linear_backward,
+                        {"x": randn(2, 3, 4), "W": randn(4, 5), "b": randn(5)}, ("x", "W", "b"))
+
+
+@case("embedding")
+def _():
+    return FunctionCase(F.embedding, F.embedding_backward,
+                        {"ids": randint(0, 6, (2, 5)), "W": randn(6, 3)}, ("W",))
+
+
+@case("relu")
+def _():
+    return FunctionCase(F.relu, F.relu_backward, {"x": randn(3, 5)}, ("x",))
+
+
+@case("gelu (tanh)")
+def _():
+    return FunctionCase(F.gelu, F.gelu_backward, {"x": randn(3, 5)}, ("x",),
+                        {"approximate": "tanh"})
+
+
+@case("gelu (exact)")
+def _():
+    return FunctionCase(F.gelu, F.gelu_backward, {"x": randn(3, 5)}, ("x",),
+                        {"approximate": "none"})
+
+
+@case("dropout")
+def _():
+    return FunctionCase(F.dropout, F.dropout_backward, {"x": randn(3, 6)}, ("x",), {"p": 0.3})
+
+
+@case("softmax")
+def _():
+    return FunctionCase(F.softmax, F.softmax_backward, {"x": randn(2, 3, 5)}, ("x",))
+
+
+@case("softmax, masked entries and a fully masked row")
+def _():
+    x = randn(3, 5)
+    x[0, 3] = -float("inf")
+    x[1, :] = -float("inf")
+    return FunctionCase(F.softmax, F.softmax_backward, {"x": x}, ("x",))
+
+
+@case("log_softmax")
+def _():
+    return FunctionCase(F.log_softmax, F.log_softmax_backward, {"x": randn(2, 3, 5)}, ("x",))
+
+
+@case("cross_entropy")
+def _():
+    return FunctionCase(F.cross_entropy, F.cross_entropy_backward,
+                        {"logits": randn(2, 3, 5)}, ("logits",),
+                        {"targets": randint(0, 5, (2, 3))})
+
+
+@case("cross_entropy, ignore_index and label smoothing")
+def _():
+    targets = randint(0, 5, (2, 4))
+    targets[0, 1] = targets[1, 3] = -100
+    return FunctionCase(F.cross_entropy, F.cross_entropy_backward,
+                        {"logits": randn(2, 4, 5)}, ("logits",),
+                        {"targets": targets, "ignore_index": -100, "label_smoothing": 0.1})
+
+
+@case("layer_norm")
+def _():
+    return FunctionCase(F.layer_norm, F.layer_norm_backward,
+                        {"x": randn(2, 3, 6), "gamma": randn(6), "beta": randn(6)},
+                        ("x", "gamma", "beta"))
+
+
+def _attention(mask=None, bias=None, n_q=4, n_k=4):
+    inputs = {"q": randn(2, 2, n_q, 3), "k": randn(2, 2, n_k, 3), "v": randn(2, 2, n_k, 5)}
+    wrt = ("q", "k", "v")
+    if bias is not None:
+        inputs["bias"] = bias
+        wrt += ("bias",)
+    return FunctionCase(F.attention, F.attention_backward, inputs, wrt, {"mask": mask})
+
+
+@case("attention")
+def _():
+    return _attention(n_q=3, n_k=5)
+
+
+@case("attention, causal mask")
+def _():
+    return _attention(mask=F.causal_mask(4))
+
+
+@case("attention, padding mask with a fully masked sequence")
+def _():
+    return _attention(mask=F.padding_mask([3, 0], 4))
+
+
+@case("attention, learned bias")
+def _():
+    return _attention(mask=F.causal_mask(4), bias=randn(2, 4, 4))
+
+
+@case("rope")
+def _():
+    cos, sin = F.rope_angles(4, 6, offset=3)
+    return FunctionCase(F.rope, F.rope_backward, {"x": randn(2, 3, 4, 6)}, ("x",),
+                        {"cos": cos, "sin": sin})
+
+
+@case("relative_bias")
+def _():
+    buckets = F.relative_position_buckets(3, 5, num_buckets=8, max_distance=16)
+    return FunctionCase(F.relative_bias, F.relative_bias_backward, {"table": randn(8, 2)},
+                        ("table",), {"buckets": buckets})
+
+
+# ----------------------------------------------------------------------------------------------
+# Modules
+# ----------------------------------------------------------------------------------------------
+
+@case("Linear")
+def _():
+    return ModuleCase(nn.Linear(4, 3), {"x": randn(2, 3, 4)})
+
+
+@case("Embedding")
+def _():
+    return ModuleCase(nn.Embedding(7, 4), options={"ids": randint(0, 7, (2, 5))})
+
+
+@case("LayerNorm")
+def _():
+    return ModuleCase(nn.LayerNorm(5), {"x": randn(2, 3, 5)})
+
+
+@case("Dropout")
+def _():
+    return ModuleCase(nn.Dropout(0.25), {"x": randn(2, 3, 4)})
+
+
+@case("ReLU")
+def _():
+    return ModuleCase(nn.ReLU(), {"x": randn(2, 3, 4)})
+
+
+@case("GELU")
+def _():
+    return ModuleCase(nn.GELU(), {"x": randn(2, 3, 4)})
+
+
+@case("MultiHeadAttention")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(8, 2), {"x": randn(2, 4, 8)})
+
+
+@case("MultiHeadAttention, causal + padding mask")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True), {"x": randn(2, 4, 8)},
+                      {"mask": F.padding_mask([4, 2], 4)})
+
+
+@case("MultiHeadAttention, fully masked query row")
+def _():
+    keep = F.causal_mask(4) == 0                         # boolean, True = attend
+    keep = keep[None, None].repeat(2, axis=0)            # (b, 1, n, n)
+    keep[0, 0, 2, :] = False
+    return ModuleCase(nn.MultiHeadAttention(8, 2), {"x": randn(2, 4, 8)}, {"mask": keep})
+
+
+@case("MultiHeadAttention, cross (gradient into memory)")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(8, 2, cross=True),
+                      {"x": randn(2, 3, 8), "memory": randn(2, 5, 8)},
+                      {"mask": F.padding_mask([5, 3], 5)})
+
+
+@case("MultiHeadAttention, RoPE")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True, positional="rope"),
+                      {"x": randn(2, 4, 8)})
+
+
+@case("MultiHeadAttention, ALiBi")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(12, 3, causal=True, positional="alibi"),
+                      {"x": randn(2, 4, 12)})
+
+
+@case("MultiHeadAttention, relative bias")
+def _():
+    attention = nn.MultiHeadAttention(8, 2, positional="relative", num_buckets=8, max_distance=16)
+    return ModuleCase(attention, {"x": randn(2, 5, 8)})
+
+
+@case("FeedForward")
+def _():
+    return ModuleCase(nn.FeedForward(6, 12, activation="gelu", dropout=0.2), {"x": randn(2, 3, 6)})
+
+
+@case("SinusoidalPositionalEncoding")
+def _():
+    return ModuleCase(nn.SinusoidalPositionalEncoding(6), {"x": randn(2, 3, 6)}, {"offset": 2})
+
+
+@case("LearnedPositionalEmbedding")
+def _():
+    return ModuleCase(nn.LearnedPositionalEmbedding(10, 6), {"x": randn(2, 3, 6)}, {"offset": 2})
+
+
+@case("RelativePositionBias")
+def _():
+    return ModuleCase(nn.RelativePositionBias(2, num_buckets=8, max_distance=16, bidirectional=False),
+                      options={"n_q": 3, "n_k": 5})
+
+
+@case("Residual, post-LN")
+def _():
+    return ModuleCase(nn.Residual(nn.FeedForward(6, 12), 6, pre_ln=False, dropout=0.2),
+                      {"x": randn(2, 3, 6)})
+
+
+@case("Residual, pre-LN")
+def _():
+    return ModuleCase(nn.Residual(nn.FeedForward(6, 12), 6, pre_ln=True, dropout=0.2),
+                      {"x": randn(2, 3, 6)})
+
+
+@case("EncoderBlock, post-LN")
+def _():
+    return ModuleCase(nn.EncoderBlock(8, 2, 16, pre_ln=False, dropout=0.1),
+                      {"x": randn(2, 4, 8)}, {"mask": F.padding_mask([4, 3], 4)})
+
+
+@case("EncoderBlock, pre-LN")
+def _():
+    return ModuleCase(nn.EncoderBlock(8, 2, 16, pre_ln=True, dropout=0.1, activation="gelu"),
+                      {"x": randn(2, 4, 8)}, {"mask": F.padding_mask([4, 3], 4)})
+
+
+@case("DecoderBlock, post-LN")
+def _():
+    return ModuleCase(nn.DecoderBlock(8, 2, 16, pre_ln=False, dropout=0.1),
+                      {"x": randn(2, 3, 8), "memory": randn(2, 4, 8)},
+                      {"memory_mask": F.padding_mask([4, 2], 4)})
+
+
+@case("DecoderBlock, pre-LN")
+def _():
+    return ModuleCase(nn.DecoderBlock(8, 2, 16, pre_ln=True, dropout=0.1),
+                      {"x": randn(2, 3, 8), "memory": randn(2, 4, 8)},
+                      {"memory_mask": F.padding_mask([4, 2], 4)})
