@@ -1,0 +1,140 @@
+"""The array-backend shim: choosing a backend, moving arrays, dtypes, seeded randomness."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import minitf.nn as nn
+from minitf import backend
+
+
+def test_use_and_precision_work_as_statements_and_as_context_managers():
+    assert backend.backend_name() == "numpy"
+    assert backend.float_dtype() == np.float32
+    with backend.precision("float64"):
+        assert backend.float_dtype() == np.float64
+        assert backend.randn(2, 3).dtype == np.float64
+    assert backend.float_dtype() == np.float32
+    undo = backend.precision("float64")
+    assert backend.float_dtype() == np.float64
+    with undo:
+        pass
+    assert backend.float_dtype() == np.float32
+    with backend.use("numpy"):
+        assert backend.get_array_module() is np
+
+
+def test_bad_names_are_refused():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        backend.use("torch")
+    with pytest.raises(ValueError, match="'float32' or 'float64'"):
+        backend.precision("float16")
+
+
+@pytest.mark.skipif(backend.cupy_available(), reason="CuPy is available here")
+def test_asking_for_cupy_without_it_is_one_clear_error():
+    with pytest.raises(backend.BackendUnavailable, match="backend 'cupy' is not available"):
+        backend.use("cupy")
+    assert backend.backend_name() == "numpy"
+
+
+@pytest.mark.parametrize("value, message", [("tensorflow", "MINITF_BACKEND must be one of"),
+                                            ("numpy", None)])
+def test_the_environment_variable_chooses_the_backend(value, message):
+    env = dict(os.environ, MINITF_BACKEND=value)
+    code = "import minitf.backend as b; print(b.backend_name())"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if message is None:
+        assert result.returncode == 0 and result.stdout.strip() == value
+    else:
+        assert result.returncode != 0 and message in result.stderr
+
+
+def test_get_array_module_follows_the_arrays(backend_name):
+    xp = backend.get_array_module()
+    a = backend.randn(3)
+    assert backend.get_array_module(a) is xp
+    assert backend.get_array_module(None, 1.5, a) is xp
+    assert backend.get_array_module(np.zeros(2)) is np
+    assert backend.backend_of(a) == backend_name
+
+
+def test_moving_arrays_round_trips(backend_name):
+    host = np.arange(6, dtype=np.float64).reshape(2, 3)
+    device = backend.to_device(host, dtype="float32")
+    assert backend.backend_of(device) == backend_name and device.dtype == np.float32
+    back = backend.to_numpy(device)
+    assert isinstance(back, np.ndarray) and np.array_equal(back, host)
+
+
+def test_scatter_add_adds_every_repeated_index(backend_name):
+    xp = backend.get_array_module()
+    for dtype in ("float32", "float64"):
+        target = xp.zeros((4, 2), dtype=dtype)
+        backend.scatter_add(target, xp.asarray([1, 3, 1, 1]), xp.ones((4, 2), dtype=dtype))
+        assert backend.to_numpy(target)[:, 0].tolist() == [0, 3, 0, 1]
+
+
+def test_sum_to_shape_undoes_broadcasting(backend_name):
+    g = backend.randn(2, 3, 4, 5)
+    assert backend.sum_to_shape(g, (4, 5)).shape == (4, 5)
+    assert backend.sum_to_shape(g, (1, 3, 1, 5)).shape == (1, 3, 1, 5)
+    np.testing.assert_allclose(backend.to_numpy(backend.sum_to_shape(g, (3, 1, 1))),
+                               backend.to_numpy(g).sum(axis=(0, 2, 3))[:, None, None], rtol=1e-5)
+
+
+def test_erf_matches_the_standard_library(backend_name):
+    import math
+    with backend.precision("float64"):
+        x = backend.randn(50)
+    expected = [math.erf(v) for v in backend.to_numpy(x)]
+    np.testing.assert_allclose(backend.to_numpy(backend.erf(x)), expected, rtol=1e-14, atol=1e-15)
+
+
+def test_the_same_seed_gives_the_same_model():
+    def weights():
+        with backend.seed(7):
+            return nn.EncoderBlock(8, 2, 16).state_dict()
+    first, second = weights(), weights()
+    assert all(np.array_equal(first[k], second[k]) for k in first)
+
+
+def test_seed_as_a_context_manager_restores_the_stream():
+    backend.seed(3)
+    expected = backend.to_numpy(backend.randn(4))
+    backend.seed(3)
+    with backend.seed(99):
+        backend.randn(10)
+    np.testing.assert_array_equal(backend.to_numpy(backend.randn(4)), expected)
+
+
+def test_rng_state_round_trips():
+    state = backend.rng_state()
+    first = backend.to_numpy(backend.rand(5))
+    backend.set_rng_state(state)
+    np.testing.assert_array_equal(backend.to_numpy(backend.rand(5)), first)
+
+
+@pytest.mark.skipif(not backend.cupy_available(), reason="CuPy with a GPU is not available")
+def test_a_model_built_from_one_seed_is_identical_on_numpy_and_cupy():
+    with backend.seed(0), backend.use("numpy"):
+        on_cpu = nn.DecoderBlock(8, 2, 16, positional="relative")
+    with backend.seed(0), backend.use("cupy"):
+        on_gpu = nn.DecoderBlock(8, 2, 16, positional="relative")
+    cpu, gpu = on_cpu.state_dict(), on_gpu.state_dict()
+    assert cpu.keys() == gpu.keys()
+    assert all(np.array_equal(cpu[k], gpu[k]) for k in cpu)
+    x, memory = backend.randn(2, 3, 8), backend.randn(2, 4, 8)
+    y_cpu = on_cpu(backend.to_numpy(x), backend.to_numpy(memory))
+    y_gpu = on_gpu(backend.to_device(x, "cupy"), backend.to_device(memory, "cupy"))
+    np.testing.assert_allclose(backend.to_numpy(y_gpu), y_cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_modules_move_between_backends_and_dtypes(backend_name):
+    layer = nn.Linear(3, 2).to(dtype="float64")
+    assert layer.W.data.dtype == np.float64 and layer.W.grad.dtype == np.float64
+    assert backend.backend_of(layer.W.data) == backend_name
+    layer.to("numpy", dtype="float32")
+    assert isinstance(layer.W.data, np.ndarray) and layer.W.data.dtype == np.float32

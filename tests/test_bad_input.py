@@ -1,0 +1,148 @@
+"""Bad input fails at the API boundary, with a message naming the argument, what it got and what
+was wanted."""
+import re
+
+import numpy as np
+import pytest
+
+import minitf.functional as F
+import minitf.nn as nn
+from minitf import backend
+
+
+def raises(error, *fragments):
+    """pytest.raises whose message must contain every fragment (matched literally)."""
+    return pytest.raises(error, match="(?s)" + "".join(f"(?=.*{re.escape(f)})" for f in fragments))
+
+
+def test_d_model_not_divisible_by_n_heads():
+    with raises(ValueError, "d_model=10", "n_heads=3", "divisible"):
+        nn.MultiHeadAttention(10, 3)
+    with raises(ValueError, "d_model=10", "n_heads=3"):
+        nn.EncoderBlock(10, 3, 20)
+
+
+def test_last_dimension_is_not_d_model(backend_name):
+    attention = nn.MultiHeadAttention(8, 2)
+    with raises(ValueError, "MultiHeadAttention", "x has shape (2, 5, 7)", "(b, n, d_model=8)"):
+        attention(backend.randn(2, 5, 7))
+    with raises(ValueError, "LayerNorm", "x has shape (2, 5, 7)", "(..., d=8)"):
+        nn.LayerNorm(8)(backend.randn(2, 5, 7))
+    with raises(ValueError, "linear", "x has shape (3, 4)", "(..., d_in=5)"):
+        F.linear(backend.randn(3, 4), backend.randn(5, 2))
+
+
+def test_wrong_number_of_dimensions(backend_name):
+    with raises(ValueError, "x has shape (5, 8)", "(b, n, d_model=8)"):
+        nn.MultiHeadAttention(8, 2)(backend.randn(5, 8))
+    with raises(ValueError, "x has shape (1, 2, 5, 8)", "(b, n, d_model=8)"):
+        nn.EncoderBlock(8, 2, 16)(backend.randn(1, 2, 5, 8))
+    with raises(ValueError, "q has shape (4,)", "at least 2 axes"):
+        F.attention(backend.randn(4), backend.randn(3, 4), backend.randn(3, 4))
+
+
+def test_mask_that_does_not_broadcast_to_the_scores(backend_name):
+    attention = nn.MultiHeadAttention(8, 2)
+    x = backend.randn(2, 5, 8)
+    with raises(ValueError, "mask has shape (2, 5)", "(b, h, n_q, n_k) = (2, 2, 5, 5)",
+                "(b, 1, 1, n_k)"):
+        attention(x, mask=backend.randn(2, 5))
+    with raises(ValueError, "mask has shape (4, 4)", "(2, 2, 5, 5)"):
+        F.attention(backend.randn(2, 2, 5, 3), backend.randn(2, 2, 5, 3), backend.randn(2, 2, 5, 3),
+                    mask=F.causal_mask(4))
+
+
+def test_token_ids_out_of_range_are_caught_on_every_backend(backend_name):
+    embedding = nn.Embedding(10, 4)
+    xp = backend.get_array_module()
+    with raises(ValueError, "ids must lie in [0, vocab_size=10)", "from 0 to 12"):
+        embedding(xp.asarray([[0, 12, 3]]))
+    with raises(ValueError, "ids must lie in [0, vocab_size=10)", "from -1 to 3"):
+        embedding(xp.asarray([[-1, 3]]))
+    with raises(ValueError, "targets must lie in [0, V=5)", "-100, ignored", "from 0 to 5"):
+        F.cross_entropy(backend.randn(2, 3, 5), xp.asarray([[0, 1, 5], [2, -100, 1]]))
+
+
+def test_token_ids_must_be_integers(backend_name):
+    with raises(TypeError, "ids has dtype float32", "integer"):
+        nn.Embedding(10, 4)(backend.randn(2, 3))
+    with raises(TypeError, "targets has dtype float32", "integer"):
+        F.cross_entropy(backend.randn(2, 5), backend.randn(2))
+
+
+def test_targets_must_match_the_logits(backend_name):
+    with raises(ValueError, "targets has shape (2, 4)", "(2, 3)"):
+        F.cross_entropy(backend.randn(2, 3, 5), backend.randint(0, 5, (2, 4)))
+
+
+@pytest.mark.parametrize("module, call", [
+    (lambda: nn.Linear(4, 3), lambda m: m.backward(backend.randn(2, 3))),
+    (lambda: nn.LayerNorm(4), lambda m: m.backward(backend.randn(2, 4))),
+    (lambda: nn.Dropout(0.5), lambda m: m.backward(backend.randn(2, 4))),
+    (lambda: nn.MultiHeadAttention(8, 2), lambda m: m.backward(backend.randn(2, 3, 8))),
+    (lambda: nn.SinusoidalPositionalEncoding(8), lambda m: m.backward(backend.randn(2, 3, 8))),
+    (lambda: nn.RelativePositionBias(2), lambda m: m.backward(backend.randn(2, 3, 3))),
+])
+def test_backward_before_forward(module, call):
+    m = module()
+    with raises(RuntimeError, type(m).__name__, "backward() was called before forward()"):
+        call(m)
+
+
+def test_backward_twice_after_one_forward_is_refused():
+    layer = nn.Linear(4, 3)
+    y = layer(backend.randn(2, 4))
+    layer.backward(y)
+    with raises(RuntimeError, "Linear.backward() was called before forward()"):
+        layer.backward(y)
+
+
+def test_input_dtype_must_match_the_parameters(backend_name):
+    layer = nn.Linear(4, 3)                                  # float32 parameters
+    with backend.precision("float64"):
+        x = backend.randn(2, 4)
+    with raises(TypeError, "Linear", "x has dtype float64", "wanted float32", "astype"):
+        layer(x)
+    with raises(TypeError, "MultiHeadAttention", "memory has dtype float64"):
+        nn.MultiHeadAttention(4, 2, cross=True)(backend.randn(1, 2, 4),
+                                                backend.to_device(np.zeros((1, 3, 4))))
+
+
+def test_inputs_must_be_arrays():
+    with raises(TypeError, "x must be a NumPy or CuPy array", "got list"):
+        nn.Linear(2, 2)([[1.0, 2.0]])
+
+
+def test_cross_attention_needs_memory_and_self_attention_refuses_it(backend_name):
+    x = backend.randn(2, 3, 8)
+    with raises(ValueError, "cross-attention needs memory (b, m, d_model)", "got None"):
+        nn.MultiHeadAttention(8, 2, cross=True)(x)
+    with raises(ValueError, "self-attention takes no memory", "cross=True"):
+        nn.MultiHeadAttention(8, 2)(x, x)
+    with raises(ValueError, "memory has shape (3, 4, 8)", "(b=2, m, d_model=8)"):
+        nn.MultiHeadAttention(8, 2, cross=True)(x, backend.randn(3, 4, 8))
+
+
+def test_option_values_are_checked():
+    with raises(ValueError, "positional must be one of", "'sinusoidal'"):
+        nn.MultiHeadAttention(8, 2, positional="sinusoidal")
+    with raises(ValueError, "positional='rope' needs an even d_head", "d_head=3"):
+        nn.MultiHeadAttention(6, 2, positional="rope")
+    with raises(ValueError, "cross-attention takes neither positional nor causal"):
+        nn.MultiHeadAttention(8, 2, cross=True, causal=True)
+    with raises(ValueError, "activation must be one of", "'swish'"):
+        nn.FeedForward(8, 16, activation="swish")
+    with raises(ValueError, "p must lie in [0, 1)", "1.0"):
+        nn.Dropout(1.0)
+    with raises(ValueError, "label_smoothing must lie in [0, 1)", "-0.1"):
+        F.cross_entropy(backend.randn(2, 5), backend.randint(0, 5, (2,)), label_smoothing=-0.1)
+
+
+def test_positions_beyond_the_learned_table(backend_name):
+    with raises(ValueError, "positions 6..9", "max_len=8"):
+        nn.LearnedPositionalEmbedding(8, 4)(backend.randn(1, 4, 4), offset=6)
+
+
+def test_padding_lengths_must_fit(backend_name):
+    with raises(ValueError, "lengths must lie in [0, n + 1=5)", "from 2 to 7"):
+        F.padding_mask([2, 7], 4)

@@ -1,0 +1,137 @@
+"""What the functional ops compute (their gradients are checked in test_gradcheck.py)."""
+import math
+
+import numpy as np
+import pytest
+
+import minitf.functional as F
+from minitf import backend
+
+
+def host(a):
+    return backend.to_numpy(a)
+
+
+def test_softmax_rows_sum_to_one_and_survive_large_inputs(float64):
+    x = backend.randn(4, 7) * 1000
+    p, _ = F.softmax(x)
+    assert np.all(np.isfinite(host(p)))
+    np.testing.assert_allclose(host(p).sum(-1), 1, rtol=1e-12)
+
+
+def test_a_fully_masked_row_gives_zeros_not_nan(float64):
+    x = backend.randn(3, 4)
+    x[1] = -math.inf
+    p, cache = F.softmax(x)
+    assert host(p)[1].tolist() == [0, 0, 0, 0]
+    dx = F.softmax_backward(backend.randn(3, 4), cache)
+    assert host(dx)[1].tolist() == [0, 0, 0, 0]
+    out, cache = F.attention(backend.randn(1, 2, 3), backend.randn(1, 4, 3), backend.randn(1, 4, 5),
+                             mask=F.padding_mask([0], 4)[0, 0])
+    assert not np.any(host(out)) and not np.any(np.isnan(host(cache.probs)))
+
+
+def test_log_softmax_is_the_log_of_softmax(float64):
+    x = backend.randn(3, 6)
+    np.testing.assert_allclose(host(F.log_softmax(x)[0]), np.log(host(F.softmax(x)[0])), rtol=1e-12)
+
+
+def test_cross_entropy_by_hand(float64):
+    logits = backend.to_device(np.array([[2.0, 0.0, -1.0], [0.5, 0.5, 0.5]]))
+    targets = backend.to_device(np.array([0, -100]))
+    loss, _ = F.cross_entropy(logits, targets)
+    assert float(loss) == pytest.approx(-math.log(math.exp(2) / (math.exp(2) + 1 + math.exp(-1))))
+    everything_ignored, cache = F.cross_entropy(logits, targets * 0 - 100)
+    assert float(everything_ignored) == 0.0
+    assert not np.any(host(F.cross_entropy_backward(1.0, cache)))
+
+
+def test_embedding_backward_adds_repeated_tokens(float64):
+    xp = backend.get_array_module()
+    W = backend.randn(5, 2)
+    out, cache = F.embedding(xp.asarray([[1, 3, 1]]), W)
+    dW = host(F.embedding_backward(xp.ones((1, 3, 2)), cache))
+    assert dW[:, 0].tolist() == [0, 2, 0, 1, 0]
+
+
+def test_dropout_keeps_the_expectation_and_is_the_identity_in_eval(float64):
+    x = backend.randn(200, 500) * 0 + 1
+    with backend.seed(0):
+        y, _ = F.dropout(x, 0.3)
+    values = np.unique(host(y))
+    np.testing.assert_allclose(values, [0, 1 / 0.7])
+    assert host(y).mean() == pytest.approx(1.0, abs=0.01)
+    assert F.dropout(x, 0.3, training=False)[0] is x
+
+
+def test_layer_norm_normalizes(float64):
+    x = backend.randn(4, 16) * 5 + 3
+    xp = backend.get_array_module()
+    y, _ = F.layer_norm(x, xp.ones(16), xp.zeros(16), eps=0.0)
+    np.testing.assert_allclose(host(y).mean(-1), 0, atol=1e-12)
+    np.testing.assert_allclose(host(y).var(-1), 1, rtol=1e-12)      # biased variance
+
+
+def test_masks(float64):
+    causal = host(F.causal_mask(3, 5))
+    assert (causal == 0).tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
+    assert causal[0, 4] == -math.inf
+    pad = host(F.padding_mask([2, 4], 4))
+    assert pad.shape == (2, 1, 1, 4) and (pad[:, 0, 0] == 0).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
+    ids = backend.to_device(np.array([[5, 6, 0, 0], [7, 0, 8, 0]]))
+    from_ids = host(F.padding_mask_from_ids(ids, pad_id=0))
+    assert (from_ids[:, 0, 0] == 0).tolist() == [[1, 1, 0, 0], [1, 0, 1, 0]]
+    both = host(F.combine_masks(F.causal_mask(4), F.padding_mask([2, 4], 4), None))
+    assert both.shape == (2, 1, 4, 4) and both[0, 0, 3, 2] == -math.inf and both[1, 0, 3, 2] == 0
+    keep = backend.to_device(np.array([True, False]))
+    assert host(F.as_additive_mask(keep)).tolist() == [0, -math.inf]
+
+
+def test_split_and_merge_heads_are_inverse(float64):
+    y = backend.randn(2, 5, 12)
+    q, k, v = F.split_heads(y, 2, parts=3)
+    assert q.shape == (2, 2, 5, 2)
+    np.testing.assert_array_equal(host(q[:, 1, :, :]), host(y)[:, :, 2:4])   # head 1 of q
+    np.testing.assert_array_equal(host(F.merge_heads(F.split_heads(y, 2, parts=3))), host(y))
+
+
+def test_sinusoidal_table_formula(float64):
+    table = host(F.sinusoidal_table(7, 6))
+    p, i = 5, 2
+    assert table[p, 2 * i] == pytest.approx(math.sin(p / 10000 ** (2 * i / 6)))
+    assert table[p, 2 * i + 1] == pytest.approx(math.cos(p / 10000 ** (2 * i / 6)))
+    np.testing.assert_allclose(host(F.sinusoidal_table(3, 6, offset=4)), table[4:7])
+    assert F.sinusoidal_table(4, 5).shape == (4, 5)                 # odd widths work too
+
+
+def test_rope_scores_depend_only_on_relative_position(float64):
+    """q_m · k_n after RoPE depends on m − n: shifting both positions changes nothing."""
+    q, k = backend.randn(1, 8), backend.randn(1, 8)
+    def score(m, n):
+        cos_m, sin_m = F.rope_angles(1, 8, offset=m)
+        cos_n, sin_n = F.rope_angles(1, 8, offset=n)
+        return float((F.rope(q, cos_m, sin_m)[0] * F.rope(k, cos_n, sin_n)[0]).sum())
+    assert score(7, 3) == pytest.approx(score(14, 10), rel=1e-12)
+    assert score(7, 3) != pytest.approx(score(7, 4), rel=1e-6)
+    x = backend.randn(3, 8)
+    np.testing.assert_allclose(np.linalg.norm(host(F.rope(x, *F.rope_angles(3, 8))[0]), axis=-1),
+                               np.linalg.norm(host(x), axis=-1))       # rotations keep length
+
+
+def test_alibi(float64):
+    assert F.alibi_slopes(4) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8]
+    assert F.alibi_slopes(6) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]
+    bias = host(F.alibi_bias(4, 3, 5))
+    assert bias.shape == (4, 3, 5)
+    assert bias[0, 2, 0] == -0.25 * 4      # query 2 sits at position 4; key 0 is 4 away
+
+
+def test_relative_position_buckets_like_t5(float64):
+    buckets = host(F.relative_position_buckets(1, 200, bidirectional=False, num_buckets=32,
+                                               max_distance=128))[0]
+    distance = 199 - np.arange(200)         # the query is the last position
+    assert np.all(buckets[distance < 16] == distance[distance < 16])   # exact when close
+    assert np.all(np.diff(buckets[::-1]) >= 0)                          # monotone in distance
+    assert buckets[distance >= 128].tolist() == [31] * int((distance >= 128).sum())
+    both = host(F.relative_position_buckets(3, bidirectional=True, num_buckets=8))
+    assert both.tolist() == [[0, 5, 6], [1, 0, 5], [2, 1, 0]]          # the future: upper half

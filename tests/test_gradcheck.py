@@ -1,0 +1,100 @@
+"""Every op and every module passes a float64 gradient check, on every available backend; the
+registry of checks leaves nothing out; and the checks are able to fail."""
+import inspect
+
+import numpy as np
+import pytest
+
+import minitf.functional as F
+import minitf.nn as nn
+from minitf import gradcheck_cases
+from minitf.gradcheck import TOLERANCE, FunctionCase, ModuleCase, check, format_table, relative_error
+from minitf.nn.module import Module
+
+
+def _wanted_tensors(case):
+    if isinstance(case, ModuleCase):
+        return {f"param {p}" for p, _ in case.module.named_parameters()}
+    return set(case.wrt)
+
+
+@pytest.mark.parametrize("name", list(gradcheck_cases.CASES))
+def test_gradient_check(name, backend_name):
+    case = gradcheck_cases.build(name)
+    rows = gradcheck_cases.run(name)
+    assert _wanted_tensors(case) <= {r.tensor for r in rows}, "a tensor went unchecked"
+    assert all(r.passed for r in rows), "\n" + format_table(rows)
+
+
+def _built_cases():
+    return [gradcheck_cases.build(name) for name in gradcheck_cases.CASES]
+
+
+def test_registry_covers_every_op():
+    with_backward = {n for n in F.__all__ if f"{n}_backward" in F.__all__}
+    checked = {c.forward.__name__ for c in _built_cases() if isinstance(c, FunctionCase)}
+    assert with_backward - checked == set()
+
+
+def test_registry_covers_every_module():
+    exported = (getattr(nn, n) for n in nn.__all__)
+    layers = {c for c in exported if inspect.isclass(c) and issubclass(c, Module) and c is not Module}
+    checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
+    assert {c.__name__ for c in layers - checked} == set()
+
+
+def test_registry_covers_masks_positions_and_both_norm_placements():
+    names = " | ".join(gradcheck_cases.CASES)
+    for needed in ("causal", "padding", "fully masked", "cross", "RoPE", "ALiBi",
+                   "relative bias", "pre-LN", "post-LN", "ignore_index", "label smoothing"):
+        assert needed in names, needed
+
+
+# -- the checks can fail: a wrong backward must turn the right row red --------------------------
+
+def test_a_layer_norm_backward_without_the_variance_path_fails(monkeypatch, float64):
+    import minitf.nn.layers as layers
+
+    def missing_variance_path(dy, cache):
+        x_hat, rstd, gamma = cache
+        dx_hat = dy * gamma
+        dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True)) * rstd
+        positions = tuple(range(dy.ndim - 1))
+        return dx, (dy * x_hat).sum(axis=positions), dy.sum(axis=positions)
+
+    monkeypatch.setattr(layers.F, "layer_norm_backward", missing_variance_path)
+    rows = {r.tensor: r for r in gradcheck_cases.run("LayerNorm")}
+    assert not rows["input x"].passed
+    assert rows["param gamma"].passed and rows["param beta"].passed
+
+
+def test_an_attention_backward_without_the_scale_fails(float64):
+    def unscaled(dout, cache):
+        dq, dk, dv, dbias = F.attention_backward(dout, cache)
+        return dq / cache.scale, dk / cache.scale, dv, dbias
+
+    case = gradcheck_cases.build("attention")
+    case.backward = unscaled
+    rows = {r.tensor: r for r in check("attention", case)}
+    assert not rows["q"].passed and not rows["k"].passed and rows["v"].passed
+
+
+def test_a_forgotten_bias_gradient_fails(monkeypatch, float64):
+    import minitf.nn.layers as layers
+
+    real = layers.F.linear_backward
+
+    def no_bias_gradient(dy, cache):
+        dx, dW, db = real(dy, cache)
+        return dx, dW, db * 0
+
+    monkeypatch.setattr(layers.F, "linear_backward", no_bias_gradient)
+    rows = {r.tensor: r for r in gradcheck_cases.run("Linear")}
+    assert not rows["param b"].passed and rows["param W"].passed
+
+
+def test_relative_error_formula():
+    a, b = np.array([1.0, -2.0, 0.0]), np.array([1.0, -2.0, 3e-6])
+    assert relative_error(a, b) == pytest.approx(3e-6 / (2.0 + 2.0))   # max|a| + max|b|
+    assert relative_error(np.zeros(3), np.zeros(3)) == 0.0
+    assert relative_error(a, a) == 0.0 <= TOLERANCE

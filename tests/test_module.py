@@ -1,0 +1,98 @@
+"""Module and Parameter: naming, gradients that accumulate, modes, state dicts."""
+import numpy as np
+import pytest
+
+import minitf.nn as nn
+from minitf import backend
+
+
+def test_parameter_names_follow_the_tree():
+    block = nn.DecoderBlock(8, 2, 16)
+    names = [name for name, _ in block.named_parameters()]
+    assert names[:4] == ["self_attn.layer.W_qkv.W", "self_attn.layer.W_qkv.b",
+                         "self_attn.layer.W_o.W", "self_attn.layer.W_o.b"]
+    assert "cross_attn.layer.W_q.W" in names and "cross_attn.layer.W_kv.W" in names
+    assert "ffn.layer.W_1.W" in names and "ffn.norm.gamma" in names
+    assert len(names) == len(set(names)) == len(block.parameters())
+
+
+def test_lists_of_modules_are_walked():
+    class Stack(nn.Module):
+        def __init__(self):
+            self.layers = [nn.Linear(3, 3), nn.Linear(3, 2)]
+
+    assert [n for n, _ in Stack().named_parameters()] == ["layers.0.W", "layers.0.b",
+                                                          "layers.1.W", "layers.1.b"]
+
+
+def test_gradients_accumulate_until_zero_grad(backend_name):
+    layer = nn.Linear(4, 3)
+    x, dy = backend.randn(2, 4), backend.randn(2, 3)
+    layer(x)
+    layer.backward(dy)
+    once = backend.to_numpy(layer.W.grad).copy()
+    layer(x)
+    layer.backward(dy)
+    np.testing.assert_allclose(backend.to_numpy(layer.W.grad), 2 * once, rtol=1e-6)
+    layer.zero_grad()
+    assert not np.any(backend.to_numpy(layer.W.grad))
+
+
+def test_train_and_eval_reach_every_module(backend_name):
+    block = nn.EncoderBlock(8, 2, 16, dropout=0.5)
+    x = backend.randn(2, 4, 8)
+    block.eval()
+    assert all(not m.training for m in block.modules())
+    np.testing.assert_array_equal(backend.to_numpy(block(x)), backend.to_numpy(block(x)))
+    block.train()
+    assert all(m.training for m in block.modules())
+    assert not np.allclose(backend.to_numpy(block(x)), backend.to_numpy(block(x)))
+
+
+def test_state_dict_round_trip(backend_name):
+    with backend.seed(1):
+        source = nn.EncoderBlock(8, 2, 16, positional="relative")
+    with backend.seed(2):
+        target = nn.EncoderBlock(8, 2, 16, positional="relative")
+    state = source.state_dict()
+    assert all(isinstance(a, np.ndarray) for a in state.values())
+    target.load_state_dict(state)
+    x = backend.randn(2, 5, 8)
+    np.testing.assert_array_equal(backend.to_numpy(target(x)), backend.to_numpy(source(x)))
+    state[next(iter(state))][...] = 0                  # the copy is independent of the model
+    assert np.any(backend.to_numpy(source.parameters()[0].data))
+
+
+def test_load_state_dict_lists_every_mismatch():
+    layer = nn.Linear(3, 2)
+    with pytest.raises(ValueError) as error:
+        layer.load_state_dict({"W": np.zeros((2, 3)), "c": np.zeros(1)})
+    message = str(error.value)
+    assert "missing b (2,)" in message
+    assert "unexpected c (1,)" in message
+    assert "W: saved (2, 3), model (3, 2)" in message
+
+
+def test_load_state_dict_casts_to_the_parameter_dtype():
+    layer = nn.Linear(3, 2)
+    layer.load_state_dict({"W": np.ones((3, 2)), "b": np.ones(2)})      # float64 arrays
+    assert layer.W.data.dtype == np.float32
+
+
+def test_attention_weights_are_kept_for_plotting(backend_name):
+    attention = nn.MultiHeadAttention(8, 2, causal=True)
+    attention(backend.randn(3, 5, 8))
+    probs = backend.to_numpy(attention.probs)
+    assert probs.shape == (3, 2, 5, 5)
+    np.testing.assert_allclose(probs.sum(-1), 1, rtol=1e-5)
+    assert np.all(np.triu(probs, k=1) == 0)
+
+
+def test_float32_stays_float32(backend_name):
+    """No silent upcast anywhere on the forward or the backward path."""
+    block = nn.DecoderBlock(8, 2, 16, positional="alibi", activation="gelu", dropout=0.1)
+    x, memory = backend.randn(2, 3, 8), backend.randn(2, 4, 8)
+    y = block(x, memory)
+    dx, dmemory = block.backward(backend.randn(*y.shape))
+    assert {y.dtype, dx.dtype, dmemory.dtype} == {np.dtype("float32")}
+    assert {p.grad.dtype for p in block.parameters()} == {np.dtype("float32")}
