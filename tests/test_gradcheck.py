@@ -8,7 +8,8 @@ import pytest
 import minitf.functional as F
 import minitf.nn as nn
 from minitf import gradcheck_cases
-from minitf.gradcheck import TOLERANCE, FunctionCase, ModuleCase, check, format_table, relative_error
+from minitf.gradcheck import (TOLERANCE, FunctionCase, ModuleCase, Row, check, format_table,
+                              relative_error)
 from minitf.nn.module import Module
 
 
@@ -36,9 +37,16 @@ def test_registry_covers_every_op():
     assert with_backward - checked == set()
 
 
+LAYERS = {nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.ReLU, nn.GELU,
+          nn.MultiHeadAttention, nn.FeedForward, nn.SinusoidalPositionalEncoding,
+          nn.LearnedPositionalEmbedding, nn.RelativePositionBias, nn.Residual,
+          nn.EncoderBlock, nn.DecoderBlock}
+
+
 def test_registry_covers_every_module():
     exported = (getattr(nn, n) for n in nn.__all__)
     layers = {c for c in exported if inspect.isclass(c) and issubclass(c, Module) and c is not Module}
+    assert layers == LAYERS, "a layer was added or removed: update LAYERS and the registry"
     checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
     assert {c.__name__ for c in layers - checked} == set()
 
@@ -98,3 +106,13 @@ def test_relative_error_formula():
     assert relative_error(a, b) == pytest.approx(3e-6 / (2.0 + 2.0))   # max|a| + max|b|
     assert relative_error(np.zeros(3), np.zeros(3)) == 0.0
     assert relative_error(a, a) == 0.0 <= TOLERANCE
+
+
+def test_the_report_table():
+    rows = [Row("linear", "x", (2, 3), 3e-10), Row("linear", "W", (3, 4), 2e-3)]
+    assert rows[0].passed and not rows[1].passed
+    lines = format_table(rows).splitlines()
+    assert lines[0].split() == ["check", "tensor", "shape", "max", "rel", "error", "result"]
+    assert lines[2].split()[-2:] == ["3.00e-10", "ok"]
+    assert lines[3].split()[-2:] == ["2.00e-03", "FAIL"]
+    assert lines[-1] == "1 of 2 tensors within 1e-06; 1 FAILED"
