@@ -13,7 +13,8 @@ from minitf.functional.attention import (AttentionCache, as_additive_mask, atten
                                          merge_heads, padding_mask, padding_mask_from_ids,
                                          split_heads)
 from minitf.functional.layer_norm import layer_norm, layer_norm_backward
-from minitf.functional.linear import embedding, embedding_backward, linear, linear_backward
+from minitf.functional.linear import (embedding, embedding_backward, linear, linear_backward,
+                                      patches, patches_backward)
 from minitf.functional.positional import (alibi_bias, alibi_slopes, relative_bias,
                                           relative_bias_backward, relative_position_buckets,
                                           rope, rope_angles, rope_backward, sinusoidal_table)
@@ -21,7 +22,7 @@ from minitf.functional.softmax import (cross_entropy, cross_entropy_backward, lo
                                        log_softmax_backward, softmax, softmax_backward)
 
 __all__ = [
-    "linear", "linear_backward", "embedding", "embedding_backward",
+    "linear", "linear_backward", "embedding", "embedding_backward", "patches", "patches_backward",
     "relu", "relu_backward", "gelu", "gelu_backward", "dropout", "dropout_backward",
     "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
     "cross_entropy", "cross_entropy_backward", "layer_norm", "layer_norm_backward",

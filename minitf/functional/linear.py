@@ -65,3 +65,29 @@ def embedding_backward(dy, cache):
     scatter_add(dW, ids.reshape(-1), dy.reshape(-1, W_shape[1]))
     return dW
 
+
+def patches(images, patch_size):
+    """Cut images into non-overlapping p×p patches and flatten each one: the tokens of a ViT.
+
+    A patch is then just a vector of p·p·C numbers, and a linear map of it plays the part of a
+    word embedding. Pure rearrangement (reshape + transpose), row by row of patches.
+    images: (b, C, H, W) with H and W multiples of p   ->   (b, (H/p)·(W/p), p·p·C)
+    """
+    check_shape(images, "images", ("b", "C", "H", "W"), "patches")
+    b, C, H, W = images.shape
+    p = patch_size
+    if p < 1 or H % p or W % p:
+        raise ValueError(f"patches: images of size H×W = {H}×{W} do not split into "
+                         f"patch_size={p} squares; wanted H and W divisible by patch_size")
+    grid = images.reshape(b, C, H // p, p, W // p, p)          # (b, C, rows, p, cols, p)
+    tokens = grid.transpose(0, 2, 4, 3, 5, 1)                  # (b, rows, cols, p, p, C)
+    return tokens.reshape(b, (H // p) * (W // p), p * p * C), (images.shape, p)
+
+
+def patches_backward(dy, cache):
+    """The same rearrangement run backwards: each patch's gradient goes back to its pixels.
+    dy: (b, N, p·p·C)   ->   dimages: (b, C, H, W)
+    """
+    (b, C, H, W), p = cache
+    grid = dy.reshape(b, H // p, W // p, p, p, C).transpose(0, 5, 1, 3, 2, 4)
+    return grid.reshape(b, C, H, W)

@@ -10,6 +10,41 @@ from minitf.validate import check_broadcast
 POSITIONAL = (None, "rope", "alibi", "relative")
 
 
+class KVCache:
+    """The keys and values one attention layer has already computed, kept for generation.
+
+    Decoding one token at a time, the new token's query needs the keys and values of *every*
+    earlier token, and those never change (the causal mask keeps earlier tokens from seeing later
+    ones). So each step computes k and v for the new token only and appends them here: a step
+    costs O(n·d) instead of recomputing all n tokens, O(n·d²). The price is memory,
+    2 · b · n · d_model numbers per layer. For cross-attention the cache holds the projected
+    encoder output, computed on the first step and reused on every later one.
+
+    k, v: (b, h, length, d_head), or None before the first step.
+    """
+
+    def __init__(self):
+        self.k = self.v = None
+
+    @property
+    def length(self) -> int:
+        """How many positions are cached: the position of the next token."""
+        return 0 if self.k is None else self.k.shape[2]
+
+    def append(self, k, v):
+        """Add the new positions' keys and values; return all of them.  k, v: (b, h, n_new, d_head)"""
+        if self.k is not None:
+            xp = get_array_module(k)
+            k, v = xp.concatenate([self.k, k], axis=2), xp.concatenate([self.v, v], axis=2)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, index) -> None:
+        """Keep batch rows ``index`` (beam search: each surviving beam takes its parent's cache)."""
+        if self.k is not None:
+            self.k, self.v = self.k[index], self.v[index]
+
+
 class MultiHeadAttention(Module):
     """h attention heads side by side, computed together in one batched matmul.
 
@@ -25,9 +60,10 @@ class MultiHeadAttention(Module):
                     "relative" (learned T5 bias); self-attention only
     After each forward, ``probs`` holds the attention weights (b, h, n_q, n_k) for plotting.
 
-    forward(x, memory=None, mask=None):
+    forward(x, memory=None, mask=None, cache=None):
         x: (b, n, d_model);  memory: (b, m, d_model), cross-attention only
         mask: boolean (True = attend) or additive, broadcastable to (b, h, n, n_k)
+        cache: a KVCache, for generation (see KVCache); x then holds only the new tokens
     backward(dy) -> dx, or (dx, dmemory) for cross-attention
     """
 
@@ -59,7 +95,7 @@ class MultiHeadAttention(Module):
                                                       bidirectional=not causal)
         self.probs = None
 
-    def _project(self, x, memory):
+    def _project(self, x, memory, cache):
         """q, k, v, each (b, h, n, d_head): one matmul for all heads (and all of q, k, v)."""
         where = type(self).__name__
         if not self.cross:
@@ -72,7 +108,11 @@ class MultiHeadAttention(Module):
                              f"its queries attend to; got None")
         self._check_input(memory, "memory", (("b", x.shape[0]), "m", ("d_model", self.d_model)))
         q = F.split_heads(self.W_q(x), self.n_heads)[0]
+        if cache is not None and cache.k is not None:          # the memory was projected already
+            return q, cache.k, cache.v
         k, v = F.split_heads(self.W_kv(memory), self.n_heads, parts=2)
+        if cache is not None:
+            cache.append(k, v)
         return q, k, v
 
     def _mask(self, mask, scores_shape, dtype, xp):
@@ -86,28 +126,42 @@ class MultiHeadAttention(Module):
         alibi = F.alibi_bias(h, n_q, n_k, dtype, xp) if self.positional == "alibi" else None
         return F.combine_masks(mask, causal, alibi)
 
-    def forward(self, x, memory=None, mask=None):
+    def forward(self, x, memory=None, mask=None, cache=None):
         self._check_input(x, "x", ("b", "n", ("d_model", self.d_model)))
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"{type(self).__name__}: cache must be a KVCache or None; "
+                            f"got {type(cache).__name__}")
         xp = get_array_module(x)
-        q, k, v = self._project(x, memory)                       # (b, h, n | n_k, d_head)
+        q, k, v = self._project(x, memory, cache)                # (b, h, n | n_k, d_head)
         b, h, n, _ = q.shape
-        n_k = k.shape[2]
+        # With a cache, x holds the tokens at positions offset … offset + n − 1.
+        offset = cache.length if cache is not None and not self.cross else 0
 
         rope_cache = None
         if self.positional == "rope":                            # rotate q and k, not v
-            cos, sin = F.rope_angles(n, self.d_head, base=self.rope_base, dtype=x.dtype, xp=xp)
+            cos, sin = F.rope_angles(n, self.d_head, offset=offset, base=self.rope_base,
+                                     dtype=x.dtype, xp=xp)
             q, rope_cache = F.rope(q, cos, sin)
             k, _ = F.rope(k, cos, sin)
+        if cache is not None and not self.cross:
+            k, v = cache.append(k, v)                            # (b, h, offset + n, d_head)
+        n_k = k.shape[2]
         mask = self._mask(mask, (b, h, n, n_k), x.dtype, xp)
         bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
 
         context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias)  # (b, h, n, d_head)
         self.probs = attention_cache.probs
-        self._save((attention_cache, rope_cache))
+        # A cached forward is for generation: its keys came from earlier calls, so no backward.
+        self._save(None if cache is not None else (attention_cache, rope_cache))
         return self.W_o(F.merge_heads(context[None]))             # concat heads, then W_o
 
     def backward(self, dy):
-        attention_cache, rope_cache = self._pop_cache()
+        saved = self._pop_cache()
+        if saved is None:
+            raise RuntimeError(f"{type(self).__name__}.backward(): the last forward ran with a "
+                               f"KVCache, which is for generation only; run forward without a "
+                               f"cache to train")
+        attention_cache, rope_cache = saved
         xp = get_array_module(dy)
         dcontext = F.split_heads(self.W_o.backward(dy), self.n_heads)[0]   # (b, h, n, d_head)
         dq, dk, dv, dbias = F.attention_backward(dcontext, attention_cache)

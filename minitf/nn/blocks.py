@@ -71,7 +71,8 @@ class EncoderBlock(Module):
     """Self-attention, then feed-forward, each inside a Residual.
 
     With causal=True this is also the block of a decoder-only (GPT-style) language model.
-    forward(x, mask=None): x (b, n, d_model) -> (b, n, d_model);  backward(dy) -> dx
+    forward(x, mask=None, cache=None): x (b, n, d_model) -> (b, n, d_model);  backward(dy) -> dx
+    (cache: a KVCache for the self-attention, during generation)
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
@@ -82,8 +83,8 @@ class EncoderBlock(Module):
         self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
                             dropout)
 
-    def forward(self, x, mask=None):
-        return self.ffn(self.self_attn(x, mask=mask))
+    def forward(self, x, mask=None, cache=None):
+        return self.ffn(self.self_attn(x, mask=mask, cache=cache))
 
     def backward(self, dy):
         return self.self_attn.backward(self.ffn.backward(dy))
@@ -97,6 +98,7 @@ class DecoderBlock(Module):
         x: (b, n, d_model) target side;  memory: (b, m, d_model) encoder output
         mask: extra self-attention mask (e.g. target padding; the causal mask is built in)
         memory_mask: cross-attention mask (e.g. source padding (b, 1, 1, m))
+        cache: None, or a pair of KVCache (self-attention, cross-attention) for generation
     backward(dy) -> (dx, dmemory)
     """
 
@@ -109,12 +111,41 @@ class DecoderBlock(Module):
         self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
                             dropout)
 
-    def forward(self, x, memory, mask=None, memory_mask=None):
-        x = self.self_attn(x, mask=mask)
-        x = self.cross_attn(x, memory, mask=memory_mask)
+    def forward(self, x, memory, mask=None, memory_mask=None, cache=None):
+        self_cache, cross_cache = (None, None) if cache is None else cache
+        x = self.self_attn(x, mask=mask, cache=self_cache)
+        x = self.cross_attn(x, memory, mask=memory_mask, cache=cross_cache)
         return self.ffn(x)
 
     def backward(self, dy):
         dy = self.ffn.backward(dy)
         dy, dmemory = self.cross_attn.backward(dy)
         return self.self_attn.backward(dy), dmemory
+
+
+class Stack(Module):
+    """N blocks applied in turn, x -> block_N(… block_1(x)): the "N×" of the Transformer figure.
+
+    Extra arguments (the encoder memory, masks) go to every block. A memory read by all N decoder
+    blocks gets the sum of their N gradients.
+    forward(x, *context, cache=None, **options): cache is a list with one entry per block
+    backward(dy) -> dx, or (dx, dmemory) when the blocks return context gradients
+    """
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+
+    def forward(self, x, *context, cache=None, **options):
+        for i, block in enumerate(self.blocks):
+            if cache is not None:
+                options["cache"] = cache[i]
+            x = block(x, *context, **options)
+        return x
+
+    def backward(self, dy):
+        d_context = None
+        for block in reversed(self.blocks):
+            dy, *d_block_context = as_tuple(block.backward(dy))
+            d_context = d_block_context if d_context is None else \
+                [total + d for total, d in zip(d_context, d_block_context)]
+        return (dy, *d_context) if d_context else dy

@@ -3,6 +3,7 @@ minitf.functional, adding the parameter gradients into ``.grad``."""
 import math
 
 import minitf.functional as F
+from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
 from minitf.validate import check_probability
 
@@ -50,6 +51,30 @@ class Embedding(Module):
     def backward(self, dy):
         self.W.grad += F.embedding_backward(dy, self._pop_cache())
         return None
+
+
+class ClassToken(Module):
+    """Prepend one learned vector, the [CLS] token, to every sequence (BERT, ViT).
+
+    Attention lets it gather from all tokens; a classifier then reads only its output.
+    x: (b, n, d)  ->  y: (b, 1 + n, d).   Backward: the CLS rows' gradient goes to the vector.
+    """
+
+    def __init__(self, d: int, std: float = 0.02):
+        self.d = d
+        self.cls = normal(d, std=std)
+
+    def forward(self, x):
+        self._check_input(x, "x", ("b", "n", ("d", self.d)))
+        xp = get_array_module(x)
+        cls = xp.broadcast_to(self.cls.data, (x.shape[0], 1, self.d))
+        self._save(None)
+        return xp.concatenate([cls, x], axis=1)
+
+    def backward(self, dy):
+        self._pop_cache()
+        self.cls.grad += dy[:, 0].sum(axis=0)                   # one vector, used b times
+        return dy[:, 1:]
 
 
 class LayerNorm(Module):

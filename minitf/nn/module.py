@@ -114,12 +114,23 @@ class Module:
             yield from child.modules()
 
     def named_parameters(self, prefix: str = ""):
-        """(dotted name, Parameter) for every parameter of this module and its sub-modules."""
+        """(dotted name, Parameter) for every parameter of this module and its sub-modules.
+
+        A parameter shared by two modules (tied embeddings) is listed once, under its first name:
+        it is one array, updated once per step, and its .grad holds the sum of both uses.
+        """
+        seen = set()
+        for name, p in self._all_parameters(prefix):
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield name, p
+
+    def _all_parameters(self, prefix: str):
         for name, value in vars(self).items():
             if isinstance(value, Parameter):
                 yield prefix + name, value
         for name, child in self.children():
-            yield from child.named_parameters(f"{prefix}{name}.")
+            yield from child._all_parameters(f"{prefix}{name}.")
 
     def parameters(self) -> list:
         return [p for _, p in self.named_parameters()]
