@@ -8,8 +8,9 @@ fixed seed, on the active backend.
 from __future__ import annotations
 
 import minitf.functional as F
+import minitf.models as models
 import minitf.nn as nn
-from minitf.backend import precision, randint, randn, seed
+from minitf.backend import get_array_module, precision, randint, randn, seed
 from minitf.gradcheck import FunctionCase, ModuleCase, check
 
 CASES = {}
@@ -49,6 +50,12 @@ def _():
 def _():
     return FunctionCase(F.embedding, F.embedding_backward,
                         {"ids": randint(0, 6, (2, 5)), "W": randn(6, 3)}, ("W",))
+
+
+@case("patches")
+def _():
+    return FunctionCase(F.patches, F.patches_backward, {"images": randn(2, 3, 4, 6)}, ("images",),
+                        {"patch_size": 2})
 
 
 @case("relu")
@@ -181,6 +188,11 @@ def _():
     return ModuleCase(nn.Dropout(0.25), {"x": randn(2, 3, 4)})
 
 
+@case("ClassToken")
+def _():
+    return ModuleCase(nn.ClassToken(4), {"x": randn(2, 3, 4)})
+
+
 @case("ReLU")
 def _():
     return ModuleCase(nn.ReLU(), {"x": randn(2, 3, 4)})
@@ -292,3 +304,79 @@ def _():
     return ModuleCase(nn.DecoderBlock(8, 2, 16, pre_ln=True, dropout=0.1),
                       {"x": randn(2, 3, 8), "memory": randn(2, 4, 8)},
                       {"memory_mask": F.padding_mask([4, 2], 4)})
+
+
+@case("Stack of DecoderBlocks (memory gradient summed)")
+def _():
+    stack = nn.Stack(nn.DecoderBlock(8, 2, 16, pre_ln=True) for _ in range(2))
+    return ModuleCase(stack, {"x": randn(2, 3, 8), "memory": randn(2, 4, 8)})
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole models: every parameter, through the loss-free logits (L = Σ g ⊙ logits)
+# ----------------------------------------------------------------------------------------------
+
+def _padded_ids(vocab, b, n, lengths):
+    """Random ids in [1, vocab) with pad id 0 after each sequence's length."""
+    ids = randint(1, vocab, (b, n))
+    keep = get_array_module(ids).arange(n)[None, :] < get_array_module(ids).asarray(lengths)[:, None]
+    return ids * keep
+
+
+def _lm(positional, tie_weights):
+    model = models.DecoderLM(7, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=6,
+                             positional=positional, tie_weights=tie_weights, dropout=0.1)
+    return ModuleCase(model, {"ids": randint(0, 7, (2, 5))})
+
+
+@case("DecoderLM, learned positions, tied head")
+def _():
+    return _lm("learned", True)
+
+
+@case("DecoderLM, sinusoidal, untied head")
+def _():
+    return _lm("sinusoidal", False)
+
+
+@case("DecoderLM, RoPE")
+def _():
+    return _lm("rope", True)
+
+
+@case("DecoderLM, ALiBi")
+def _():
+    return _lm("alibi", True)
+
+
+@case("DecoderLM, relative bias")
+def _():
+    return _lm("relative", True)
+
+
+@case("Transformer, post-LN, padding in source and target")
+def _():
+    model = models.Transformer(7, 6, d_model=8, n_heads=2, n_layers=2, d_ff=12, dropout=0.1)
+    return ModuleCase(model, {"src": _padded_ids(7, 2, 5, [5, 3]),
+                              "tgt": _padded_ids(6, 2, 4, [4, 2])})
+
+
+@case("Transformer, pre-LN, shared embeddings")
+def _():
+    model = models.Transformer(7, 7, d_model=8, n_heads=2, n_layers=2, d_ff=12, pre_ln=True,
+                               share_embeddings=True)
+    return ModuleCase(model, {"src": _padded_ids(7, 2, 5, [5, 3]), "tgt": randint(1, 7, (2, 4))})
+
+
+@case("EncoderClassifier, padding")
+def _():
+    model = models.EncoderClassifier(7, 3, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=6,
+                                     dropout=0.1)
+    return ModuleCase(model, {"ids": _padded_ids(7, 3, 5, [5, 2, 4])})
+
+
+@case("VisionTransformer")
+def _():
+    model = models.VisionTransformer(4, 2, 3, channels=2, d_model=8, n_heads=2, n_layers=1,
+                                     d_ff=12)
+    return ModuleCase(model, {"images": randn(2, 2, 4, 4)})

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import minitf.functional as F
+import minitf.models as models
 import minitf.nn as nn
 from minitf import gradcheck_cases
 from minitf.gradcheck import (TOLERANCE, FunctionCase, ModuleCase, Row, check, format_table,
@@ -40,7 +41,7 @@ def test_registry_covers_every_op():
 LAYERS = {nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.ReLU, nn.GELU,
           nn.MultiHeadAttention, nn.FeedForward, nn.SinusoidalPositionalEncoding,
           nn.LearnedPositionalEmbedding, nn.RelativePositionBias, nn.Residual,
-          nn.EncoderBlock, nn.DecoderBlock}
+          nn.EncoderBlock, nn.DecoderBlock, nn.ClassToken, nn.Stack}
 
 
 def test_registry_covers_every_module():
@@ -49,6 +50,14 @@ def test_registry_covers_every_module():
     assert layers == LAYERS, "a layer was added or removed: update LAYERS and the registry"
     checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
     assert {c.__name__ for c in layers - checked} == set()
+
+
+def test_registry_checks_every_model_whole():
+    checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
+    assert set(models.MODELS.values()) <= checked
+    lm_cases = [c.module.config["positional"] for c in _built_cases()
+                if isinstance(c, ModuleCase) and isinstance(c.module, models.DecoderLM)]
+    assert set(lm_cases) == set(models.lm.POSITIONAL)
 
 
 def test_registry_covers_masks_positions_and_both_norm_placements():

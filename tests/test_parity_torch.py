@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import minitf.functional as F
+import minitf.models as models
 import minitf.nn as nn
 from minitf import backend
 from minitf.gradcheck import relative_error
@@ -278,3 +279,53 @@ def test_decoder_block(dtype, pre_ln):
              ours_kwargs={"mask": F.padding_mask(target_lengths, 4),
                           "memory_mask": F.padding_mask(memory_lengths, 6)})
     compare_gradients(ours, mapping, dtype)
+
+
+# -- a whole decoder-only language model ----------------------------------------------------------
+
+class TorchLM(torch.nn.Module):
+    """GPT-style LM from torch parts: embeddings + learned positions, pre-LN causal blocks with
+    tanh-GELU, a final LayerNorm, and the output layer tied to the token embedding."""
+
+    def __init__(self, vocab, d, heads, layers, d_ff, max_len):
+        super().__init__()
+        self.tok = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(max_len, d) * 0.02)
+        gelu = lambda x: torch.nn.functional.gelu(x, approximate="tanh")   # noqa: E731
+        self.blocks = torch.nn.ModuleList(torch.nn.TransformerEncoderLayer(
+            d, heads, d_ff, dropout=0.0, activation=gelu, batch_first=True, norm_first=True)
+            for _ in range(layers))
+        self.norm = torch.nn.LayerNorm(d)
+
+    def forward(self, ids):
+        n = ids.shape[1]
+        x = self.tok(ids) + self.pos[:n]
+        for block in self.blocks:
+            x = block(x, src_mask=torch_causal(n))
+        return self.norm(x) @ self.tok.weight.T
+
+
+def test_decoder_lm_loss_and_every_parameter_gradient(dtype):
+    theirs = torch_module(TorchLM(11, 8, 2, 2, 16, 7), dtype)
+    with torch.no_grad():
+        for block in theirs.blocks:                  # non-trivial norms, so their grads matter
+            for norm in (block.norm1, block.norm2):
+                norm.weight.normal_()
+                norm.bias.normal_()
+    ours = models.DecoderLM(11, 8, 2, 2, 16, max_len=7, positional="learned", tie_weights=True)
+    mapping = {"tok_emb.W": (theirs.tok.weight, None), "pos_emb.W": (theirs.pos, None),
+               **norm_map("norm.", theirs.norm)}
+    for i, block in enumerate(theirs.blocks):
+        mapping.update({f"blocks.blocks.{i}.{k}": v for k, v in encoder_map(block).items()})
+    copy_weights(ours, mapping)
+
+    ids = backend.randint(0, 11, (3, 7))
+    x, y = ids[:, :-1], ids[:, 1:]                    # teacher forcing
+    loss, backward = ours.loss(x, y)
+    backward()
+    logits = theirs(torch.from_numpy(backend.to_numpy(x)))
+    loss_torch = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, 11), torch.from_numpy(backend.to_numpy(y)).reshape(-1))
+    loss_torch.backward()
+    assert_close(np.array(loss), loss_torch, dtype, "loss")
+    compare_gradients(ours, mapping, dtype)           # the tied table: both uses summed

@@ -1,0 +1,26 @@
+"""What the four models share: a config that rebuilds them, and a loss with its backward."""
+import minitf.functional as F
+from minitf.nn import Module
+
+
+class Model(Module):
+    """A whole model: ``forward(*inputs) -> logits`` and ``backward(dlogits)``, plus
+
+    config   the constructor's arguments, a JSON-able dict: ``type(model)(**model.config)``
+             builds the same architecture (checkpoints store it)
+    kind     a short name for the model family ("lm", "seq2seq", "classifier", "vit")
+    """
+
+    kind = ""
+    ignore_index = -100       # targets equal to this are not scored (padding)
+
+    def loss(self, *inputs_and_targets):
+        """Mean softmax cross-entropy of the logits against the targets (the last argument).
+
+        Returns (loss as a Python float, backward), where ``backward()`` runs the whole backward
+        pass and adds every parameter's gradient into its .grad (call zero_grad() first).
+        """
+        *inputs, targets = inputs_and_targets
+        logits = self.forward(*inputs)
+        loss, cache = F.cross_entropy(logits, targets, ignore_index=self.ignore_index)
+        return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))

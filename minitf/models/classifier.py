@@ -1,0 +1,114 @@
+"""Encoder-only models that read a whole input and output one label: text (CLS token) and images
+(the Vision Transformer)."""
+import minitf.functional as F
+from minitf.backend import get_array_module
+from minitf.models.base import Model
+from minitf.nn import (ClassToken, Dropout, Embedding, EncoderBlock, LayerNorm,
+                       LearnedPositionalEmbedding, Linear, Stack)
+from minitf.validate import check_ids, check_shape
+
+
+class _ClassTokenEncoder(Model):
+    """What both classifiers share, once the input has become a sequence of vectors x:
+
+        h      = Enc([cls; x] + P)         (b, 1 + n, d_model)   pre-LN blocks, no causal mask
+        logits = LayerNorm(h)[:, 0] W_head (b, n_classes)        read the CLS position only
+    """
+
+    def _build_encoder(self, n_tokens, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
+                       activation):
+        self.cls = ClassToken(d_model)
+        self.pos_emb = LearnedPositionalEmbedding(n_tokens + 1, d_model)
+        self.drop = Dropout(dropout)
+        self.encoder = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=True,
+                                          activation=activation) for _ in range(n_layers))
+        self.norm = LayerNorm(d_model)
+        self.head = Linear(d_model, n_classes)
+
+    def _classify(self, x, mask=None):
+        """x: (b, n, d_model) -> logits (b, n_classes)."""
+        h = self.norm(self.encoder(self.drop(self.pos_emb(self.cls(x))), mask=mask))
+        self._save(h.shape)
+        return self.head(h[:, 0])
+
+    def _classify_backward(self, dlogits):
+        """dlogits: (b, n_classes) -> dx (b, n, d_model)."""
+        shape = self._pop_cache()
+        dh = get_array_module(dlogits).zeros(shape, dtype=dlogits.dtype)
+        dh[:, 0] = self.head.backward(dlogits)           # only the CLS position was read
+        dx = self.encoder.backward(self.norm.backward(dh))
+        return self.cls.backward(self.pos_emb.backward(self.drop.backward(dx)))
+
+
+class EncoderClassifier(_ClassTokenEncoder):
+    """Text classification (BERT-style): token embeddings, a CLS token, an encoder, a head on CLS.
+
+    Tokens equal to pad_id are masked as keys, so padding does not change the prediction.
+    forward(ids) -> logits;  ids: (b, n) with n ≤ max_len  ->  (b, n_classes)
+    """
+
+    kind = "classifier"
+
+    def __init__(self, vocab_size: int, n_classes: int, d_model: int = 64, n_heads: int = 4,
+                 n_layers: int = 2, d_ff: int | None = None, max_len: int = 64,
+                 dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu"):
+        d_ff = d_ff or 4 * d_model
+        self.config = dict(vocab_size=vocab_size, n_classes=n_classes, d_model=d_model,
+                           n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, max_len=max_len,
+                           dropout=dropout, pad_id=pad_id, activation=activation)
+        self.vocab_size, self.max_len, self.pad_id = vocab_size, max_len, pad_id
+        self.tok_emb = Embedding(vocab_size, d_model)
+        self._build_encoder(max_len, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
+                            activation)
+
+    def forward(self, ids):
+        where = type(self).__name__
+        check_shape(ids, "ids", ("b", "n"), where)
+        check_ids(ids, "ids", self.vocab_size, where)
+        if ids.shape[1] > self.max_len:
+            raise ValueError(f"{where}: ids has {ids.shape[1]} tokens; wanted at most "
+                             f"max_len={self.max_len}")
+        xp = get_array_module(ids)
+        keep = xp.concatenate([xp.ones((ids.shape[0], 1), dtype=bool), ids != self.pad_id], axis=1)
+        mask = F.as_additive_mask(keep[:, None, None, :], self.tok_emb.W.data.dtype)  # CLS: kept
+        return self._classify(self.tok_emb(ids), mask)
+
+    def backward(self, dlogits):
+        return self.tok_emb.backward(self._classify_backward(dlogits))
+
+
+class VisionTransformer(_ClassTokenEncoder):
+    """ViT (Dosovitskiy et al.): an image is a sequence of p×p patches, each linearly embedded.
+
+        x = patches(images) W_patch + b      (b, (H/p)·(W/p), d_model)
+    then a CLS token, learned positions and the encoder, as for text.
+    forward(images) -> logits;  images: (b, C, H, W)  ->  (b, n_classes);  backward -> dimages
+    """
+
+    kind = "vit"
+
+    def __init__(self, image_size: int, patch_size: int, n_classes: int, channels: int = 1,
+                 d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
+                 d_ff: int | None = None, dropout: float = 0.0, activation: str = "gelu"):
+        if image_size % patch_size:
+            raise ValueError(f"VisionTransformer: image_size={image_size} is not a multiple of "
+                             f"patch_size={patch_size}")
+        d_ff = d_ff or 4 * d_model
+        self.config = dict(image_size=image_size, patch_size=patch_size, n_classes=n_classes,
+                           channels=channels, d_model=d_model, n_heads=n_heads,
+                           n_layers=n_layers, d_ff=d_ff, dropout=dropout, activation=activation)
+        self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
+        self.patch_emb = Linear(patch_size * patch_size * channels, d_model)
+        self._build_encoder((image_size // patch_size) ** 2, n_classes, d_model, n_heads,
+                            n_layers, d_ff, dropout, activation)
+
+    def forward(self, images):
+        size = self.image_size
+        self._check_input(images, "images", ("b", ("C", self.channels), ("H", size), ("W", size)))
+        tokens, patch_cache = F.patches(images, self.patch_size)   # (b, N, p·p·C)
+        self._patch_cache = patch_cache
+        return self._classify(self.patch_emb(tokens))
+
+    def backward(self, dlogits):
+        dtokens = self.patch_emb.backward(self._classify_backward(dlogits))
+        return F.patches_backward(dtokens, self._patch_cache)

@@ -1,0 +1,90 @@
+"""A decoder-only language model (GPT-style), trained to predict the next token."""
+import minitf.functional as F
+from minitf.models.base import Model
+from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
+                       LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack)
+from minitf.validate import check_ids, check_shape
+
+POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
+
+
+class DecoderLM(Model):
+    """GPT in one screen: embeddings, L pre-LN blocks with causal self-attention, a final norm.
+
+        x      = E[ids] (+ P[0..n−1])          (b, n, d_model)   token (+ position) embeddings
+        x      = block_L(… block_1(x))          (b, n, d_model)   each block: causal MHA, then FFN
+        logits = LayerNorm(x) W_head            (b, n, vocab)     W_head = Eᵀ when tied
+
+    Trained by teacher forcing: on a text window, X = text[:, :-1] and Y = text[:, 1:], and
+    position t is scored on predicting token t+1 having seen tokens ≤ t only (the causal mask).
+
+    positional: "learned" or "sinusoidal" (added to the embeddings), "rope", "alibi" or
+    "relative" (inside every attention layer).  tie_weights: the output layer reuses the token
+    embedding E, transposed; E's gradient is then the sum of its two uses.
+    forward(ids, cache=None) -> logits;  backward(dlogits) -> None (ids have no gradient)
+    """
+
+    kind = "lm"
+
+    def __init__(self, vocab_size: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 4,
+                 d_ff: int | None = None, max_len: int = 256, positional: str = "learned",
+                 tie_weights: bool = True, dropout: float = 0.0, activation: str = "gelu"):
+        if positional not in POSITIONAL:
+            raise ValueError(f"DecoderLM: positional must be one of {POSITIONAL}; got {positional!r}")
+        d_ff = d_ff or 4 * d_model
+        self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
+                           n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,
+                           tie_weights=tie_weights, dropout=dropout, activation=activation)
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.tok_emb = Embedding(vocab_size, d_model)
+        if positional == "learned":
+            self.pos_emb = LearnedPositionalEmbedding(max_len, d_model)
+        elif positional == "sinusoidal":
+            self.pos_emb = SinusoidalPositionalEncoding(d_model)
+        else:
+            self.pos_emb = None
+        in_attention = positional if positional in ("rope", "alibi", "relative") else None
+        self.drop = Dropout(dropout)
+        self.blocks = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=True,
+                                         activation=activation, causal=True,
+                                         positional=in_attention) for _ in range(n_layers))
+        self.norm = LayerNorm(d_model)
+        self.head = None if tie_weights else Linear(d_model, vocab_size, bias=False)
+
+    def new_cache(self) -> list:
+        """An empty KV cache: one KVCache per block."""
+        return [KVCache() for _ in self.blocks.blocks]
+
+    def _head_weight(self):
+        """W_head, (d_model, vocab): the embedding table transposed when the weights are tied."""
+        return self.tok_emb.W.data.T if self.head is None else self.head.W.data
+
+    def forward(self, ids, cache=None):
+        """ids: (b, n) token ids -> logits (b, n, vocab). With a cache, ids are the new tokens."""
+        where = type(self).__name__
+        check_shape(ids, "ids", ("b", "n"), where)
+        check_ids(ids, "ids", self.vocab_size, where)
+        offset = cache[0].length if cache else 0                # position of ids[:, 0]
+        if offset + ids.shape[1] > self.max_len:
+            raise ValueError(f"{where}: positions {offset}..{offset + ids.shape[1] - 1} exceed the "
+                             f"context; wanted at most max_len={self.max_len} tokens (crop the "
+                             f"input to its last {self.max_len} tokens)")
+        x = self.tok_emb(ids)                                   # (b, n, d_model)
+        if self.pos_emb is not None:
+            x = self.pos_emb(x, offset=offset)
+        x = self.blocks(self.drop(x), cache=cache)              # (b, n, d_model)
+        h = self.norm(x)
+        logits, head_cache = F.linear(h, self._head_weight())   # (b, n, vocab)
+        self._save(head_cache)
+        return logits
+
+    def backward(self, dlogits):
+        dh, dW_head, _ = F.linear_backward(dlogits, self._pop_cache())
+        if self.head is None:
+            self.tok_emb.W.grad += dW_head.T                    # the embedding's second use
+        else:
+            self.head.W.grad += dW_head
+        dx = self.drop.backward(self.blocks.backward(self.norm.backward(dh)))
+        if self.pos_emb is not None:
+            dx = self.pos_emb.backward(dx)
+        return self.tok_emb.backward(dx)

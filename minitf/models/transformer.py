@@ -1,0 +1,103 @@
+"""The encoder–decoder Transformer of Vaswani et al. (2017), for sequence-to-sequence tasks."""
+import math
+
+import minitf.functional as F
+from minitf.models.base import Model
+from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
+                       SinusoidalPositionalEncoding, Stack)
+from minitf.validate import check_ids, check_shape
+
+
+class Transformer(Model):
+    """Encoder and decoder joined by cross-attention.
+
+        encoder:  s = Enc(√d · E_src[src] + PE)                 (b, m, d_model)   "memory"
+        decoder:  y = Dec(√d · E_tgt[tgt] + PE, s)              (b, n, d_model)
+        logits = y W_out + b_out                                 (b, n, tgt_vocab)
+
+    The encoder sees the whole source (only padding is masked); each decoder block masks its
+    self-attention causally and then attends to the memory. Post-LN blocks as in the paper, or
+    pre-LN (pre_ln=True, with a final LayerNorm after each stack). Embeddings are multiplied by
+    √d_model so that the unit-size sinusoidal encodings do not drown them. share_embeddings: one
+    table for source and target (same vocabulary); its gradient is the sum of both uses.
+    Tokens equal to pad_id are padding: masked as keys, and not scored as targets.
+
+    forward(src, tgt) -> logits;   backward(dlogits) -> None
+    Training: tgt = the target with BOS in front, targets = the target with EOS at the end.
+    """
+
+    kind = "seq2seq"
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 64,
+                 n_heads: int = 4, n_layers: int = 2, d_ff: int | None = None,
+                 dropout: float = 0.1, pre_ln: bool = False, share_embeddings: bool = False,
+                 pad_id: int = 0, activation: str = "relu"):
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError(f"Transformer: share_embeddings needs one vocabulary; got "
+                             f"src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}")
+        d_ff = d_ff or 4 * d_model
+        self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                           d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
+                           dropout=dropout, pre_ln=pre_ln, share_embeddings=share_embeddings,
+                           pad_id=pad_id, activation=activation)
+        self.d_model, self.pad_id, self.ignore_index = d_model, pad_id, pad_id
+        self.src_emb = Embedding(src_vocab_size, d_model)
+        self.tgt_emb = Embedding(tgt_vocab_size, d_model)
+        if share_embeddings:
+            self.tgt_emb.W = self.src_emb.W                     # one Parameter, two lookups
+        self.src_pos = SinusoidalPositionalEncoding(d_model)
+        self.tgt_pos = SinusoidalPositionalEncoding(d_model)
+        self.src_drop, self.tgt_drop = Dropout(dropout), Dropout(dropout)
+        block = dict(dropout=dropout, pre_ln=pre_ln, activation=activation)
+        self.encoder = Stack(EncoderBlock(d_model, n_heads, d_ff, **block) for _ in range(n_layers))
+        self.decoder = Stack(DecoderBlock(d_model, n_heads, d_ff, **block) for _ in range(n_layers))
+        # Pre-LN stacks end un-normalised (the residual stream only grows): normalise once at the end.
+        self.encoder_norm = LayerNorm(d_model) if pre_ln else None
+        self.decoder_norm = LayerNorm(d_model) if pre_ln else None
+        self.out = Linear(d_model, tgt_vocab_size)
+
+    def new_cache(self) -> list:
+        """An empty KV cache for decoding: (self-attention, cross-attention) per decoder block."""
+        return [(KVCache(), KVCache()) for _ in self.decoder.blocks]
+
+    def _check(self, ids, name, embedding):
+        check_shape(ids, name, ("b", "n"), type(self).__name__)
+        check_ids(ids, name, embedding.vocab_size, type(self).__name__)
+
+    def encode(self, src):
+        """src: (b, m) -> (memory (b, m, d_model), memory_mask (b, 1, 1, m))."""
+        self._check(src, "src", self.src_emb)
+        memory_mask = F.padding_mask_from_ids(src, self.pad_id)
+        x = self.src_pos(self.src_emb(src) * math.sqrt(self.d_model))
+        memory = self.encoder(self.src_drop(x), mask=memory_mask)
+        if self.encoder_norm is not None:
+            memory = self.encoder_norm(memory)
+        return memory, memory_mask
+
+    def decode(self, tgt, memory, memory_mask, cache=None):
+        """tgt: (b, n) -> logits (b, n, tgt_vocab). With a cache, tgt holds the new tokens only."""
+        self._check(tgt, "tgt", self.tgt_emb)
+        offset = cache[0][0].length if cache else 0
+        # Target padding is masked as keys; during cached generation there is none.
+        mask = None if cache else F.padding_mask_from_ids(tgt, self.pad_id)
+        y = self.tgt_pos(self.tgt_emb(tgt) * math.sqrt(self.d_model), offset=offset)
+        y = self.decoder(self.tgt_drop(y), memory, mask=mask, memory_mask=memory_mask, cache=cache)
+        if self.decoder_norm is not None:
+            y = self.decoder_norm(y)
+        return self.out(y)
+
+    def forward(self, src, tgt):
+        memory, memory_mask = self.encode(src)
+        return self.decode(tgt, memory, memory_mask)
+
+    def backward(self, dlogits):
+        scale = math.sqrt(self.d_model)
+        dy = self.out.backward(dlogits)
+        if self.decoder_norm is not None:
+            dy = self.decoder_norm.backward(dy)
+        dy, dmemory = self.decoder.backward(dy)                 # dmemory: summed over the blocks
+        self.tgt_emb.backward(self.tgt_pos.backward(self.tgt_drop.backward(dy)) * scale)
+        if self.encoder_norm is not None:
+            dmemory = self.encoder_norm.backward(dmemory)
+        dx = self.src_drop.backward(self.encoder.backward(dmemory))
+        return self.src_emb.backward(self.src_pos.backward(dx) * scale)
