@@ -1,0 +1,207 @@
+"""Optimizers, gradient clipping and learning-rate schedules.
+
+An optimizer holds a list of parameters and whatever per-parameter state its rule needs (a
+velocity, two moment estimates); ``step()`` reads every ``p.grad`` and updates ``p.data`` in place.
+The learning rate lives in ``optimizer.lr``; a schedule sets it before each step:
+
+    model.zero_grad(); loss, backward = model.loss(x, y); backward()
+    clip_grad_norm(model.parameters(), 1.0)
+    optimizer.lr = schedule(step); optimizer.step()
+"""
+from __future__ import annotations
+
+import math
+
+from minitf.backend import backend_of, get_array_module, to_device, to_numpy
+from minitf.nn import Linear, Module, Parameter
+
+
+class Optimizer:
+    """Base class: the parameters, the learning rate, per-parameter state, saving and loading."""
+
+    state_names: tuple = ()      # per-parameter arrays of the rule, e.g. ("m", "v")
+
+    def __init__(self, params, lr: float):
+        params = params.parameters() if isinstance(params, Module) else list(params)
+        if not params or not all(isinstance(p, Parameter) for p in params):
+            raise TypeError(f"{type(self).__name__}: params must be a Module or a non-empty list "
+                            f"of Parameter")
+        if lr < 0:
+            raise ValueError(f"{type(self).__name__}: lr must be ≥ 0; got {lr}")
+        self.params, self.lr, self.t = params, lr, 0
+        self.state = {name: [get_array_module(p.data).zeros_like(p.data) for p in params]
+                      for name in self.state_names}
+
+    def step(self) -> None:
+        self.t += 1
+        for i, p in enumerate(self.params):
+            self._update(i, p)
+
+    def _update(self, i: int, p: Parameter) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """Host copies of every state array, {"m.0": …}, plus the step count and learning rate."""
+        arrays = {f"{name}.{i}": to_numpy(a).copy()
+                  for name, per_param in self.state.items() for i, a in enumerate(per_param)}
+        return {"arrays": arrays, "t": self.t, "lr": self.lr}
+
+    def load_state_dict(self, saved: dict) -> None:
+        for name, per_param in self.state.items():
+            for i, a in enumerate(per_param):
+                key = f"{name}.{i}"
+                if key not in saved["arrays"] or saved["arrays"][key].shape != a.shape:
+                    raise ValueError(f"{type(self).__name__}.load_state_dict: state {key} is "
+                                     f"missing or has the wrong shape; wanted {tuple(a.shape)}")
+                per_param[i] = to_device(saved["arrays"][key], backend_of(a), a.dtype).copy()
+        self.t, self.lr = int(saved["t"]), float(saved["lr"])
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with (heavy-ball) momentum, as torch.optim.SGD:
+
+        g ← g + λ·θ                (weight_decay λ, an L2 penalty)
+        u ← μ·u + g                (velocity; u = g on the first step)
+        θ ← θ − lr·u
+    """
+
+    state_names = ("velocity",)
+
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0):
+        super().__init__(params, lr)
+        self.momentum, self.weight_decay = momentum, weight_decay
+
+    def _update(self, i, p):
+        g = p.grad + self.weight_decay * p.data if self.weight_decay else p.grad
+        if self.momentum:
+            u = self.state["velocity"][i]
+            u *= self.momentum if self.t > 1 else 0.0
+            u += g
+            g = u
+        p.data -= self.lr * g
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba): a step per parameter scaled by running moments of its gradient.
+
+        m ← β1·m + (1 − β1)·g          first moment (direction)
+        v ← β2·v + (1 − β2)·g²         second moment (scale)
+        m̂ = m / (1 − β1^t),  v̂ = v / (1 − β2^t)      (undo the bias of starting at zero)
+        θ ← θ − lr · m̂ / (√v̂ + ε)
+    weight_decay adds λ·θ to g (L2, coupled to the moments); see AdamW for the decoupled form.
+    """
+
+    state_names = ("m", "v")
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        super().__init__(params, lr)
+        self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
+
+    def _gradient(self, p):
+        return p.grad + self.weight_decay * p.data if self.weight_decay else p.grad
+
+    def _update(self, i, p):
+        beta1, beta2 = self.betas
+        g = self._gradient(p)
+        m, v = self.state["m"][i], self.state["v"][i]
+        m *= beta1
+        m += (1 - beta1) * g
+        v *= beta2
+        v += (1 - beta2) * (g * g)
+        xp = get_array_module(v)
+        denominator = xp.sqrt(v) / math.sqrt(1 - beta2 ** self.t) + self.eps
+        p.data -= (self.lr / (1 - beta1 ** self.t)) * m / denominator
+
+
+def decayed(module: Module) -> set:
+    """Ids of the parameters AdamW decays by default: the weight matrices of linear maps, and
+    nothing else -- no bias, no LayerNorm γ or β, no token or position embedding, no CLS vector.
+    (Pulling a norm's scale or a token's vector toward zero is not a useful prior.)"""
+    return {id(m.W) for m in module.modules() if isinstance(m, Linear)}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as torch.optim.AdamW:
+
+        θ ← θ − lr·λ·θ                  the decay, outside the moments
+        then the Adam step on the plain gradient.
+    Given a Module, only the weight matrices of linear maps are decayed (see ``decayed``); given
+    a list of parameters, every one is.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.01):
+        super().__init__(params, lr, betas, eps, weight_decay=0.0)
+        chosen = decayed(params) if isinstance(params, Module) else {id(p) for p in self.params}
+        self.decay = [weight_decay if id(p) in chosen else 0.0 for p in self.params]
+
+    def _update(self, i, p):
+        if self.decay[i]:
+            p.data *= 1 - self.lr * self.decay[i]
+        super()._update(i, p)
+
+
+def clip_grad_norm(params, max_norm: float) -> float:
+    """Scale all gradients together so that their global L2 norm is at most ``max_norm``.
+
+    Returns the norm before clipping (worth logging: spikes show instability). The direction of
+    the update is kept; only its length is capped.
+    """
+    params = params.parameters() if isinstance(params, Module) else list(params)
+    total = math.sqrt(sum(float((p.grad * p.grad).sum()) for p in params))
+    scale = max_norm / (total + 1e-6)
+    if scale < 1.0:
+        for p in params:
+            p.grad *= scale
+    return total
+
+
+# ----------------------------------------------------------------------------------------------
+# Schedules: step (counted from 1) -> learning rate
+# ----------------------------------------------------------------------------------------------
+
+class Constant:
+    """lr(t) = lr."""
+
+    def __init__(self, lr: float):
+        self.lr = lr
+
+    def __call__(self, step: int) -> float:
+        return self.lr
+
+
+class WarmupCosine:
+    """Linear warm-up to ``lr`` over ``warmup`` steps, then a cosine decay to ``min_lr`` at
+    ``total`` steps (flat after). Warm-up keeps Adam's first, badly estimated steps small.
+
+        lr(t) = lr · t / warmup                                          t ≤ warmup
+        lr(t) = min_lr + (lr − min_lr) · ½ (1 + cos(π (t − warmup) / (total − warmup)))
+    """
+
+    def __init__(self, lr: float, warmup: int, total: int, min_lr: float = 0.0):
+        if not 0 <= warmup < total:
+            raise ValueError(f"WarmupCosine: wanted 0 ≤ warmup < total; got warmup={warmup}, "
+                             f"total={total}")
+        self.lr, self.warmup, self.total, self.min_lr = lr, warmup, total, min_lr
+
+    def __call__(self, step: int) -> float:
+        if step <= self.warmup:
+            return self.lr * step / self.warmup
+        progress = min(1.0, (step - self.warmup) / (self.total - self.warmup))
+        return self.min_lr + (self.lr - self.min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+class Noam:
+    """The schedule of "Attention is all you need": linear warm-up, then decay as 1/√t.
+
+        lr(t) = factor · d_model^(−½) · min(t^(−½), t · warmup^(−3/2))
+    """
+
+    def __init__(self, d_model: int, warmup: int = 4000, factor: float = 1.0):
+        self.d_model, self.warmup, self.factor = d_model, warmup, factor
+
+    def __call__(self, step: int) -> float:
+        step = max(step, 1)
+        return (self.factor * self.d_model ** -0.5
+                * min(step ** -0.5, step * self.warmup ** -1.5))
