@@ -1,0 +1,135 @@
+"""Small data sets minitf makes itself, for the three other model families:
+
+    seq2seq_task    copy / reverse / sort a sequence of symbols     (encoder–decoder)
+    sentiment       templated sentences with negation               (encoder classifier)
+    digits          8×8 handwritten digits from scikit-learn        (Vision Transformer)
+All drawn from minitf's seeded generator: the same seed gives the same data.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minitf.backend import randint, to_numpy
+
+PAD, BOS, EOS = 0, 1, 2           # special ids of the seq2seq tasks; symbols start at 3
+TASKS = ("copy", "reverse", "sort")
+
+
+def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
+    """Right-pad variable-length sequences into one (b, n) int64 array; also return the lengths.
+    The padding is then masked as keys (padding_mask_from_ids) and ignored as targets."""
+    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+    n = int(lengths.max()) if length is None else length
+    if lengths.max() > n:
+        raise ValueError(f"pad_batch: a sequence has {lengths.max()} tokens; wanted at most {n}")
+    out = np.full((len(sequences), n), pad_id, dtype=np.int64)
+    for row, seq in zip(out, sequences):
+        row[:len(seq)] = seq
+    return out, lengths
+
+
+def seq2seq_task(task: str, n_examples: int, n_symbols: int = 10, min_len: int = 3,
+                 max_len: int = 8):
+    """(src, tgt_in, tgt_out): padded (b, ·) arrays for teacher forcing on a synthetic task.
+
+        src     = x                    e.g. 5 3 9 4
+        tgt_in  = BOS y                     BOS 4 9 3 5        (reverse)
+        tgt_out = y EOS                     4 9 3 5 EOS
+    vocab size = n_symbols + 3 (PAD, BOS, EOS).
+    """
+    if task not in TASKS:
+        raise ValueError(f"seq2seq_task: task must be one of {TASKS}; got {task!r}")
+    lengths = to_numpy(randint(min_len, max_len + 1, (n_examples,)))
+    sources, targets = [], []
+    for n in lengths:
+        x = to_numpy(randint(3, 3 + n_symbols, (int(n),)))
+        y = {"copy": x, "reverse": x[::-1], "sort": np.sort(x)}[task]
+        sources.append(x)
+        targets.append(y)
+    src, _ = pad_batch(sources)
+    tgt_in, _ = pad_batch([np.concatenate([[BOS], y]) for y in targets])
+    tgt_out, _ = pad_batch([np.concatenate([y, [EOS]]) for y in targets])
+    return src, tgt_in, tgt_out
+
+
+# -- sentiment with negation ---------------------------------------------------------------------
+
+SUBJECTS = ["my kid", "my little kid", "my sister", "the critic", "my old friend", "the audience"]
+NOBODY = ["nobody", "no one i know"]           # a negation that sits in the subject
+AUXILIARIES = ["does", "did", "will", "really does"]
+POSITIVE = ["like", "love", "enjoy", "recommend"]
+NEGATIVE = ["hate", "dislike", "regret", "avoid"]
+OBJECTS = ["this movie", "this animated movie", "this book", "this long book", "the new show",
+           "this funny show"]
+
+
+def _third_person(verb: str) -> str:
+    return verb + "s"
+
+
+def sentiment(n_examples: int):
+    """Templated sentences and labels (1 = positive), where negation flips the meaning:
+
+        my kid does like this movie              1
+        my kid does not like this movie          0
+        my little kid likes this animated movie  1
+        nobody likes this animated movie         0
+        no one i know hates this book            1
+    label = (verb is positive) XOR (sentence is negated). Every word, "not" and "nobody"
+    included, occurs as often in positive as in negative sentences, so a bag-of-words model --
+    any linear function of word counts -- is at chance (XOR is not linearly separable): the
+    model has to read the words in relation to one another.
+    -> (list of n sentences, (n,) int64 labels)
+    """
+    def pick(options):
+        return options[int(to_numpy(randint(0, len(options), (1,)))[0])]
+
+    sentences, labels = [], []
+    for _ in range(n_examples):
+        positive_verb, negated, direct = (bool(b) for b in to_numpy(randint(0, 2, (3,))))
+        verb = pick(POSITIVE if positive_verb else NEGATIVE)
+        if direct:            # "my kid likes …" / "nobody likes …"
+            subject = pick(NOBODY if negated else SUBJECTS)
+            words = [subject, _third_person(verb), pick(OBJECTS)]
+        else:                 # "my kid does like …" / "my kid does not like …"
+            words = [pick(SUBJECTS), pick(AUXILIARIES) + (" not" if negated else ""), verb,
+                     pick(OBJECTS)]
+        sentences.append(" ".join(words))
+        labels.append(int(positive_verb != negated))
+    return sentences, np.array(labels, dtype=np.int64)
+
+
+class WordVocabulary:
+    """Word-level ids for the sentiment sentences: 0 is padding, then every word, sorted."""
+
+    def __init__(self, sentences):
+        self.words = ["<pad>"] + sorted({w for s in sentences for w in s.split()})
+        self.index = {w: i for i, w in enumerate(self.words)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.words)
+
+    def encode(self, sentences, length: int | None = None):
+        """A list of sentences -> padded (b, n) ids (and their lengths)."""
+        unknown = sorted({w for s in sentences for w in s.split()} - set(self.index))
+        if unknown:
+            raise ValueError(f"WordVocabulary.encode: unknown words {unknown[:5]}")
+        return pad_batch([[self.index[w] for w in s.split()] for s in sentences], 0, length)
+
+
+# -- digits for the Vision Transformer ----------------------------------------------------------
+
+def digits():
+    """scikit-learn's bundled 8×8 handwritten digits (1,797 images, no download).
+
+    -> images (N, 1, 8, 8) in [0, 1] as float32, labels (N,) int64 in 0 … 9
+    """
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise ImportError("the digits data set needs scikit-learn: pip install 'minitf[vision]' "
+                          "(or pip install scikit-learn)") from None
+    data = load_digits()
+    images = (data.images / 16.0).astype(np.float32)[:, None]
+    return images, data.target.astype(np.int64)

@@ -1,0 +1,133 @@
+"""Text for language modelling: a character tokenizer, the default corpus, random-window batches,
+and the character-bigram baseline a Transformer has to beat. Token ids live on the host (NumPy)
+and move to the active backend one batch at a time."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from minitf.backend import randint, to_device, to_numpy
+
+
+class CharTokenizer:
+    """One token per distinct character: ids 0 … V−1 in sorted character order.
+
+    tok = CharTokenizer.fit(text);  ids = tok.encode("hello");  tok.decode(ids) == "hello"
+    """
+
+    def __init__(self, chars: list[str]):
+        self.chars = list(chars)
+        self.index = {c: i for i, c in enumerate(self.chars)}
+        if len(self.index) != len(self.chars):
+            raise ValueError("CharTokenizer: chars must be distinct")
+
+    @classmethod
+    def fit(cls, text: str) -> "CharTokenizer":
+        if not text:
+            raise ValueError("CharTokenizer.fit: the text is empty; wanted at least one character")
+        return cls(sorted(set(text)))
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str):
+        """str -> (len(text),) int64 host array. Unknown characters are an error, named."""
+        try:
+            return np.fromiter((self.index[c] for c in text), dtype=np.int64, count=len(text))
+        except KeyError as err:
+            position = next(i for i, c in enumerate(text) if c not in self.index)
+            raise ValueError(f"CharTokenizer.encode: character {err.args[0]!r} at position "
+                             f"{position} is not in the vocabulary of {self.vocab_size} "
+                             f"characters this tokenizer was fitted on") from None
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[int(i)] for i in np.asarray(ids).reshape(-1))
+
+    def to_json(self) -> dict:
+        return {"type": "char", "chars": self.chars}
+
+    @classmethod
+    def from_json(cls, saved: dict) -> "CharTokenizer":
+        if saved.get("type") != "char" or not isinstance(saved.get("chars"), list):
+            raise ValueError("CharTokenizer.from_json: not a saved character tokenizer")
+        return cls(saved["chars"])
+
+    def save(self, path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False))
+
+    @classmethod
+    def load(cls, path) -> "CharTokenizer":
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+
+def default_corpus() -> str:
+    """The documentation topics every CPython ships (pydoc_data.topics): ~0.46 MB of English
+    about Python, no download needed. Topics are joined in sorted order, so the text (and the
+    train/validation split) is the same on every run."""
+    try:
+        from pydoc_data.topics import topics
+    except ImportError:
+        raise FileNotFoundError("the default corpus (pydoc_data.topics, shipped with CPython) is "
+                                "missing from this Python; pass a text file with --text PATH"
+                                ) from None
+    return "".join(topics[key] for key in sorted(topics))
+
+
+def read_text(path) -> str:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--text {path}: no such file")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if len(text) < 100:
+        raise ValueError(f"--text {path}: only {len(text)} characters; wanted at least 100")
+    return text
+
+
+def split(ids, validation_fraction: float = 0.1):
+    """The first (1 − f) of the tokens for training, the last f held out for validation.
+    A contiguous split: the held-out text is text the model has never seen, not shuffled windows."""
+    cut = int(len(ids) * (1 - validation_fraction))
+    return ids[:cut], ids[cut:]
+
+
+def random_windows(ids, batch_size: int, n: int):
+    """b random windows of n + 1 consecutive tokens, as teacher-forcing pairs on the active backend:
+
+        X = window[:, :-1]   (b, n)   the tokens seen
+        Y = window[:, 1:]    (b, n)   the token to predict at each position
+    Drawn from minitf's seeded generator, so a run (and a resumed run) sees the same batches.
+    """
+    if len(ids) < n + 2:
+        raise ValueError(f"random_windows: {len(ids)} tokens cannot give windows of n + 1 = "
+                         f"{n + 1}; use a shorter context or more text")
+    starts = to_numpy(randint(0, len(ids) - n - 1, (batch_size,)))
+    windows = np.stack([ids[s:s + n + 1] for s in starts])       # (b, n + 1)
+    return to_device(windows[:, :-1]), to_device(windows[:, 1:])
+
+
+def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> float:
+    """Held-out cross-entropy (nats per token) of a character-bigram model p(next | current),
+    counted on ``train_ids`` with add-α smoothing. The baseline: a model that looks one character
+    back. Anything that attends further must beat it."""
+    counts = np.full((vocab_size, vocab_size), alpha)
+    np.add.at(counts, (train_ids[:-1], train_ids[1:]), 1.0)
+    logp = np.log(counts / counts.sum(axis=1, keepdims=True))
+    return float(-logp[eval_ids[:-1], eval_ids[1:]].mean())
+
+
+def evaluation_windows(ids, n: int, max_windows: int | None = None):
+    """Non-overlapping (X, Y) windows covering ``ids`` in order, for a deterministic held-out loss.
+    ->  host arrays (w, n), (w, n)"""
+    w = (len(ids) - 1) // n
+    if max_windows is not None:
+        w = min(w, max_windows)
+    if w < 1:
+        raise ValueError(f"evaluation_windows: {len(ids)} tokens are fewer than a window of {n + 1}")
+    x = ids[:w * n].reshape(w, n)
+    y = ids[1:w * n + 1].reshape(w, n)
+    return x, y
+
+

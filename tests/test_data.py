@@ -1,0 +1,110 @@
+"""Tokenizer, the default corpus, batching, padding and the synthetic tasks."""
+import sys
+
+import numpy as np
+import pytest
+
+from minitf import backend, data
+
+
+def test_char_tokenizer_round_trips_and_saves(tmp_path):
+    tok = data.CharTokenizer.fit("hello, world")
+    ids = tok.encode("world, hello")
+    assert tok.decode(ids) == "world, hello" and tok.vocab_size == len(set("hello, world"))
+    tok.save(tmp_path / "tok.json")
+    assert data.CharTokenizer.load(tmp_path / "tok.json").chars == tok.chars
+
+
+def test_an_unknown_character_is_named():
+    with pytest.raises(ValueError, match=r"character 'z' at position 2 is not in the vocabulary"):
+        data.CharTokenizer.fit("abc").encode("abzc")
+
+
+def test_the_default_corpus_needs_no_download():
+    text = data.default_corpus()
+    assert 400_000 < len(text) < 600_000 and "the" in text
+    train, val = data.split(np.arange(1000))
+    assert len(train) == 900 and train[-1] + 1 == val[0]          # contiguous, no overlap
+
+
+def test_a_missing_corpus_suggests_text(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pydoc_data.topics", None)
+    with pytest.raises(FileNotFoundError, match="--text PATH"):
+        data.default_corpus()
+
+
+def test_read_text_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        data.read_text(tmp_path / "missing.txt")
+    (tmp_path / "short.txt").write_text("tiny")
+    with pytest.raises(ValueError, match="only 4 characters"):
+        data.read_text(tmp_path / "short.txt")
+
+
+def test_random_windows_are_shifted_by_one(backend_name):
+    ids = np.arange(100)
+    x, y = data.random_windows(ids, 4, 10)
+    x, y = backend.to_numpy(x), backend.to_numpy(y)
+    assert x.shape == y.shape == (4, 10)
+    assert (y == x + 1).all()                                     # Y = text[:, 1:] of each window
+
+
+def test_evaluation_windows_cover_the_text_in_order():
+    x, y = data.evaluation_windows(np.arange(25), 6)
+    assert x.shape == (4, 6) and (x.reshape(-1) == np.arange(24)).all() and (y == x + 1).all()
+
+
+def test_bigram_baseline_is_near_zero_on_a_deterministic_text():
+    ids = np.tile(np.arange(5), 200)
+    assert data.bigram_loss(ids, ids, 5, alpha=1e-3) < 0.01
+    assert data.bigram_loss(ids, ids[::-1].copy(), 5, alpha=1e-3) > 5   # never seen
+
+
+def test_pad_batch():
+    out, lengths = data.pad_batch([[5, 6, 7], [8]], pad_id=0)
+    assert out.tolist() == [[5, 6, 7], [8, 0, 0]] and lengths.tolist() == [3, 1]
+    with pytest.raises(ValueError, match="at most 2"):
+        data.pad_batch([[1, 2, 3]], length=2)
+
+
+@pytest.mark.parametrize("task", data.TASKS)
+def test_seq2seq_tasks(task):
+    with backend.seed(0):
+        src, tgt_in, tgt_out = data.seq2seq_task(task, 50, n_symbols=6)
+    for s, i, o in zip(src, tgt_in, tgt_out):
+        x = s[s != data.PAD]
+        y = o[: list(o).index(data.EOS)]
+        want = {"copy": x, "reverse": x[::-1], "sort": np.sort(x)}[task]
+        assert (y == want).all() and i[0] == data.BOS and (i[1:len(y) + 1] == y).all()
+
+
+def test_sentiment_needs_more_than_a_bag_of_words():
+    with backend.seed(0):
+        sentences, labels = data.sentiment(2000)
+    assert "my kid does not like this movie" in sentences or "not" in " ".join(sentences)
+    vocab = data.WordVocabulary(sentences)
+    counts = np.zeros((len(sentences), vocab.vocab_size))
+    for row, s in zip(counts, sentences):
+        for w in s.split():
+            row[vocab.index[w]] += 1
+    # The best a bag of words can do: logistic regression, fitted to convergence on this very set.
+    features = np.hstack([counts, np.ones((len(counts), 1))])
+    w = np.zeros(features.shape[1])
+    for _ in range(2000):
+        p = 1 / (1 + np.exp(-features @ w))
+        w -= 0.5 * features.T @ (p - labels) / len(labels)
+    accuracy = ((features @ w > 0) == labels).mean()
+    assert 0.4 < labels.mean() < 0.6
+    assert accuracy < 0.6, f"a bag of words reaches {accuracy:.2f}"
+
+
+def test_digits_or_a_clear_message():
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="scikit-learn"):
+            data.digits()
+        return
+    images, labels = data.digits()
+    assert images.shape == (1797, 1, 8, 8) and 0 <= images.min() and images.max() <= 1
+    assert set(labels.tolist()) == set(range(10))
