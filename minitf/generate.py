@@ -1,0 +1,175 @@
+"""Decoding: turning a trained model's next-token distributions into text.
+
+Language model (``generate``): feed the prompt, then repeatedly pick a next token from the last
+position's logits and feed it back -- autoregressive generation. With the KV cache each step runs
+the model on the one new token; without it, on the whole sequence again (same logits, more work).
+    greedy          argmax: deterministic, often repetitive
+    temperature τ   sample from softmax(logits / τ): τ < 1 sharper, τ > 1 flatter
+    top-k           sample among the k most likely tokens only
+    top-p (nucleus) sample among the smallest set of tokens whose probability adds up to ≥ p
+Encoder–decoder: ``greedy_decode`` and ``beam_search`` from BOS until EOS.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import minitf.functional as F
+from minitf.backend import get_array_module, rand, to_device, to_numpy
+from minitf.data.tasks import BOS, EOS
+
+
+def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None, greedy: bool = False):
+    """Pick one token per row from next-token logits.   logits: (b, V)  ->  ids: (b,)"""
+    xp = get_array_module(logits)
+    if greedy:
+        return logits.argmax(axis=-1)
+    if temperature <= 0:
+        raise ValueError(f"sample_next: temperature must be > 0; got {temperature} "
+                         f"(use greedy=True for argmax)")
+    logits = logits / temperature
+    if top_k is not None:
+        if top_k < 1:
+            raise ValueError(f"sample_next: top_k must be ≥ 1; got {top_k}")
+        kth = xp.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]   # (b, 1)
+        logits = xp.where(logits < kth, -math.inf, logits)
+    probs, _ = F.softmax(logits, axis=-1)                                          # (b, V)
+    if top_p is not None:
+        if not 0 < top_p <= 1:
+            raise ValueError(f"sample_next: top_p must be in (0, 1]; got {top_p}")
+        order = xp.argsort(-probs, axis=-1)
+        sorted_probs = xp.take_along_axis(probs, order, axis=-1)
+        # keep a token if the tokens more likely than it add up to less than p
+        keep_sorted = xp.cumsum(sorted_probs, axis=-1) - sorted_probs < top_p
+        keep = xp.zeros_like(keep_sorted)
+        xp.put_along_axis(keep, order, keep_sorted, axis=-1)
+        probs = probs * keep
+        probs /= probs.sum(axis=-1, keepdims=True)
+    # Inverse-CDF sampling with minitf's seeded generator: the same seed, the same text.
+    u = rand(probs.shape[0], 1, dtype=probs.dtype, like=probs)
+    ids = (xp.cumsum(probs, axis=-1) < u).sum(axis=-1)
+    return xp.minimum(ids, probs.shape[-1] - 1)
+
+
+def _as_batch(ids, name):
+    ids = to_device(ids)
+    if ids.ndim == 1:
+        ids = ids[None]
+    if ids.ndim != 2 or ids.shape[1] == 0:
+        raise ValueError(f"{name} has shape {tuple(ids.shape)}; wanted (n,) or (b, n) with n ≥ 1")
+    return ids
+
+
+def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
+             use_cache: bool = True, return_logits: bool = False):
+    """Continue ``prompt`` by ``max_new_tokens`` tokens with a DecoderLM.
+
+    prompt: (n,) or (b, n) token ids.  The model sees at most its last max_len tokens: a longer
+    prompt is cropped (with a warning), and a full cache is rebuilt from the last max_len tokens.
+    -> ids (b, n + max_new_tokens) on the host; with return_logits, also the logits of every
+       step, (b, max_new_tokens, V)
+    """
+    ids = _as_batch(prompt, "prompt")
+    xp = get_array_module(ids)
+    if ids.shape[1] > model.max_len:
+        warnings.warn(f"the prompt has {ids.shape[1]} tokens, more than the model's context of "
+                      f"max_len={model.max_len}; only its last {model.max_len} tokens are used",
+                      stacklevel=2)
+    model.eval()
+    cache, fed, steps = None, 0, []
+    for _ in range(max_new_tokens):
+        if not use_cache:
+            logits = model(ids[:, -model.max_len:])
+        else:
+            if cache is None or cache[0].length == model.max_len:
+                cache, fed = model.new_cache(), max(0, ids.shape[1] - model.max_len)
+            logits = model(ids[:, fed:], cache=cache)        # only the tokens not yet cached
+            fed = ids.shape[1]
+        last = logits[:, -1]                                 # (b, V): the next token's logits
+        steps.append(last)
+        next_ids = sample_next(last, temperature, top_k, top_p, greedy)
+        ids = xp.concatenate([ids, next_ids[:, None].astype(ids.dtype)], axis=1)
+    if return_logits:
+        return to_numpy(ids), to_numpy(xp.stack(steps, axis=1))
+    return to_numpy(ids)
+
+
+def _until_eos(row) -> list:
+    row = [int(t) for t in row]
+    return row[:row.index(EOS)] if EOS in row else row
+
+
+def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True) -> list:
+    """Translate each source with a Transformer, picking the most likely token at every step.
+    src: (b, m) padded ids  ->  a list of b token lists (BOS and EOS stripped)"""
+    src = _as_batch(src, "src")
+    xp = get_array_module(src)
+    model.eval()
+    memory, memory_mask = model.encode(src)
+    out = xp.full((src.shape[0], 1), BOS, dtype=src.dtype)
+    cache = model.new_cache() if use_cache else None
+    for _ in range(max_len):
+        logits = model.decode(out[:, -1:] if use_cache else out, memory, memory_mask, cache)
+        next_ids = logits[:, -1].argmax(axis=-1)
+        out = xp.concatenate([out, next_ids[:, None].astype(out.dtype)], axis=1)
+        if bool((out == EOS).any(axis=1).all()):
+            break
+    return [_until_eos(row[1:]) for row in to_numpy(out)]
+
+
+def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float = 0.6) -> list:
+    """Keep the ``beam_size`` most likely partial translations at every step, not just one.
+
+    A finished hypothesis (one that produced EOS) is scored by log p / lp(length), with the
+    length penalty lp = ((5 + length) / 6)^α of Wu et al. (2016): without it, short outputs win.
+    src: (b, m)  ->  a list of b token lists. beam_size=1 is greedy decoding.
+    """
+    src = _as_batch(src, "src")
+    return [_beam_one(model, src[i:i + 1], beam_size, max_len, alpha) for i in range(src.shape[0])]
+
+
+def _beam_one(model, src, beam_size, max_len, alpha):
+    xp = get_array_module(src)
+    model.eval()
+    memory, memory_mask = model.encode(src)                       # (1, m, d), (1, 1, 1, m)
+    cache = model.new_cache()
+    beams, scores = [[BOS]], xp.zeros(1)                           # k partial outputs, log p
+    finished = []                                                  # (normalised score, tokens)
+
+    def penalty(length):
+        return ((5 + length) / 6) ** alpha
+
+    for _ in range(max_len):
+        k = len(beams)
+        last = xp.asarray([[b[-1]] for b in beams], dtype=src.dtype)           # (k, 1)
+        logits = model.decode(last, xp.repeat(memory, k, axis=0),
+                              xp.repeat(memory_mask, k, axis=0), cache)[:, -1]
+        logp, _ = F.log_softmax(logits.astype("float64"), axis=-1)          # (k, V)
+        total = (scores[:, None] + logp).reshape(-1)
+        best = to_numpy(xp.argsort(-total)[:2 * beam_size])       # room for EOS candidates
+        parents, new_beams, new_scores = [], [], []
+        for flat in best:
+            parent, token = divmod(int(flat), logp.shape[1])
+            score = float(total[flat])
+            if token == EOS:
+                finished.append((score / penalty(len(beams[parent])), beams[parent][1:]))
+            elif len(new_beams) < beam_size:
+                parents.append(parent)
+                new_beams.append(beams[parent] + [token])
+                new_scores.append(score)
+            if len(new_beams) == beam_size:
+                break
+        best_finished = max((s for s, _ in finished), default=-math.inf)
+        # Stop when no live beam can still beat the best finished one (log p only decreases).
+        if not new_beams or len(finished) >= beam_size and \
+                max(new_scores) / penalty(max_len) < best_finished:
+            break
+        for entry in cache:
+            for layer_cache in entry:
+                layer_cache.reorder(xp.asarray(parents))
+        beams, scores = new_beams, xp.asarray(new_scores)
+    if not finished:
+        return beams[int(scores.argmax())][1:]
+    return max(finished, key=lambda f: f[0])[1]

@@ -1,0 +1,124 @@
+"""The four models: shapes, masks, tied and shared weights, and KV-cache decoding that gives the
+same logits and tokens as recomputing everything."""
+import numpy as np
+import pytest
+
+import minitf.functional as F
+from minitf import backend
+from minitf.data import BOS, EOS
+from minitf.generate import beam_search, generate, greedy_decode, sample_next
+from minitf.models import (MODELS, DecoderLM, EncoderClassifier, Transformer, VisionTransformer,
+                           build)
+from minitf.models.lm import POSITIONAL
+
+
+@pytest.mark.parametrize("positional", POSITIONAL)
+def test_kv_cache_gives_the_logits_and_tokens_of_full_recomputation(float64, positional):
+    model = DecoderLM(13, 16, 2, 2, max_len=10, positional=positional)
+    prompt = backend.randint(0, 13, (2, 3))
+    with backend.seed(7):
+        cached, cached_logits = generate(model, prompt, 12, use_cache=True, return_logits=True)
+    with backend.seed(7):
+        full, full_logits = generate(model, prompt, 12, use_cache=False, return_logits=True)
+    # 3 + 12 tokens > max_len = 10: the window slides, and the cache is rebuilt when full
+    assert np.abs(cached_logits - full_logits).max() <= 1e-9
+    assert (cached == full).all() and cached.shape == (2, 15)
+
+
+def test_the_decoders_kv_cache_matches_full_recomputation(float64):
+    model = Transformer(12, 12, 16, 2, 2, dropout=0.0)
+    src = backend.to_device(np.array([[3, 4, 5, 6], [7, 8, 0, 0]]))
+    memory, memory_mask = model.encode(src)
+    tgt = backend.to_device(np.array([[BOS, 5, 9, 4, 3], [BOS, 8, 7, 3, 3]]))
+    full = model.decode(tgt, memory, memory_mask)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, t:t + 1], memory, memory_mask, cache) for t in range(5)]
+    stepwise = backend.get_array_module(full).concatenate(steps, axis=1)     # (b, 5, V)
+    assert np.abs(backend.to_numpy(full) - backend.to_numpy(stepwise)).max() <= 1e-9
+    assert greedy_decode(model, src, 6) == greedy_decode(model, src, 6, use_cache=False)
+
+
+def test_beam_search_of_width_one_is_greedy(float64):
+    model = Transformer(12, 12, 16, 2, 2)
+    src = backend.randint(3, 12, (3, 5))
+    assert beam_search(model, src, beam_size=1, max_len=6, alpha=0.0) == \
+        greedy_decode(model, src, max_len=6)
+
+
+def test_a_long_prompt_is_cropped_with_a_warning():
+    model = DecoderLM(5, 8, 2, 1, max_len=6)
+    with pytest.warns(UserWarning, match="only its last 6 tokens are used"):
+        ids = generate(model, backend.randint(0, 5, (9,)), 3, greedy=True)
+    assert ids.shape == (1, 12)
+
+
+def test_sampling_rules():
+    logits = backend.to_device(np.log(np.array([[0.5, 0.3, 0.15, 0.05]] * 2000)))
+    assert set(backend.to_numpy(sample_next(logits, greedy=True))) == {0}
+    assert set(backend.to_numpy(sample_next(logits, top_k=2))) == {0, 1}
+    assert set(backend.to_numpy(sample_next(logits, top_p=0.7))) == {0, 1}   # 0.5 < 0.7 ≤ 0.8
+    counts = np.bincount(backend.to_numpy(sample_next(logits)), minlength=4) / 2000
+    assert np.abs(counts - [0.5, 0.3, 0.15, 0.05]).max() < 0.05
+    cold = np.bincount(backend.to_numpy(sample_next(logits, temperature=0.1)), minlength=4)
+    assert cold[0] > 1960                   # p1/p0 = 0.6^10 ≈ 0.006
+    with pytest.raises(ValueError, match="temperature"):
+        sample_next(logits, temperature=0)
+
+
+def test_backward_after_a_cached_forward_is_refused():
+    model = DecoderLM(5, 8, 2, 1, max_len=6)
+    logits = model(backend.randint(0, 5, (1, 2)), cache=model.new_cache())
+    with pytest.raises(RuntimeError, match="KVCache, which is for generation only"):
+        model.backward(backend.get_array_module(logits).ones_like(logits))
+
+
+def test_tied_and_shared_weights_are_one_parameter():
+    tied, untied = DecoderLM(20, 8, 2, 1, max_len=4), DecoderLM(20, 8, 2, 1, max_len=4,
+                                                                 tie_weights=False)
+    assert untied.num_parameters() - tied.num_parameters() == 20 * 8
+    shared = Transformer(9, 9, 8, 2, 1, share_embeddings=True)
+    names = [name for name, _ in shared.named_parameters()]
+    assert "src_emb.W" in names and "tgt_emb.W" not in names
+    assert shared.tgt_emb.W is shared.src_emb.W
+    with pytest.raises(ValueError, match="one vocabulary"):
+        Transformer(9, 8, share_embeddings=True)
+
+
+def test_padding_does_not_change_a_classification():
+    model = EncoderClassifier(10, 2, 16, 2, 2, max_len=8, pad_id=0)
+    ids = backend.to_device(np.array([[4, 5, 6, 0, 0, 0]]))
+    logits = model(ids)
+    assert np.allclose(backend.to_numpy(logits), backend.to_numpy(model(ids[:, :3])), atol=1e-5)
+
+
+def test_the_vision_transformer_cuts_patches_row_by_row():
+    images = backend.to_device(np.arange(2 * 1 * 4 * 4, dtype="float32").reshape(2, 1, 4, 4))
+    tokens, _ = F.patches(images, 2)
+    assert tokens.shape == (2, 4, 4)
+    assert backend.to_numpy(tokens[0, 1]).tolist() == [2, 3, 6, 7]   # top-right patch
+    model = VisionTransformer(4, 2, 3, d_model=8, n_heads=2, n_layers=1)
+    assert model(images).shape == (2, 3)
+    with pytest.raises(ValueError, match="images"):
+        model(images[:, :, :3])
+
+
+def test_every_model_rebuilds_from_its_config():
+    made = [DecoderLM(7, 8, 2, 1, max_len=4), Transformer(7, 6, 8, 2, 1),
+            EncoderClassifier(7, 2, 8, 2, 1), VisionTransformer(4, 2, 3, d_model=8, n_heads=2)]
+    assert {m.kind for m in made} == set(MODELS)
+    for model in made:
+        again = build(model.kind, model.config)
+        assert again.num_parameters() == model.num_parameters()
+        again.load_state_dict(model.state_dict())
+
+
+def test_bad_input_names_the_argument():
+    model = DecoderLM(7, 8, 2, 1, max_len=4)
+    with pytest.raises(ValueError, match="ids.*vocab_size=7"):
+        model(backend.to_device(np.array([[1, 9]])))
+    with pytest.raises(ValueError, match="exceed the context.*max_len=4"):
+        model(backend.randint(0, 7, (1, 5)))
+    with pytest.raises(ValueError, match="positional must be one of"):
+        DecoderLM(7, positional="absolute")
+    with pytest.raises(ValueError, match="tgt"):
+        Transformer(7, 6)(backend.randint(0, 7, (1, 3)), backend.to_device(np.array([[1, 6]])))
