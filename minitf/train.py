@@ -1,0 +1,103 @@
+"""The training loop: batches in, a loss, the hand-written backward, clipping, an optimizer step.
+
+    for step in 1 … steps:
+        x…, y = next batch                         (inputs, targets)
+        loss, backward = model.loss(x…, y)         forward + cross-entropy
+        model.zero_grad(); backward()              every p.grad = dL/dp
+        clip_grad_norm(…); optimizer.lr = schedule(step); optimizer.step()
+
+A Trainer also validates every ``eval_every`` steps, keeps the loss history, shows a progress bar
+(loss, learning rate, tokens/s), and stops with TrainingDiverged, naming the step and the first
+parameter whose gradient is not finite, as soon as a loss or a gradient becomes NaN or inf.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+from tqdm import tqdm
+
+from minitf.backend import get_array_module
+from minitf.optim import clip_grad_norm
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or a gradient became NaN or infinite."""
+
+
+class Trainer:
+    """Train ``model`` with ``optimizer`` on ``batches()``, a function returning (inputs…, targets).
+
+    schedule      step -> learning rate (see minitf.optim); None keeps optimizer.lr
+    evaluate      () -> validation loss (float), run every ``eval_every`` steps and at the end
+    clip          max global gradient norm (None: no clipping)
+    State worth saving (see minitf.checkpoint): ``step``, ``history``, the optimizer, the RNG.
+    """
+
+    def __init__(self, model, optimizer, batches: Callable[[], tuple], schedule=None,
+                 evaluate: Callable[[], float] | None = None, eval_every: int = 100,
+                 clip: float | None = 1.0):
+        self.model, self.optimizer, self.batches = model, optimizer, batches
+        self.schedule, self.evaluate, self.eval_every, self.clip = schedule, evaluate, eval_every, clip
+        self.step = 0
+        self.history = {"step": [], "loss": [], "lr": [], "val_step": [], "val_loss": []}
+
+    def train_step(self) -> tuple[float, int]:
+        """One optimisation step. -> (training loss, number of target tokens)."""
+        self.step += 1
+        *inputs, targets = self.batches()
+        self.model.train()
+        self.model.zero_grad()
+        loss, backward = self.model.loss(*inputs, targets)
+        backward()
+        norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
+                else _grad_norm(self.model))
+        if not (math.isfinite(loss) and math.isfinite(norm)):
+            raise TrainingDiverged(self._diagnose(loss))
+        if self.schedule is not None:
+            self.optimizer.lr = self.schedule(self.step)
+        self.optimizer.step()
+        self.history["step"].append(self.step)
+        self.history["loss"].append(loss)
+        self.history["lr"].append(self.optimizer.lr)
+        return loss, int(targets.size)
+
+    def _diagnose(self, loss: float) -> str:
+        for name, p in self.model.named_parameters():
+            if not bool(get_array_module(p.grad).isfinite(p.grad).all()):
+                return (f"training diverged at step {self.step}: loss {loss}; the first parameter "
+                        f"whose gradient is not finite is {name} {tuple(p.shape)} (try a lower "
+                        f"learning rate or gradient clipping)")
+        return f"training diverged at step {self.step}: the loss is {loss}"
+
+    def validate(self) -> float:
+        self.model.eval()
+        val = float(self.evaluate())
+        self.history["val_step"].append(self.step)
+        self.history["val_loss"].append(val)
+        return val
+
+    def fit(self, steps: int, progress: bool = True, on_eval: Callable | None = None) -> dict:
+        """Train until ``self.step == steps`` (a resumed trainer continues where it stopped)."""
+        bar = tqdm(total=steps, initial=self.step, disable=not progress, unit="step",
+                   dynamic_ncols=True)
+        tokens, start = 0, time.perf_counter()
+        while self.step < steps:
+            loss, n_tokens = self.train_step()
+            tokens += n_tokens
+            postfix = {"loss": f"{loss:.3f}", "lr": f"{self.optimizer.lr:.2e}",
+                       "tok/s": f"{tokens / (time.perf_counter() - start):,.0f}"}
+            if self.evaluate is not None and (self.step % self.eval_every == 0 or self.step == steps):
+                postfix["val"] = f"{self.validate():.3f}"
+                if on_eval is not None:
+                    on_eval(self)
+            bar.set_postfix(postfix, refresh=False)
+            bar.update(1)
+        bar.close()
+        self.tokens_per_second = tokens / max(time.perf_counter() - start, 1e-9)
+        return self.history
+
+
+def _grad_norm(model) -> float:
+    return math.sqrt(sum(float((p.grad * p.grad).sum()) for p in model.parameters()))

@@ -1,0 +1,120 @@
+"""Training: a resumed run is the same run, bit for bit; divergence is caught and named;
+checkpoints are atomic, never unpickle, and refuse what does not fit."""
+import json
+
+import numpy as np
+import pytest
+
+from minitf import backend, checkpoint, data
+from minitf.models import DecoderLM
+from minitf.optim import AdamW, WarmupCosine
+from minitf.train import Trainer, TrainingDiverged
+
+TEXT = np.arange(400) % 17
+
+
+def _trainer(model=None):
+    model = model or DecoderLM(17, 16, 2, 2, max_len=8, dropout=0.1)   # dropout: the RNG matters
+    optimizer = AdamW(model, 1e-2)
+    return Trainer(model, optimizer, lambda: data.random_windows(TEXT, 4, 8),
+                   schedule=WarmupCosine(1e-2, 2, 10), evaluate=lambda: 0.0, eval_every=3)
+
+
+def test_resume_continues_bit_for_bit(tmp_path):
+    backend.seed(0)
+    straight = _trainer()
+    straight.fit(10, progress=False)
+
+    backend.seed(0)
+    first = _trainer()
+    first.fit(5, progress=False)
+    checkpoint.save(tmp_path / "run", first.model, first)
+    backend.seed(123)                                  # whatever happens in between
+    saved = checkpoint.load(tmp_path / "run")
+    second = _trainer(saved.model)
+    checkpoint.resume(saved, second)
+    second.fit(10, progress=False)
+
+    for (name, a), (_, b) in zip(straight.model.named_parameters(), second.model.named_parameters()):
+        assert np.array_equal(backend.to_numpy(a.data), backend.to_numpy(b.data)), name
+    assert second.history["loss"] == straight.history["loss"]
+    # The interrupted run also validated where it stopped (step 5); nothing else differs.
+    assert second.history["val_step"] == [3, 5, 6, 9, 10]
+    assert straight.history["val_step"] == [3, 6, 9, 10]
+
+
+def test_a_nan_stops_training_naming_the_step_and_parameter():
+    backend.seed(0)
+    trainer = _trainer()
+    trainer.fit(2, progress=False)
+    w = trainer.model.blocks.blocks[1].ffn.layer.W_1.W
+    w.data[0, 0] = np.nan
+    # A NaN in the forward reaches every gradient below it; the first in model order is named.
+    with pytest.raises(TrainingDiverged, match=r"at step 3: loss nan; the first parameter whose "
+                                               r"gradient is not finite is tok_emb\.W \(17, 16\)"):
+        trainer.fit(5, progress=False)
+
+
+def test_history_records_every_step():
+    backend.seed(0)
+    trainer = _trainer()
+    history = trainer.fit(4, progress=False)
+    assert history["step"] == [1, 2, 3, 4] and len(history["loss"]) == 4
+    assert history["lr"][0] == pytest.approx(5e-3)                 # warm-up: step 1 of 2
+    assert history["val_step"] == [3, 4]
+
+
+def _saved(tmp_path):
+    backend.seed(0)
+    trainer = _trainer()
+    trainer.fit(1, progress=False)
+    return checkpoint.save(tmp_path / "run", trainer.model, trainer)
+
+
+def test_checkpoints_leave_no_temporary_files_and_replace_atomically(tmp_path, monkeypatch):
+    directory = _saved(tmp_path)
+    assert sorted(p.name for p in directory.iterdir()) == ["checkpoint.json", "weights.npz"]
+    before = (directory / "weights.npz").read_bytes()
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(checkpoint.os, "replace", crash)
+    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    with pytest.raises(OSError):
+        checkpoint.save(directory, model)
+    monkeypatch.undo()
+    assert (directory / "weights.npz").read_bytes() == before       # the old one is whole
+    checkpoint.load(directory)
+
+
+def test_a_pickle_inside_the_weights_is_refused(tmp_path):
+    directory = _saved(tmp_path)
+    np.savez(directory / "weights.npz", **{"model/tok_emb.W": np.array([object()], dtype=object)})
+    meta = json.loads((directory / "checkpoint.json").read_text())
+    import hashlib
+    meta["weights_sha256"] = hashlib.sha256((directory / "weights.npz").read_bytes()).hexdigest()
+    (directory / "checkpoint.json").write_text(json.dumps(meta))
+    with pytest.raises(checkpoint.CheckpointError, match="corrupt"):
+        checkpoint.load(directory)
+
+
+def test_missing_corrupt_and_altered_checkpoints(tmp_path):
+    with pytest.raises(checkpoint.CheckpointError, match="not found"):
+        checkpoint.load(tmp_path / "nothing")
+    directory = _saved(tmp_path)
+    (directory / "weights.npz").write_bytes(b"garbage")
+    with pytest.raises(checkpoint.CheckpointError, match="does not match"):
+        checkpoint.load(directory)
+    (directory / "checkpoint.json").write_text("{not json")
+    with pytest.raises(checkpoint.CheckpointError, match="corrupt"):
+        checkpoint.load(directory)
+
+
+def test_a_checkpoint_of_another_config_lists_every_mismatch(tmp_path):
+    directory = _saved(tmp_path)
+    other = DecoderLM(17, 8, 2, 1, max_len=8)
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        checkpoint.load(directory, other)
+    message = str(err.value)
+    assert "tok_emb.W: saved (17, 16), model (17, 8)" in message
+    assert "unexpected blocks.blocks.1.ffn.norm.beta (16,)" in message
