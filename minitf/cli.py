@@ -1,15 +1,46 @@
 """The ``minitf`` command (also ``python -m minitf``).
 
-    minitf gradcheck [--backend numpy|cupy] [--only TEXT]
-        Check every hand-written backward pass against central differences and print the table.
-        Exit status 1 if any tensor fails.
+    minitf train       train a character-level language model (the default corpus needs no download)
+    minitf generate    continue a prompt with a trained checkpoint
+    minitf gradcheck   check every hand-written backward pass against finite differences
+    minitf info        parameters, FLOPs and KV-cache memory of a configuration (the cost model)
+Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 
 from minitf import backend
+
+POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
+
+
+def _train(args) -> int:
+    from minitf.char_lm import RunConfig, run
+
+    chosen = {f.name: getattr(args, f.name) for f in fields(RunConfig)
+              if getattr(args, f.name, None) is not None}
+    chosen["progress"] = not args.no_progress
+    config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
+    run(config)
+    return 0
+
+
+def _generate(args) -> int:
+    from minitf import checkpoint
+    from minitf.generate import generate
+
+    saved = checkpoint.load(args.checkpoint)
+    if saved.tokenizer is None or saved.meta["kind"] != "lm":
+        raise ValueError(f"--checkpoint {args.checkpoint}: not a character language model")
+    backend.seed(args.seed)
+    ids = generate(saved.model, saved.tokenizer.encode(args.prompt), args.max_new_tokens,
+                   temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                   greedy=args.greedy, use_cache=not args.no_cache)
+    print(saved.tokenizer.decode(ids[0]))
+    return 0
 
 
 def _gradcheck(args) -> int:
@@ -18,8 +49,7 @@ def _gradcheck(args) -> int:
 
     names = [n for n in gradcheck_cases.CASES if args.only is None or args.only.lower() in n.lower()]
     if not names:
-        print(f"minitf gradcheck: no check matches --only {args.only!r}", file=sys.stderr)
-        return 2
+        raise ValueError(f"no check matches --only {args.only!r}")
     print(f"gradient checks on {backend.backend_name()}, float64, central differences\n")
     rows = []
     for name in names:
@@ -28,30 +58,127 @@ def _gradcheck(args) -> int:
     return 0 if all(r.passed for r in rows) else 1
 
 
+def _info(args) -> int:
+    from minitf.cost import format_cost, lm_cost
+
+    settings = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_layers=args.n_layers,
+                    d_ff=args.d_ff, context=args.context, positional=args.positional,
+                    tie_weights=not args.untied, n_heads=args.n_heads)
+    if args.checkpoint:
+        from minitf import checkpoint
+        saved = checkpoint.load(args.checkpoint)
+        if saved.meta["kind"] != "lm":
+            raise ValueError(f"--checkpoint {args.checkpoint}: the cost model covers language models")
+        c = saved.meta["config"]
+        settings = dict(vocab_size=c["vocab_size"], d_model=c["d_model"], n_layers=c["n_layers"],
+                        d_ff=c["d_ff"], context=c["max_len"], positional=c["positional"],
+                        tie_weights=c["tie_weights"], n_heads=c["n_heads"])
+    cost = lm_cost(**settings, batch_size=args.batch_size, bytes_per_number=args.bytes)
+    print("DecoderLM " + ", ".join(f"{k}={v}" for k, v in settings.items())
+          + f", batch_size={args.batch_size}\n")
+    print(format_cost(cost))
+    return 0
+
+
+def _add_backend(parser):
+    parser.add_argument("--backend", choices=backend.BACKENDS, default=None,
+                        help="array backend (default: numpy, or $MINITF_BACKEND)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minitf", description="minitf: a Transformer written from scratch in NumPy, "
                                    "with every backward pass written by hand.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    train = commands.add_parser(
+        "train", help="train a character-level language model",
+        description="Train a decoder-only Transformer on characters: by default on the Python "
+                    "documentation bundled with CPython (no download), for a few minutes on a "
+                    "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
+                    "model's, and samples; saves a checkpoint (default runs/lm).")
+    train.add_argument("--text", metavar="PATH", help="train on this text file instead")
+    train.add_argument("--steps", type=int, help="optimisation steps (default 600)")
+    train.add_argument("--batch-size", type=int, help="windows per step (default 32)")
+    train.add_argument("--context", type=int, help="characters per window, max_len (default 128)")
+    train.add_argument("--d-model", type=int, help="model width (default 128)")
+    train.add_argument("--n-heads", type=int, help="attention heads (default 4)")
+    train.add_argument("--n-layers", type=int, help="blocks (default 4)")
+    train.add_argument("--d-ff", type=int, help="feed-forward width (default 4·d_model)")
+    train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
+    train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
+    train.add_argument("--lr", type=float, help="peak learning rate of AdamW (default 3e-3)")
+    train.add_argument("--eval-every", type=int, help="validate every N steps (default 100)")
+    train.add_argument("--seed", type=int, help="random seed (default 0)")
+    train.add_argument("--out", metavar="DIR", help="checkpoint directory (default runs/lm)")
+    train.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR")
+    train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_backend(train)
+    train.set_defaults(run=_train)
+
+    gen = commands.add_parser(
+        "generate", help="continue a prompt with a trained language model",
+        description="Load a checkpoint written by 'minitf train' and continue the prompt, one "
+                    "character at a time, with the KV cache.")
+    gen.add_argument("--checkpoint", metavar="DIR", required=True, help="a run directory")
+    gen.add_argument("--prompt", default="\n", help="the text to continue (default: a newline)")
+    gen.add_argument("--max-new-tokens", type=int, default=300, help="characters to add (300)")
+    gen.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0.8)")
+    gen.add_argument("--top-k", type=int, help="sample among the k most likely characters")
+    gen.add_argument("--top-p", type=float, help="nucleus sampling: smallest set with mass ≥ p")
+    gen.add_argument("--greedy", action="store_true", help="always take the most likely one")
+    gen.add_argument("--no-cache", action="store_true", help="recompute the whole context each step")
+    gen.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    _add_backend(gen)
+    gen.set_defaults(run=_generate)
+
     check = commands.add_parser(
         "gradcheck", help="check every backward pass against finite differences",
-        description="Check the gradients of every op and module (inputs and parameters) against "
-                    "central differences in float64, and print a table of max relative errors. "
-                    "Exit status 1 if any tensor fails.")
-    check.add_argument("--backend", choices=backend.BACKENDS, default=None,
-                       help="array backend to run on (default: numpy, or $MINITF_BACKEND)")
+        description="Check the gradients of every op, module and model (inputs and parameters) "
+                    "against central differences in float64, and print a table of max relative "
+                    "errors. Exit status 1 if any tensor fails.")
     check.add_argument("--only", metavar="TEXT", default=None,
                        help="run only the checks whose name contains TEXT (e.g. 'attention')")
+    _add_backend(check)
     check.set_defaults(run=_gradcheck)
+
+    info = commands.add_parser(
+        "info", help="parameters, FLOPs and KV-cache size of a language model",
+        description="The analytic cost model of a DecoderLM: parameters (4d² + 2·d·d_ff per "
+                    "block), FLOPs per token, KV-cache bytes (2·L·b·n·d numbers). Give a "
+                    "configuration by flags or a checkpoint.")
+    info.add_argument("--checkpoint", metavar="DIR", help="read the configuration from a run")
+    info.add_argument("--vocab-size", type=int, default=103)
+    info.add_argument("--d-model", type=int, default=128)
+    info.add_argument("--n-heads", type=int, default=4)
+    info.add_argument("--n-layers", type=int, default=4)
+    info.add_argument("--d-ff", type=int, default=None, help="default 4·d_model")
+    info.add_argument("--context", type=int, default=128, help="n, the context length")
+    info.add_argument("--batch-size", type=int, default=1, help="b, for the KV cache")
+    info.add_argument("--positional", choices=POSITIONAL, default="learned")
+    info.add_argument("--untied", action="store_true", help="a separate output layer")
+    info.add_argument("--bytes", type=int, default=4, help="bytes per number (4: float32)")
+    info.set_defaults(run=_info)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from minitf.checkpoint import CheckpointError
+    from minitf.train import TrainingDiverged
+
     try:
         if getattr(args, "backend", None):
             backend.use(args.backend)
         return args.run(args)
-    except backend.BackendUnavailable as err:
+    except TrainingDiverged as err:
+        print(f"minitf {args.command}: {err}", file=sys.stderr)
+        return 1
+    except (backend.BackendUnavailable, CheckpointError, ValueError, TypeError,
+            FileNotFoundError, ImportError) as err:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"minitf {args.command}: interrupted", file=sys.stderr)
+        return 130

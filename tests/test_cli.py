@@ -51,3 +51,75 @@ def test_help_and_bad_flags():
     bad = subprocess.run([sys.executable, "-m", "minitf", "gradcheck", "--bogus"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
+
+
+# -- train, generate, info -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fast_run(tmp_path_factory):
+    """One `minitf train --fast` run, shared by the tests below."""
+    out = tmp_path_factory.mktemp("runs") / "lm"
+    result = subprocess.run([sys.executable, "-m", "minitf", "train", "--fast", "--no-progress",
+                             "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out, result.stdout
+
+
+def test_train_fast_reports_against_the_bigram_and_saves(fast_run):
+    out, stdout = fast_run
+    assert "held-out loss" in stdout and "bigram" in stdout and "--- sample 1" in stdout
+    assert (out / "weights.npz").is_file() and (out / "checkpoint.json").is_file()
+    assert (out / "loss.png").is_file()
+
+
+def test_generate_continues_a_prompt(fast_run, capsys):
+    out, _ = fast_run
+    assert cli.main(["generate", "--checkpoint", str(out), "--prompt", "The ",
+                     "--max-new-tokens", "20", "--top-k", "5"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("The ") and len(text.rstrip("\n")) >= 24
+
+
+def test_resume_with_another_config_is_one_line(fast_run, capsys, tmp_path):
+    out, _ = fast_run
+    code = cli.main(["train", "--fast", "--no-progress", "--d-model", "16", "--resume", str(out),
+                     "--out", str(tmp_path / "other")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0
+    assert "does not fit this model" in err and "tok_emb.W: saved" in err
+
+
+def test_generate_errors_are_one_line(capsys, tmp_path):
+    assert cli.main(["generate", "--checkpoint", str(tmp_path), "--prompt", "x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not found" in err
+    (tmp_path / "checkpoint.json").write_text("{")
+    (tmp_path / "weights.npz").write_bytes(b"")
+    assert cli.main(["generate", "--checkpoint", str(tmp_path), "--prompt", "x"]) == 2
+    assert "corrupt" in capsys.readouterr().err
+
+
+def test_a_prompt_with_unknown_characters_is_one_line(fast_run, capsys):
+    out, _ = fast_run
+    assert cli.main(["generate", "--checkpoint", str(out), "--prompt", "naïve ☃"]) == 2
+    assert "is not in the vocabulary" in capsys.readouterr().err
+
+
+def test_info_prints_the_cost_model(capsys, fast_run):
+    assert cli.main(["info", "--d-model", "64", "--n-layers", "2", "--context", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "parameters (exact)" in out and "KV cache" in out and "2·L·b·n·d = 8,192" in out
+    assert cli.main(["info", "--checkpoint", str(fast_run[0])]) == 0
+
+
+@pytest.mark.parametrize("command", ["train", "generate", "gradcheck", "info"])
+def test_every_command_has_help(command):
+    result = subprocess.run([sys.executable, "-m", "minitf", command, "--help"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0 and "usage: minitf " + command in result.stdout
+
+
+def test_a_missing_text_file_is_one_line(capsys, tmp_path):
+    assert cli.main(["train", "--fast", "--text", str(tmp_path / "none.txt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no such file" in err
