@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", help="train on this text file instead")
-    train.add_argument("--steps", type=int, help="optimisation steps (default 600)")
+    train.add_argument("--steps", type=int, help="optimisation steps (default 500)")
     train.add_argument("--batch-size", type=int, help="windows per step (default 32)")
     train.add_argument("--context", type=int, help="characters per window, max_len (default 128)")
     train.add_argument("--d-model", type=int, help="model width (default 128)")
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--d-ff", type=int, help="feed-forward width (default 4·d_model)")
     train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
     train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
-    train.add_argument("--lr", type=float, help="peak learning rate of AdamW (default 3e-3)")
+    train.add_argument("--lr", type=float, help="peak learning rate of AdamW (default 6e-3)")
     train.add_argument("--eval-every", type=int, help="validate every N steps (default 100)")
     train.add_argument("--seed", type=int, help="random seed (default 0)")
     train.add_argument("--out", metavar="DIR", help="checkpoint directory (default runs/lm)")
