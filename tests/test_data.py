@@ -87,7 +87,7 @@ def test_sentiment_needs_more_than_a_bag_of_words():
     for row, s in zip(counts, sentences):
         for w in s.split():
             row[vocab.index[w]] += 1
-    # The best a bag of words can do: logistic regression, fitted to convergence on this very set.
+    # A bag-of-words probe: logistic regression on word counts, fitted on this very set.
     features = np.hstack([counts, np.ones((len(counts), 1))])
     w = np.zeros(features.shape[1])
     for _ in range(2000):
@@ -95,7 +95,8 @@ def test_sentiment_needs_more_than_a_bag_of_words():
         w -= 0.5 * features.T @ (p - labels) / len(labels)
     accuracy = ((features @ w > 0) == labels).mean()
     assert 0.4 < labels.mean() < 0.6
-    assert accuracy < 0.6, f"a bag of words reaches {accuracy:.2f}"
+    # XOR is not linearly separable: at best 3 of the 4 (verb, negation) cases, 75 %
+    assert accuracy < 0.75, f"a bag of words reaches {accuracy:.2f}"
 
 
 def test_digits_or_a_clear_message():

@@ -76,9 +76,10 @@ def sentiment(n_examples: int):
         nobody likes this animated movie         0
         no one i know hates this book            1
     label = (verb is positive) XOR (sentence is negated). Every word, "not" and "nobody"
-    included, occurs as often in positive as in negative sentences, so a bag-of-words model --
-    any linear function of word counts -- is at chance (XOR is not linearly separable): the
-    model has to read the words in relation to one another.
+    included, occurs about as often in positive as in negative sentences, and XOR is not linearly
+    separable: a bag-of-words model -- a linear function of word counts -- gets at most three of
+    the four (verb, negation) cases right (a logistic regression on counts reaches 59 %). To do
+    better, a model has to read the words in relation to one another.
     -> (list of n sentences, (n,) int64 labels)
     """
     def pick(options):
