@@ -80,13 +80,20 @@ def _info(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line (and a pointer to --help), not usage + error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _add_backend(parser):
     parser.add_argument("--backend", choices=backend.BACKENDS, default=None,
                         help="array backend (default: numpy, or $MINITF_BACKEND)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="minitf", description="minitf: a Transformer written from scratch in NumPy, "
                                    "with every backward pass written by hand.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -51,6 +51,7 @@ def test_help_and_bad_flags():
     bad = subprocess.run([sys.executable, "-m", "minitf", "gradcheck", "--bogus"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
+    assert bad.stderr.strip().count("\n") == 0 and "--help)" in bad.stderr
 
 
 # -- train, generate, info -----------------------------------------------------------------------
@@ -117,6 +118,13 @@ def test_every_command_has_help(command):
     result = subprocess.run([sys.executable, "-m", "minitf", command, "--help"],
                             capture_output=True, text=True)
     assert result.returncode == 0 and "usage: minitf " + command in result.stdout
+
+
+def test_fast_is_a_small_version_of_the_default_run():
+    from minitf.char_lm import RunConfig
+    default, fast = RunConfig(), RunConfig.fast(seed=3)
+    assert fast.steps < default.steps and fast.d_model < default.d_model and fast.seed == 3
+    assert fast.positional == default.positional and fast.out == default.out
 
 
 def test_a_missing_text_file_is_one_line(capsys, tmp_path):

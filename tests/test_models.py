@@ -7,8 +7,8 @@ import minitf.functional as F
 from minitf import backend
 from minitf.data import BOS, EOS
 from minitf.generate import beam_search, generate, greedy_decode, sample_next
-from minitf.models import (MODELS, DecoderLM, EncoderClassifier, Transformer, VisionTransformer,
-                           build)
+from minitf.models import (MODELS, DecoderLM, EncoderClassifier, Model, Transformer,
+                           VisionTransformer, build)
 from minitf.models.lm import POSITIONAL
 
 
@@ -106,6 +106,7 @@ def test_every_model_rebuilds_from_its_config():
     made = [DecoderLM(7, 8, 2, 1, max_len=4), Transformer(7, 6, 8, 2, 1),
             EncoderClassifier(7, 2, 8, 2, 1), VisionTransformer(4, 2, 3, d_model=8, n_heads=2)]
     assert {m.kind for m in made} == set(MODELS)
+    assert all(isinstance(m, Model) for m in made)
     for model in made:
         again = build(model.kind, model.config)
         assert again.num_parameters() == model.num_parameters()

@@ -74,6 +74,18 @@ def test_clip_grad_norm_matches_torch():
         assert math.isclose(optim.clip_grad_norm(ours, 10.0), 1.0, rel_tol=1e-5)  # left as is
 
 
+def test_every_optimizer_shares_the_base_class_and_a_bare_one_cannot_step():
+    params = [nn.Parameter(backend.randn(2))]
+    assert all(isinstance(make(params), optim.Optimizer)
+               for make in (optim.SGD, optim.Adam, optim.AdamW))
+    with pytest.raises(NotImplementedError):
+        optim.Optimizer(params, lr=0.1).step()
+
+
+def test_constant_schedule():
+    assert [optim.Constant(3e-4)(t) for t in (1, 10, 10_000)] == [3e-4] * 3
+
+
 def test_warmup_cosine_schedule():
     s = optim.WarmupCosine(1e-3, warmup=10, total=110, min_lr=1e-4)
     assert s(5) == pytest.approx(5e-4) and s(10) == pytest.approx(1e-3)

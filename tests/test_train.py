@@ -31,6 +31,7 @@ def test_resume_continues_bit_for_bit(tmp_path):
     checkpoint.save(tmp_path / "run", first.model, first)
     backend.seed(123)                                  # whatever happens in between
     saved = checkpoint.load(tmp_path / "run")
+    assert isinstance(saved, checkpoint.Checkpoint) and saved.meta["step"] == 5
     second = _trainer(saved.model)
     checkpoint.resume(saved, second)
     second.fit(10, progress=False)
