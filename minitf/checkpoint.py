@@ -86,8 +86,7 @@ def _read(directory: Path):
     try:
         meta = json.loads((directory / META).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CheckpointError(f"{where}: {META} is corrupt ({err.msg if hasattr(err, 'msg') else err})"
-                              ) from None
+        raise CheckpointError(f"{where}: {META} is corrupt ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{where}: {META} is not a minitf checkpoint")
     if meta.get("version") != VERSION:

@@ -42,8 +42,7 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
         sorted_probs = xp.take_along_axis(probs, order, axis=-1)
         # keep a token if the tokens more likely than it add up to less than p
         keep_sorted = xp.cumsum(sorted_probs, axis=-1) - sorted_probs < top_p
-        keep = xp.zeros_like(keep_sorted)
-        xp.put_along_axis(keep, order, keep_sorted, axis=-1)
+        keep = xp.take_along_axis(keep_sorted, xp.argsort(order, axis=-1), axis=-1)  # unsort
         probs = probs * keep
         probs /= probs.sum(axis=-1, keepdims=True)
     # Inverse-CDF sampling with minitf's seeded generator: the same seed, the same text.

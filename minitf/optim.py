@@ -142,6 +142,12 @@ class AdamW(Adam):
         super()._update(i, p)
 
 
+def grad_norm(params) -> float:
+    """The global L2 norm of all gradients, √(Σ_p Σ_i grad_i²), as a Python float."""
+    params = params.parameters() if isinstance(params, Module) else list(params)
+    return math.sqrt(sum(float((p.grad * p.grad).sum()) for p in params))
+
+
 def clip_grad_norm(params, max_norm: float) -> float:
     """Scale all gradients together so that their global L2 norm is at most ``max_norm``.
 
@@ -149,7 +155,7 @@ def clip_grad_norm(params, max_norm: float) -> float:
     the update is kept; only its length is capped.
     """
     params = params.parameters() if isinstance(params, Module) else list(params)
-    total = math.sqrt(sum(float((p.grad * p.grad).sum()) for p in params))
+    total = grad_norm(params)
     scale = max_norm / (total + 1e-6)
     if scale < 1.0:
         for p in params:

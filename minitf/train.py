@@ -19,7 +19,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from minitf.backend import get_array_module
-from minitf.optim import clip_grad_norm
+from minitf.optim import clip_grad_norm, grad_norm
 
 
 class TrainingDiverged(RuntimeError):
@@ -52,7 +52,7 @@ class Trainer:
         loss, backward = self.model.loss(*inputs, targets)
         backward()
         norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
-                else _grad_norm(self.model))
+                else grad_norm(self.model))
         if not (math.isfinite(loss) and math.isfinite(norm)):
             raise TrainingDiverged(self._diagnose(loss))
         if self.schedule is not None:
@@ -78,7 +78,7 @@ class Trainer:
         self.history["val_loss"].append(val)
         return val
 
-    def fit(self, steps: int, progress: bool = True, on_eval: Callable | None = None) -> dict:
+    def fit(self, steps: int, progress: bool = True) -> dict:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped)."""
         bar = tqdm(total=steps, initial=self.step, disable=not progress, unit="step",
                    dynamic_ncols=True)
@@ -90,14 +90,9 @@ class Trainer:
                        "tok/s": f"{tokens / (time.perf_counter() - start):,.0f}"}
             if self.evaluate is not None and (self.step % self.eval_every == 0 or self.step == steps):
                 postfix["val"] = f"{self.validate():.3f}"
-                if on_eval is not None:
-                    on_eval(self)
             bar.set_postfix(postfix, refresh=False)
             bar.update(1)
         bar.close()
         self.tokens_per_second = tokens / max(time.perf_counter() - start, 1e-9)
         return self.history
 
-
-def _grad_norm(model) -> float:
-    return math.sqrt(sum(float((p.grad * p.grad).sum()) for p in model.parameters()))
