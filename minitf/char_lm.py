@@ -97,9 +97,10 @@ def run(config: RunConfig, log=print) -> dict:
     model.eval()
     val_loss = _held_out_loss(model, val_x, val_y)
     bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tokenizer.vocab_size)
+    last_losses = trainer.history["loss"][-20:]
     figures = {"steps": trainer.step, "seconds": round(seconds, 1),
                "tokens_per_second": round(trainer.tokens_per_second),
-               "train_loss": round(sum(trainer.history["loss"][-20:]) / len(trainer.history["loss"][-20:]), 4),
+               "train_loss": round(sum(last_losses) / len(last_losses), 4),
                "val_loss": round(val_loss, 4), "bigram_val_loss": round(bigram, 4),
                "improvement_over_bigram": round(1 - val_loss / bigram, 4)}
     change = figures["improvement_over_bigram"]

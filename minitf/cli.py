@@ -59,24 +59,20 @@ def _gradcheck(args) -> int:
 
 
 def _info(args) -> int:
-    from minitf.cost import format_cost, lm_cost
+    from minitf.cost import format_cost, lm_cost_of
 
-    settings = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_layers=args.n_layers,
-                    d_ff=args.d_ff, context=args.context, positional=args.positional,
-                    tie_weights=not args.untied, n_heads=args.n_heads)
+    config = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
+                  n_layers=args.n_layers, d_ff=args.d_ff or 4 * args.d_model,
+                  max_len=args.context, positional=args.positional, tie_weights=not args.untied)
     if args.checkpoint:
         from minitf import checkpoint
         saved = checkpoint.load(args.checkpoint)
         if saved.meta["kind"] != "lm":
             raise ValueError(f"--checkpoint {args.checkpoint}: the cost model covers language models")
-        c = saved.meta["config"]
-        settings = dict(vocab_size=c["vocab_size"], d_model=c["d_model"], n_layers=c["n_layers"],
-                        d_ff=c["d_ff"], context=c["max_len"], positional=c["positional"],
-                        tie_weights=c["tie_weights"], n_heads=c["n_heads"])
-    cost = lm_cost(**settings, batch_size=args.batch_size, bytes_per_number=args.bytes)
-    print("DecoderLM " + ", ".join(f"{k}={v}" for k, v in settings.items())
+        config = saved.meta["config"]
+    print("DecoderLM " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
-    print(format_cost(cost))
+    print(format_cost(lm_cost_of(config, args.batch_size, args.bytes)))
     return 0
 
 

@@ -56,6 +56,14 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
     }
 
 
+def lm_cost_of(config: dict, batch_size: int = 1, bytes_per_number: int = 4) -> dict:
+    """``lm_cost`` of a DecoderLM given by its ``config`` (``model.config``, or a checkpoint's)."""
+    return lm_cost(config["vocab_size"], config["d_model"], config["n_layers"], config["d_ff"],
+                   context=config["max_len"], batch_size=batch_size,
+                   positional=config["positional"], tie_weights=config["tie_weights"],
+                   n_heads=config["n_heads"], bytes_per_number=bytes_per_number)
+
+
 def format_cost(cost: dict) -> str:
     """The table ``minitf info`` prints."""
     def human(x):

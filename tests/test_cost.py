@@ -1,7 +1,7 @@
 """The analytic cost model agrees with the lecture's formulas and with the real model."""
 import pytest
 
-from minitf.cost import block_parameters, lm_cost
+from minitf.cost import block_parameters, lm_cost, lm_cost_of
 from minitf.models import DecoderLM
 from minitf.models.lm import POSITIONAL
 
@@ -14,6 +14,8 @@ def test_the_exact_count_is_the_models(positional, tie_weights):
     cost = lm_cost(50, 16, 3, 40, context=12, positional=positional, tie_weights=tie_weights,
                    n_heads=2)
     assert cost["parameters"] == model.num_parameters()
+    assert lm_cost_of(model.config, batch_size=1) == lm_cost(
+        50, 16, 3, 40, context=12, positional=positional, tie_weights=tie_weights, n_heads=2)
 
 
 def test_the_lecture_formulas():
