@@ -4,6 +4,7 @@
     minitf generate    continue a prompt with a trained checkpoint
     minitf gradcheck   check every hand-written backward pass against finite differences
     minitf info        parameters, FLOPs and KV-cache memory of a configuration (the cost model)
+    minitf lesson      list the course's lessons, or run one (from the repository root)
 Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
 """
 from __future__ import annotations
@@ -74,6 +75,20 @@ def _info(args) -> int:
           + f", batch_size={args.batch_size}\n")
     print(format_cost(lm_cost_of(config, args.batch_size, args.bytes)))
     return 0
+
+
+def _lesson(args) -> int:
+    from minitf import course
+
+    folder = course.lessons_dir()
+    if args.table:
+        print(course.table(folder))
+        return 0
+    if args.name is None:
+        print(course.listing(folder))
+        print("\nrun one with 'minitf lesson N' (a number or part of its name)")
+        return 0
+    return course.run(course.find(args.name), folder)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -163,6 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--untied", action="store_true", help="a separate output layer")
     info.add_argument("--bytes", type=int, default=4, help="bytes per number (4: float32)")
     info.set_defaults(run=_info)
+
+    lesson = commands.add_parser(
+        "lesson", help="list the lessons, or run one",
+        description="The course: lesson scripts in lessons/, each a story with printed numbers, "
+                    "checks of the lectures' numbers and figures. Without NAME, list them with "
+                    "their runtimes; with NAME (a number or part of a name), run that lesson. "
+                    "Run from the root of the minitf repository.")
+    lesson.add_argument("name", nargs="?", metavar="NAME", help="e.g. 4, 04 or masks")
+    lesson.add_argument("--table", action="store_true",
+                        help="print the lessons as the Markdown table of lessons/README.md")
+    lesson.set_defaults(run=_lesson)
     return parser
 
 

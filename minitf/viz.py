@@ -1,17 +1,188 @@
-"""Plots (host only): the loss curves of a run."""
+"""Plots (host only): attention maps, heatmaps, curves, and the one place figures are saved.
+
+Every helper draws on a ``matplotlib.figure.Figure`` made here, never through ``pyplot``: no
+backend is chosen or switched (a learner's notebook or window keeps its own), no global list of
+open figures grows, and the same code runs headless in a test. In Jupyter, a cell that ends with
+``fig`` shows it inline.
+
+    fig, ax = viz.figure()                      # one panel; figure(1, 3) for three side by side
+    viz.heatmap(ax, matrix, x_labels=keys, y_labels=queries, ...)
+    viz.save(fig, "01_hello_i_love_you")        # -> figures/01_hello_i_love_you.png
+
+Where figures go: ``$MINITF_FIGURES`` if set (tests, or a student who wants the repository left
+untouched), else the ``figures/`` folder beside the ``lessons/`` folder of the running lesson,
+else ``./figures``.
+"""
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
+
+FIGURES_ENV = "MINITF_FIGURES"
+ATTENTION_CMAP = "viridis"
+_DPI = 110
+
+
+def figure(nrows: int = 1, ncols: int = 1, *, size: tuple | None = None, **subplot_kw):
+    """A new Figure with a grid of axes: ``(fig, ax)`` for one panel, ``(fig, axes)`` otherwise.
+
+    size: (width, height) in inches; by default 4.2 × 3.6 per panel.
+    """
+    from matplotlib.figure import Figure
+
+    size = size or (4.2 * ncols, 3.6 * nrows)
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=True, **subplot_kw)
+    return fig, axes
+
+
+def figures_dir() -> Path:
+    """The folder figures are saved to (created if missing); see the module docstring."""
+    if os.environ.get(FIGURES_ENV):
+        folder = Path(os.environ[FIGURES_ENV])
+    else:
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        script_dir = Path(main).resolve().parent if main else None
+        # A lesson run as a script lives in lessons/: its figures belong in the sibling figures/.
+        if script_dir is not None and script_dir.name == "lessons":
+            folder = script_dir.parent / "figures"
+        else:
+            folder = Path.cwd() / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def save(fig, name: str) -> Path:
+    """Save ``fig`` as ``<figures_dir>/<name>.png``, print where, and return the path.
+
+    The PNG carries no software version or date, so re-running an unchanged lesson rewrites the
+    same bytes and a repository that keeps the figures sees no churn.
+    """
+    path = figures_dir() / f"{name}.png"
+    fig.savefig(path, dpi=_DPI, metadata={"Software": None})
+    print(f"[figure] {path}")
+    return path
+
+
+def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabel: str = "",
+            title: str = "", cmap: str = ATTENTION_CMAP, vmin=None, vmax=None,
+            colorbar: str | None = None, annotate: str | None = None, hide=None):
+    """Draw a 2-D ``matrix`` (rows on y, columns on x) on ``ax``; return the image.
+
+    x_labels, y_labels   tick labels (token strings), or None for 0, 1, 2, …
+    vmin, vmax           fix the colour scale (attention weights: 0 and 1)
+    colorbar             a label: draws a colorbar beside this axis
+    annotate             a format such as ".2f": writes each value in its cell
+    hide                 boolean array, True = draw the cell empty (masked entries), left white
+    """
+    import numpy as np
+    from matplotlib import colormaps
+
+    matrix = np.asarray(matrix, dtype=float)
+    shown = np.ma.masked_array(matrix, mask=np.zeros_like(matrix, bool) if hide is None else hide)
+    palette = colormaps[cmap].with_extremes(bad="white")
+    image = ax.imshow(shown, cmap=palette, vmin=vmin, vmax=vmax, aspect="auto",
+                      interpolation="nearest")
+    n_rows, n_cols = matrix.shape
+    _ticks(ax.set_xticks, n_cols, x_labels, rotate=True)
+    _ticks(ax.set_yticks, n_rows, y_labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label=colorbar, shrink=0.9)
+    if annotate:
+        low, high = image.get_clim()
+        for i in range(n_rows):
+            for j in range(n_cols):
+                if not shown.mask[i, j]:
+                    # light text on dark cells, dark text on light ones
+                    dark = (matrix[i, j] - low) < 0.5 * (high - low)
+                    ax.text(j, i, format(matrix[i, j], annotate), ha="center", va="center",
+                            fontsize=8, color="white" if dark else "black")
+    return image
+
+
+def _ticks(set_ticks, n: int, labels, rotate: bool = False) -> None:
+    """Label every position when there are labels or few positions; else let matplotlib choose."""
+    if labels is not None:
+        set_ticks(range(n), labels=[str(s) for s in labels],
+                  **({"rotation": 45, "ha": "right", "rotation_mode": "anchor"} if rotate else {}))
+    elif n <= 16:
+        set_ticks(range(n))
+
+
+def attention_grid(probs, *, queries=None, keys=None, title: str = "", row_names=None,
+                   hide_zeros: bool = True, panel_size: float = 2.6):
+    """Attention weights as a grid of heatmaps: one panel per head, one row per layer.
+
+    probs: (n_q, n_k), (h, n_q, n_k) or (layers, h, n_q, n_k) weights, on any backend.
+    Keys on x, queries on y, token labels on both, one colour scale fixed to [0, 1] for every
+    panel so that heads can be compared. Entries that are exactly 0 are masked positions (a
+    softmax never reaches 0 otherwise) and are drawn empty, so the causal triangle and padding
+    columns are visible; ``hide_zeros=False`` draws them as 0.
+    Returns the Figure.
+    """
+    import numpy as np
+
+    from minitf.backend import to_numpy
+
+    p = np.asarray(to_numpy(probs), dtype=float)
+    if p.ndim not in (2, 3, 4):
+        raise ValueError(f"attention_grid: probs has shape {p.shape}; wanted (n_q, n_k), "
+                         f"(h, n_q, n_k) or (layers, h, n_q, n_k)")
+    p = p.reshape((1,) * (4 - p.ndim) + p.shape)
+    layers, heads, n_q, n_k = p.shape
+    fig, axes = figure(layers, heads, size=(panel_size * heads + 1.2, panel_size * layers + 0.6),
+                       squeeze=False)
+    for layer in range(layers):
+        for head in range(heads):
+            ax = axes[layer, head]
+            name = f"head {head}" if heads > 1 else ""
+            if row_names is not None:
+                name = f"{row_names[layer]}, {name}" if name else row_names[layer]
+            elif layers > 1:
+                name = f"layer {layer}, {name}"
+            image = heatmap(ax, p[layer, head], x_labels=keys, y_labels=queries, title=name,
+                            vmin=0.0, vmax=1.0, hide=(p[layer, head] == 0) if hide_zeros else None,
+                            xlabel="key" if layer == layers - 1 else "",
+                            ylabel="query" if head == 0 else "")
+            if head:                       # one set of query labels per row is enough
+                ax.set_yticklabels([])
+    fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = "",
+           logx: bool = False, logy: bool = False, hline: tuple | None = None, marker: str = "o"):
+    """Line plot of several named series over one x: ``ys = {"label": values, ...}``.
+
+    hline: (value, label) draws a dashed horizontal reference line (a tolerance, a baseline).
+    """
+    import numpy as np
+
+    from minitf.backend import to_numpy
+
+    for label, y in ys.items():
+        ax.plot(to_numpy(x), np.asarray(to_numpy(y)), marker=marker, ms=3.5, lw=1.4, label=label)
+    if hline is not None:
+        ax.axhline(hline[0], color="gray", ls="--", lw=1, label=hline[1])
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which="both" if logy or logx else "major")
+    ax.legend(fontsize=8)
 
 
 def plot_history(history: dict, path, baseline: float | None = None, title: str = "") -> Path:
     """Training loss per step and validation loss, with an optional horizontal baseline (e.g. the
     bigram model's held-out loss), saved as an image at ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")                      # files only: no window, works on any machine
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = figure(size=(6, 3.5))
     ax.plot(history["step"], history["loss"], lw=0.8, alpha=0.7, label="train")
     if history.get("val_step"):
         ax.plot(history["val_step"], history["val_loss"], "o-", label="validation")
@@ -21,8 +192,6 @@ def plot_history(history: dict, path, baseline: float | None = None, title: str 
     ax.set_ylabel("cross-entropy (nats / token)")
     ax.set_title(title)
     ax.legend()
-    fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fig.savefig(path, dpi=120, metadata={"Software": None})
     return path

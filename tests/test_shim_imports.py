@@ -8,7 +8,8 @@ import minitf
 PACKAGE = Path(minitf.__file__).parent
 SHIM = PACKAGE / "backend.py"
 ARRAY_LIBRARIES = {"numpy", "cupy", "cupyx", "scipy"}
-HOST_ONLY = {"checkpoint.py", "data/text.py", "data/tasks.py"}   # host arrays only: files, token ids
+HOST_ONLY = {"checkpoint.py", "data/text.py", "data/tasks.py",   # host arrays only: files, ids
+             "viz.py"}                                            # and plots
 
 
 def _imported_roots(path):

@@ -1,0 +1,218 @@
+"""
+Attention by hand
+=================
+
+Work through one attention step with numbers small enough to check on paper: a query is
+compared with every key, the scores become weights that sum to one, and the output is the
+weighted average of the values. By the end you will have reproduced the lectures' "Thinking
+Machines" example and the Hello / I / love / you weight matrix with minitf's own ``F.attention``.
+
+Run it: ``python lessons/01_attention_by_hand.py`` or ``minitf lesson 1`` (about a second).
+"""
+
+# %%
+import numpy as np
+
+import minitf.functional as F
+from minitf import backend, viz
+
+backend.precision("float64")      # exact arithmetic, so every printed digit can be checked
+backend.seed(0)
+
+# %% [markdown]
+# The question attention answers
+# ------------------------------
+#
+# Take a sentence such as "The animal didn't cross the street because it was too tired". To
+# build a better vector for "it", the model wants to borrow from "animal" (change "tired" to
+# "wide" and it should borrow from "street" instead). Attention makes that borrowing a
+# computation. Every token emits three vectors:
+#
+# * a **query** q: what this token is looking for,
+# * a **key** k: what this token offers, to be matched against queries,
+# * a **value** v: what this token hands over once it is chosen.
+#
+# A streaming service works the same way: your wish is the query, each film's list of
+# attributes (genre, actors, year) is its key, and the film itself is the value. The
+# difference is that attention does not pick one film: it blends all of them, weighted by how
+# well each key matches.
+#
+# For one query the recipe is
+#
+#     score_j  = q · k_j / √d_k         how well key j matches
+#     weight_j = softmax(score)_j       positive, and summing to 1 over the keys
+#     output   = Σ_j weight_j · v_j     a weighted average of the values
+#
+# (Resolving "it" needs a model that has actually learned English; here we build the
+# mechanism itself with numbers we choose.)
+
+# %% [markdown]
+# Thinking Machines
+# -----------------
+#
+# The lectures' worked example has two tokens, "Thinking" and "Machines", with d_k = 64. The
+# query of "Thinking" scores 112 against its own key and 96 against the key of "Machines". We
+# build vectors that give exactly those dot products: q is all ones, so q · k is just the sum
+# of k's entries.
+
+# %%
+d_k = 64
+q = np.ones((1, d_k))                                   # (n_q=1, d_k): the query of "Thinking"
+k = np.stack([np.full(d_k, 112 / d_k),                  # (n_k=2, d_k): keys of the two tokens
+              np.full(d_k, 96 / d_k)])
+v = np.array([[1.0, 0.0],                               # (n_k=2, d_v=2): v_1 and v_2 as the
+              [0.0, 1.0]])                              #   unit vectors, so out = the weights
+
+out, cache = F.attention(q, k, v)                       # softmax(q kᵀ / √d_k) v
+raw = (q @ k.T)[0]                                      # (2,)  the scores before scaling
+scaled = raw * cache.scale                              # (2,)
+weights = cache.probs[0]                                # (2,)  one row: the query's weights
+
+print(f"q·k_1, q·k_2          = {raw[0]:.0f}, {raw[1]:.0f}")
+print(f"scale = 1/√d_k        = {cache.scale}  (√64 = 8)")
+print(f"scaled scores         = {scaled[0]:.0f}, {scaled[1]:.0f}")
+print(f"softmax               = {weights[0]:.4f}, {weights[1]:.4f}")
+print(f"output z_1            = {out[0, 0]:.4f}·v_1 + {out[0, 1]:.4f}·v_2")
+
+assert np.allclose(raw, [112, 96]), f"the scores should be 112 and 96 (deck 004), got {raw}"
+assert cache.scale == 1 / 8, f"d_k = 64 should scale by 1/8, got {cache.scale}"
+assert np.allclose(scaled, [14, 12]), f"112/8 and 96/8 should be 14 and 12, got {scaled}"
+assert np.allclose(weights, [0.8808, 0.1192], atol=1e-4), \
+    f"softmax(14, 12) should be 0.88 / 0.12 as in deck 004's table, got {weights}"
+assert np.allclose(out[0], weights), "with v_1, v_2 the unit vectors the output is the weights"
+print("✓ 112, 96 → 14, 12 → 0.88, 0.12: the quiz's answer is (c), z_1 = 0.88·v_1 + 0.12·v_2")
+
+# %% [markdown]
+# Only the *difference* of the scores matters: softmax(14, 12) = softmax(2, 0), and
+# e² / (e² + 1) = 0.8808. Without the division by 8 the difference would be 16, and the
+# weights would be 0.9999999 and 0.0000001: "Machines" would vanish from the output. Lesson 02
+# shows why that is bad for learning, not only for the blend.
+
+# %%
+unscaled = F.softmax(raw)[0]
+print(f"softmax(112, 96) without the scale = {unscaled[0]:.7f}, {unscaled[1]:.1e}")
+assert unscaled[1] < 1e-6, "without scaling, the second weight should all but vanish"
+assert np.isclose(weights[0], np.exp(2) / (np.exp(2) + 1)), "softmax(14, 12) = e²/(e²+1)"
+
+fig, axes = viz.figure(1, 3, size=(10, 3.2))
+tokens = ["Thinking", "Machines"]
+for ax, values, name, fmt in zip(axes, (raw, scaled, weights),
+                                 ("score q·k", "score / √d_k", "softmax weight"),
+                                 ("{:.0f}", "{:.0f}", "{:.2f}")):
+    bars = ax.bar(tokens, values, color=["tab:blue", "tab:orange"])
+    ax.bar_label(bars, labels=[fmt.format(x) for x in values])
+    ax.set_title(name)
+    ax.set_xlabel("key")
+    ax.set_ylim(0, max(values) * 1.18)
+axes[0].set_ylabel('query: "Thinking"')
+fig.suptitle("Thinking Machines: raw scores → scaled scores → weights")
+viz.save(fig, "01_thinking_machines")
+
+# %% [markdown]
+# Attention is a soft dictionary lookup
+# -------------------------------------
+#
+# A Python dictionary returns the value whose key *equals* the query. Attention returns a blend
+# of all values, weighted by how *similar* each key is. Make the keys one-hot "addresses" and
+# the query a scaled copy of address 2: the larger the query, the sharper the softmax, and the
+# closer the output gets to the value stored under key 2. At size 0 every key matches equally
+# well and the output is the plain mean of the values.
+
+# %%
+n_keys, d_v = 5, 3
+keys = np.eye(n_keys)                                   # (5, 5): key j is the address e_j
+values = backend.to_numpy(backend.randn(n_keys, d_v))   # (5, 3): what is stored at each address
+sharpness = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+lookups = []
+for s in sharpness:
+    query = s * keys[2:3]                               # (1, 5): "give me what is at address 2"
+    found, lookup = F.attention(query, keys, values, scale=1.0)
+    lookups.append((found[0], lookup.probs[0]))
+
+for s, (found, w) in zip(sharpness, lookups):
+    print(f"sharpness {s:>4.1f}: weights {np.round(w, 3)}  "
+          f"distance to values[2] = {np.linalg.norm(found - values[2]):.2e}")
+assert np.allclose(lookups[0][0], values.mean(0)), "at sharpness 0 the output is the mean"
+assert np.linalg.norm(lookups[-1][0] - values[2]) < 1e-6, \
+    "a sharp query should return the value stored under its key"
+print("✓ a soft lookup: mean of the values at sharpness 0, values[2] itself when sharp")
+
+fig, ax = viz.figure(size=(5.2, 3.8))
+viz.heatmap(ax, np.array([w for _, w in lookups]), x_labels=[f"key {j}" for j in range(n_keys)],
+            y_labels=[f"{s:g}" for s in sharpness], xlabel="key (address)",
+            ylabel="size of the query", vmin=0, vmax=1, colorbar="attention weight",
+            annotate=".2f", title="Querying address 2: from a blend to a lookup")
+viz.save(fig, "01_soft_lookup")
+
+# %% [markdown]
+# Every query at once: the weight matrix
+# --------------------------------------
+#
+# With n tokens, every token is a query and every token is a key, so the weights form an
+# n × n matrix: row i holds query i's weights over all keys, and softmax runs along each row.
+# Stacking the queries as the rows of Q, the keys of K and the values of V, the whole layer is
+# one formula, ``softmax(Q Kᵀ / √d_k) V``, and every output row is computed at the same time
+# (an RNN would need n steps, one after the other).
+#
+# The lectures show such a matrix for "Hello I love you". Entry [0, 2] = 0.05 says how much
+# "Hello" draws from "love". Can minitf produce exactly that matrix? Softmax is undone by a
+# logarithm up to a constant per row, so scores of log P give back P.
+
+# %%
+words = ["Hello", "I", "love", "you"]
+P = np.array([[0.80, 0.10, 0.05, 0.05],                 # (n_q=4, n_k=4), from deck 002
+              [0.10, 0.60, 0.20, 0.10],
+              [0.05, 0.20, 0.65, 0.10],
+              [0.20, 0.10, 0.10, 0.60]])
+probs, _ = F.softmax(np.log(P))                         # row-wise, over the keys
+print("softmax(log P) =\n", np.round(probs, 4))
+print("row sums      =", probs.sum(axis=1))
+assert np.allclose(P.sum(axis=1), 1.0), "every row of the deck's matrix sums to 1"
+assert np.allclose(probs, P), "softmax(log P) should give back the deck's matrix"
+assert probs.shape == (len(words), len(words)), "the weights are [seq_len, seq_len]"
+assert (probs >= 0).all(), "weights are never negative"
+print("✓ the Hello / I / love / you matrix: [seq_len, seq_len], rows sum to 1, "
+      "so each output is a weighted average of the values")
+
+fig, ax = viz.figure(size=(4.8, 4.0))
+viz.heatmap(ax, probs, x_labels=words, y_labels=words, xlabel="key", ylabel="query",
+            vmin=0, vmax=1, colorbar="attention weight", annotate=".2f",
+            title="Hello / I / love / you: each row sums to 1")
+viz.save(fig, "01_hello_i_love_you")
+
+# %% [markdown]
+# Because the weights are non-negative and sum to one, each output is a *convex combination*
+# of the values: it lies inside the region the values span and can never leave it. (Lesson 03
+# shows what that costs and why the block adds a feed-forward network after attention.)
+#
+# Queries and keys need not come from the same sequence: with M queries and N keys the weight
+# matrix is M × N and the output is M × d_v. A decoder attending to an encoder does exactly
+# this. The batched call also equals a loop over the queries, one at a time, which is the
+# "every b_i is computed in parallel" claim made concrete.
+
+# %%
+M, N, d, d_v = 3, 5, 4, 2
+Q, K, V = (backend.to_numpy(backend.randn(*shape)) for shape in ((M, d), (N, d), (N, d_v)))
+out, cache = F.attention(Q, K, V)                       # (3, 2) from (3, 4), (5, 4), (5, 2)
+one_by_one = np.concatenate([F.attention(Q[i:i + 1], K, V)[0] for i in range(M)])
+print(f"Q {Q.shape}, K {K.shape}, V {V.shape} -> weights {cache.probs.shape}, out {out.shape}")
+assert out.shape == (M, d_v) and cache.probs.shape == (M, N), "M×N weights, M×d_v output"
+assert np.allclose(out, one_by_one, atol=1e-15), "the batched call equals a loop over queries"
+
+X = backend.to_numpy(backend.randn(2, 6, 8))            # (b=2, n=6, d=8): a batch of sequences
+out, cache = F.attention(X, X, X)
+assert cache.probs.shape == (2, 6, 6), "a batch of sequences gives (b, n, n) weights"
+print(f"batched: x {X.shape} -> weights {cache.probs.shape}, out {out.shape}")
+print("✓ M queries, N keys: M×N weights; a batch adds a leading axis; all rows at once")
+
+# %% [markdown]
+# What to remember
+# ----------------
+#
+# * Scores are dot products of queries with keys, divided by √d_k; softmax turns each row into
+#   weights that are positive and sum to one; the output is the weighted average of the values.
+# * The weight matrix has one row per query and one column per key; ``cache.probs`` holds it,
+#   ready to plot.
+# * Attention is a lookup that blends: sharp scores pick one value, flat scores average them.
+#
+# Next, lesson 02: why divide by √d_k at all?

@@ -1,0 +1,121 @@
+"""The course: the lesson scripts in ``lessons/``, what each teaches and draws, and how long it runs.
+
+A lesson is a plain Python file in the jupytext "percent" format (``# %%`` cells), so it runs as a
+script, opens as cells in VS Code and as a notebook in Jupyter. Its docstring's first line is its
+title everywhere: in ``minitf lesson``, in ``lessons/README.md`` and on a web page.
+
+This module is the one list of lessons: the figures each one must save (the lesson test checks
+that it saves exactly these) and its measured runtime. ``lessons/README.md`` holds the same table,
+printed by ``minitf lesson --table``; a test keeps the two equal.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from minitf.viz import FIGURES_ENV
+
+
+@dataclass(frozen=True)
+class Lesson:
+    stem: str                    # file name without .py, e.g. "01_attention_by_hand"
+    teaches: str                 # one line: what a student takes away
+    concepts: str                # what of the lectures it covers, in words
+    figures: tuple               # names passed to viz.save, without ".png"
+    seconds: float               # measured: python lessons/<stem>.py on a 2-core CPU
+
+    @property
+    def number(self) -> int:
+        return int(self.stem.split("_", 1)[0])
+
+
+LESSONS = (
+    Lesson("01_attention_by_hand",
+           "attention as a soft lookup: scores, softmax, a weighted sum of values",
+           "queries, keys and values; the scaled dot product; row-wise softmax; the Thinking "
+           "Machines quiz; the Hello/I/love/you matrix; M queries × N keys; all rows in parallel",
+           ("01_thinking_machines", "01_hello_i_love_you", "01_soft_lookup"), 1.0),
+)
+
+
+class LessonError(ValueError):
+    """A lesson that cannot be found: the message is one line for the command line."""
+
+
+def lessons_dir(start: Path | None = None) -> Path:
+    """The ``lessons/`` folder: in ``start`` (default: the working directory) or a parent of it."""
+    start = (start or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "lessons").is_dir() and (folder / "lessons" / f"{LESSONS[0].stem}.py").is_file():
+            return folder / "lessons"
+    raise LessonError(f"no lessons/ folder in {start} or above it; run 'minitf lesson' from the "
+                      f"root of the minitf repository, where the lessons are")
+
+
+def title(path: Path) -> str:
+    """A lesson's title: the first line of its module docstring."""
+    docstring = ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8"))) or ""
+    return docstring.strip().splitlines()[0] if docstring.strip() else Path(path).stem
+
+
+def find(query: str) -> Lesson:
+    """The lesson named by ``query``: its number ("4", "04") or part of its file name ("masks")."""
+    query = str(query).strip().lower().removesuffix(".py")
+    if query.isdigit():
+        matches = [lesson for lesson in LESSONS if lesson.number == int(query)]
+    else:
+        matches = [lesson for lesson in LESSONS if query and query in lesson.stem]
+    if len(matches) == 1:
+        return matches[0]
+    numbers = f"{LESSONS[0].number:02d}–{LESSONS[-1].number:02d}"
+    if not matches:
+        raise LessonError(f"no lesson {query!r}; the lessons are {numbers}, by number or by "
+                          f"name (see 'minitf lesson')")
+    raise LessonError(f"{query!r} names {len(matches)} lessons ("
+                      + ", ".join(m.stem for m in matches) + "); give its number")
+
+
+def listing(folder: Path) -> str:
+    """One line per lesson: number, title, runtime, file."""
+    return "\n".join(f"{lesson.number:02d}  {title(folder / f'{lesson.stem}.py'):<52} "
+                     f"{_runtime(lesson.seconds):>6}   lessons/{lesson.stem}.py"
+                     for lesson in LESSONS)
+
+
+def table(folder: Path) -> str:
+    """The Markdown table of lessons/README.md: title, what it teaches, concepts, figures, runtime."""
+    rows = ["| # | lesson | what it teaches | from the lectures | figures | runtime |",
+            "|---|---|---|---|---|---|"]
+    for lesson in LESSONS:
+        figures = "<br>".join(f"[{name}](../figures/{name}.png)" for name in lesson.figures)
+        rows.append(f"| {lesson.number:02d} | [{title(folder / f'{lesson.stem}.py')}]"
+                    f"({lesson.stem}.py) | {lesson.teaches} | {lesson.concepts} | {figures} | "
+                    f"{_runtime(lesson.seconds)} |")
+    return "\n".join(rows)
+
+
+def _runtime(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds >= 1.5 else "1 s"
+
+
+def run(lesson: Lesson, folder: Path) -> int:
+    """Run a lesson as a script (its own process, as a student would) and return its exit status.
+
+    Its figures go where ``viz.figures_dir`` puts them: $MINITF_FIGURES, else figures/ beside
+    lessons/.
+    """
+    path = folder / f"{lesson.stem}.py"
+    figures = Path(os.environ.get(FIGURES_ENV) or folder.parent / "figures")
+    print(f"running lessons/{path.name}: {title(path)}\n", flush=True)
+    status = subprocess.run([sys.executable, str(path)], cwd=folder.parent).returncode
+    if status == 0:
+        print(f"\nlesson {lesson.number:02d} passed its checks; figures in {figures}: "
+              + ", ".join(f"{name}.png" for name in lesson.figures))
+    else:
+        print(f"\nlesson {lesson.number:02d} stopped with exit status {status}: a check above "
+              f"failed", file=sys.stderr)
+    return status
