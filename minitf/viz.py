@@ -24,16 +24,18 @@ ATTENTION_CMAP = "viridis"
 _DPI = 110
 
 
-def figure(nrows: int = 1, ncols: int = 1, *, size: tuple | None = None, **subplot_kw):
+def figure(nrows: int = 1, ncols: int = 1, *, size: tuple | None = None, squeeze: bool = True,
+           **subplot_kw):
     """A new Figure with a grid of axes: ``(fig, ax)`` for one panel, ``(fig, axes)`` otherwise.
 
     size: (width, height) in inches; by default 4.2 × 3.6 per panel.
+    squeeze=False always gives a 2-D array of axes, indexed [row, column].
     """
     from matplotlib.figure import Figure
 
     size = size or (4.2 * ncols, 3.6 * nrows)
     fig = Figure(figsize=size, layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=True, **subplot_kw)
+    axes = fig.subplots(nrows, ncols, squeeze=squeeze, **subplot_kw)
     return fig, axes
 
 

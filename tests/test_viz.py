@@ -1,0 +1,62 @@
+"""The plotting helpers: where figures go, what an attention grid draws, and bad input."""
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from minitf import backend, viz
+
+
+def test_save_writes_a_png_where_minitf_figures_points(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(viz.FIGURES_ENV, str(tmp_path / "out"))
+    fig, ax = viz.figure()
+    ax.plot([0, 1], [1, 0])
+    path = viz.save(fig, "line")
+    assert path == tmp_path / "out" / "line.png" and path.read_bytes()[:4] == b"\x89PNG"
+    assert str(path) in capsys.readouterr().out
+
+
+def test_a_lesson_script_saves_beside_lessons(tmp_path, monkeypatch):
+    """Without $MINITF_FIGURES, a script in lessons/ saves into the sibling figures/ folder."""
+    monkeypatch.delenv(viz.FIGURES_ENV, raising=False)
+    (tmp_path / "lessons").mkdir()
+    fake_main = types.SimpleNamespace(__file__=str(tmp_path / "lessons" / "01_x.py"))
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    assert viz.figures_dir() == tmp_path / "figures"
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace())   # a notebook
+    monkeypatch.chdir(tmp_path)
+    assert viz.figures_dir() == tmp_path / "figures"
+
+
+@pytest.mark.parametrize("shape, panels", [((5, 5), 1), ((3, 5, 6), 3), ((2, 3, 5, 6), 6)])
+def test_attention_grid_draws_one_panel_per_head_and_layer(shape, panels):
+    probs = np.full(shape, 0.2)
+    fig = viz.attention_grid(probs, keys=list("abcdef")[:shape[-1]])
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert len(heatmaps) == panels
+    assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in heatmaps), "one fixed [0, 1] scale"
+
+
+def test_attention_grid_leaves_masked_cells_empty(backend_name):
+    probs = backend.to_device(np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])   # causal rows
+    fig = viz.attention_grid(probs)
+    shown = fig.axes[0].images[0].get_array()
+    assert shown.mask.sum() == 6 and not shown.mask[np.tril_indices(4)].any()
+
+
+def test_attention_grid_refuses_a_shape_it_cannot_draw():
+    with pytest.raises(ValueError, match=r"probs has shape \(1, 2, 3, 4, 4\); wanted"):
+        viz.attention_grid(np.zeros((1, 2, 3, 4, 4)))
+
+
+def test_heatmap_annotates_each_visible_cell():
+    fig, ax = viz.figure()
+    viz.heatmap(ax, [[0.1, 0.9], [0.5, 0.5]], annotate=".1f", hide=np.array([[0, 1], [0, 0]], bool))
+    assert sorted(t.get_text() for t in ax.texts) == ["0.1", "0.5", "0.5"]
+
+
+def test_plot_history_writes_the_run_figure(tmp_path):
+    history = {"step": [1, 2, 3], "loss": [3.0, 2.0, 1.5], "val_step": [3], "val_loss": [1.7]}
+    path = viz.plot_history(history, tmp_path / "loss.png", baseline=2.3, title="run")
+    assert path.read_bytes()[:4] == b"\x89PNG"
