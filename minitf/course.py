@@ -39,6 +39,16 @@ LESSONS = (
            "queries, keys and values; the scaled dot product; row-wise softmax; the Thinking "
            "Machines quiz; the Hello/I/love/you matrix; M queries × N keys; all rows in parallel",
            ("01_thinking_machines", "01_hello_i_love_you", "01_soft_lookup"), 1.0),
+    Lesson("04_masks",
+           "an added mask gives forbidden keys weight 0 and renormalizes over the rest",
+           "the 12 × 12 scores masked; renormalizing vs zeroing; added, not multiplied; −1e9 vs "
+           "−∞; padding for variable lengths; the masking quiz (B)",
+           ("04_masking", "04_padding", "04_no_future"), 5.0),
+    Lesson("05_backward_and_gradcheck",
+           "a backward pass as a vector–Jacobian product, checked by finite differences",
+           "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
+           "a random upstream gradient and the error over the whole tensor",
+           ("05_broken_backwards", "05_gradcheck_step"), 3.0),
 )
 
 
