@@ -39,6 +39,17 @@ LESSONS = (
            "queries, keys and values; the scaled dot product; row-wise softmax; the Thinking "
            "Machines quiz; the Hello/I/love/you matrix; M queries × N keys; all rows in parallel",
            ("01_thinking_machines", "01_hello_i_love_you", "01_soft_lookup"), 1.0),
+    Lesson("02_why_sqrt_dk",
+           "var(q·k) = d_k; raw scores make the softmax one-hot and kill its gradient",
+           "why divide by √d_k; var(q·k) = d_k for unit-variance entries; vanishing softmax "
+           "gradients; the \"q and v\" slip (it is q and k)",
+           ("02_sqrt_dk", "02_saturation"), 4.0),
+    Lesson("03_self_attention_needs_weights",
+           "softmax(XXᵀ)X learns nothing and favours itself; W_Q ≠ W_K fix it; outputs stay "
+           "in the values' hull",
+           "the simplest self-attention softmax(XXᵀ); the diagonal bound; learned W_Q, W_K, W_V; "
+           "outputs in the span of the values, hence the MLP",
+           ("03_unequal_norms", "03_diagonal", "03_convex_hull"), 3.0),
     Lesson("04_masks",
            "an added mask gives forbidden keys weight 0 and renormalizes over the rest",
            "the 12 × 12 scores masked; renormalizing vs zeroing; added, not multiplied; −1e9 vs "
