@@ -60,6 +60,12 @@ LESSONS = (
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
            "a random upstream gradient and the error over the whole tensor",
            ("05_broken_backwards", "05_gradcheck_step"), 3.0),
+    Lesson("08_order_and_sinusoids",
+           "order is invisible to attention; raw index, binary code and sinusoids; offsets as "
+           "rotations",
+           "permutation equivariance; sets vs sequences; the 4-bit code; sinusoids and the "
+           "frequency quiz; rotation; add vs concatenate; ×√d; three slide slips",
+           ("08_sinusoidal_pe", "08_binary_vs_sinusoid"), 2.0),
 )
 
 
