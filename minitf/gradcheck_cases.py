@@ -3,7 +3,8 @@ in float64. ``python -m minitf gradcheck`` prints them as a table; the test suit
 cases on every available backend, and checks that no op or module is missing from this list.
 
 Each case is a small function that builds its inputs; ``build(name)`` runs it in float64 with a
-fixed seed, on the active backend.
+fixed seed, on the active backend. The attention cases live in gradcheck_attention_cases.py and
+register into the same CASES when this module imports it.
 """
 from __future__ import annotations
 
@@ -121,35 +122,6 @@ def _():
                         ("x", "gamma", "beta"))
 
 
-def _attention(mask=None, bias=None, n_q=4, n_k=4):
-    inputs = {"q": randn(2, 2, n_q, 3), "k": randn(2, 2, n_k, 3), "v": randn(2, 2, n_k, 5)}
-    wrt = ("q", "k", "v")
-    if bias is not None:
-        inputs["bias"] = bias
-        wrt += ("bias",)
-    return FunctionCase(F.attention, F.attention_backward, inputs, wrt, {"mask": mask})
-
-
-@case("attention")
-def _():
-    return _attention(n_q=3, n_k=5)
-
-
-@case("attention, causal mask")
-def _():
-    return _attention(mask=F.causal_mask(4))
-
-
-@case("attention, padding mask with a fully masked sequence")
-def _():
-    return _attention(mask=F.padding_mask([3, 0], 4))
-
-
-@case("attention, learned bias")
-def _():
-    return _attention(mask=F.causal_mask(4), bias=randn(2, 4, 4))
-
-
 @case("rope")
 def _():
     cos, sin = F.rope_angles(4, 6, offset=3)
@@ -162,6 +134,13 @@ def _():
     buckets = F.relative_position_buckets(3, 5, num_buckets=8, max_distance=16)
     return FunctionCase(F.relative_bias, F.relative_bias_backward, {"table": randn(8, 2)},
                         ("table",), {"buckets": buckets})
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention: its ops and MultiHeadAttention, registered here from their own module
+# ----------------------------------------------------------------------------------------------
+
+from minitf import gradcheck_attention_cases  # noqa: E402, F401  (registers its cases in CASES)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -201,50 +180,6 @@ def _():
 @case("GELU")
 def _():
     return ModuleCase(nn.GELU(), {"x": randn(2, 3, 4)})
-
-
-@case("MultiHeadAttention")
-def _():
-    return ModuleCase(nn.MultiHeadAttention(8, 2), {"x": randn(2, 4, 8)})
-
-
-@case("MultiHeadAttention, causal + padding mask")
-def _():
-    return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True), {"x": randn(2, 4, 8)},
-                      {"mask": F.padding_mask([4, 2], 4)})
-
-
-@case("MultiHeadAttention, fully masked query row")
-def _():
-    keep = F.causal_mask(4) == 0                         # boolean, True = attend
-    keep = keep[None, None].repeat(2, axis=0)            # (b, 1, n, n)
-    keep[0, 0, 2, :] = False
-    return ModuleCase(nn.MultiHeadAttention(8, 2), {"x": randn(2, 4, 8)}, {"mask": keep})
-
-
-@case("MultiHeadAttention, cross (gradient into memory)")
-def _():
-    return ModuleCase(nn.MultiHeadAttention(8, 2, cross=True),
-                      {"x": randn(2, 3, 8), "memory": randn(2, 5, 8)},
-                      {"mask": F.padding_mask([5, 3], 5)})
-
-
-@case("MultiHeadAttention, RoPE")
-def _():
-    return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True, positional="rope"),
-                      {"x": randn(2, 4, 8)})
-
-
-@case("MultiHeadAttention, ALiBi")
-def _():
-    return ModuleCase(nn.MultiHeadAttention(12, 3, causal=True, positional="alibi"),
-                      {"x": randn(2, 4, 12)})
-
-
-@case("MultiHeadAttention, relative bias")
-def _():
-    attention = nn.MultiHeadAttention(8, 2, positional="relative", num_buckets=8, max_distance=16)
-    return ModuleCase(attention, {"x": randn(2, 5, 8)})
 
 
 @case("FeedForward")

@@ -138,6 +138,24 @@ def test_option_values_are_checked():
         F.cross_entropy(backend.randn(2, 5), backend.randint(0, 5, (2,)), label_smoothing=-0.1)
 
 
+@pytest.mark.parametrize("name, value", [("d_head", 0), ("d_head", 2.5), ("d_v", -3),
+                                         ("d_v", True)])
+def test_head_sizes_must_be_positive_integers(name, value):
+    with raises(ValueError, "MultiHeadAttention", f"{name} must be a positive integer",
+                f"got {value!r}"):
+        nn.MultiHeadAttention(8, 2, **{name: value})
+
+
+def test_shaw_needs_at_least_one_relative_offset():
+    with raises(ValueError, "max_relative must be a positive integer", "got 0"):
+        nn.MultiHeadAttention(8, 2, positional="shaw", max_relative=0)
+
+
+def test_shaw_is_for_self_attention_only():
+    with raises(ValueError, "cross-attention takes neither positional nor causal"):
+        nn.MultiHeadAttention(8, 2, cross=True, positional="shaw")
+
+
 def test_positions_beyond_the_learned_table(backend_name):
     with raises(ValueError, "positions 6..9", "max_len=8"):
         nn.LearnedPositionalEmbedding(8, 4)(backend.randn(1, 4, 4), offset=6)

@@ -95,6 +95,38 @@ def test_split_and_merge_heads_are_inverse(float64):
     np.testing.assert_array_equal(host(F.merge_heads(F.split_heads(y, 2, parts=3))), host(y))
 
 
+def test_split_and_merge_heads_of_unequal_widths(float64):
+    """q | k | v side by side, h = 2 heads each: q and k of width 3, v of width 4."""
+    y = backend.randn(2, 5, 2 * (3 + 3 + 4))
+    q, k, v = F.split_heads(y, 2, parts=(3, 3, 4))
+    assert q.shape == k.shape == (2, 2, 5, 3) and v.shape == (2, 2, 5, 4)
+    np.testing.assert_array_equal(host(v[:, 1]), host(y)[:, :, 12 + 4:12 + 8])   # head 1 of v
+    assert all(backend.get_array_module(y).shares_memory(part, y) for part in (q, k, v))
+    np.testing.assert_array_equal(host(F.merge_heads((q, k, v))), host(y))
+    equal = F.split_heads(y[..., :18], 2, parts=(3, 3, 3))        # the same cut as parts=3
+    for part, same in zip(equal, F.split_heads(y[..., :18], 2, parts=3)):
+        np.testing.assert_array_equal(host(part), host(same))
+    with pytest.raises(ValueError, match="wanted n_heads"):
+        F.split_heads(y, 2, parts=(3, 3, 3))
+
+
+def test_clipped_relative_positions(float64):
+    """Queries at positions 3 and 4 (the last 2 of 5 keys); offsets j − i clipped to ±2, + 2."""
+    assert host(F.clipped_relative_positions(2, 5, max_relative=2)).tolist() == \
+        [[0, 0, 1, 2, 3], [0, 0, 0, 1, 2]]
+
+
+def test_relative_attention_with_zero_tables_is_attention(float64):
+    q, k, v = backend.randn(2, 3, 4), backend.randn(2, 5, 4), backend.randn(2, 5, 6)
+    xp = backend.get_array_module(q)
+    positions = F.clipped_relative_positions(3, 5, max_relative=1)
+    out, _ = F.relative_attention(q, k, v, positions, xp.zeros((3, 4)), xp.zeros((3, 6)))
+    np.testing.assert_allclose(host(out), host(F.attention(q, k, v)[0]), rtol=1e-12)
+    # one shared key vector adds q_i · a to a whole row of scores: softmax ignores it
+    out, _ = F.relative_attention(q, k, v, positions, backend.randn(1, 4).repeat(3, axis=0))
+    np.testing.assert_allclose(host(out), host(F.attention(q, k, v)[0]), rtol=1e-12)
+
+
 def test_sinusoidal_table_formula(float64):
     table = host(F.sinusoidal_table(7, 6))
     p, i = 5, 2

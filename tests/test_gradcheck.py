@@ -63,7 +63,8 @@ def test_registry_checks_every_model_whole():
 def test_registry_covers_masks_positions_and_both_norm_placements():
     names = " | ".join(gradcheck_cases.CASES)
     for needed in ("causal", "padding", "fully masked", "cross", "RoPE", "ALiBi",
-                   "relative bias", "pre-LN", "post-LN", "ignore_index", "label smoothing"):
+                   "relative bias", "Shaw", "d_head and d_v free", "pre-LN", "post-LN",
+                   "ignore_index", "label smoothing"):
         assert needed in names, needed
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import minitf.functional as F
+import minitf.nn as nn
 from minitf import backend
 from minitf.data import BOS, EOS
 from minitf.generate import beam_search, generate, greedy_decode, sample_next
@@ -23,6 +24,26 @@ def test_kv_cache_gives_the_logits_and_tokens_of_full_recomputation(float64, pos
     # 3 + 12 tokens > max_len = 10: the window slides, and the cache is rebuilt when full
     assert np.abs(cached_logits - full_logits).max() <= 1e-9
     assert (cached == full).all() and cached.shape == (2, 15)
+
+
+@pytest.mark.parametrize("shaw_values", [True, False], ids=["keys and values", "keys only"])
+def test_shaw_attention_with_a_kv_cache_matches_the_full_causal_forward(float64, shaw_values):
+    """A prompt of 3 tokens, then one token at a time: each new query's offsets j − i are counted
+    from the cache's length, so every step sees what the full causal forward saw -- also past
+    2K + 1 = 5 tokens, where the far offsets share the clipped rows."""
+    attention = nn.MultiHeadAttention(12, 3, d_head=5, d_v=6, causal=True, positional="shaw",
+                                      max_relative=2, shaw_values=shaw_values)
+    for table in (attention.table_k, attention.table_v):
+        if table is not None:                   # tables as large as the keys: an error shows
+            table.data = backend.randn(*table.shape)
+    x = backend.randn(2, 11, 12)
+    full = attention(x)
+    cache = nn.KVCache()
+    steps = [attention(x[:, :3], cache=cache)]
+    steps += [attention(x[:, t:t + 1], cache=cache) for t in range(3, 11)]
+    stepwise = backend.get_array_module(full).concatenate(steps, axis=1)     # (b, 11, d_model)
+    assert cache.length == 11 and cache.v.shape == (2, 3, 11, 6)
+    assert np.abs(backend.to_numpy(full) - backend.to_numpy(stepwise)).max() <= 1e-9
 
 
 def test_the_decoders_kv_cache_matches_full_recomputation(float64):

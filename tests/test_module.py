@@ -88,6 +88,30 @@ def test_attention_weights_are_kept_for_plotting(backend_name):
     assert np.all(np.triu(probs, k=1) == 0)
 
 
+def test_free_head_sizes_set_the_projection_widths(backend_name):
+    """d_head and d_v chosen freely (10 is not divisible by 3: fine once d_head is given)."""
+    attention = nn.MultiHeadAttention(10, 3, d_head=4, d_v=6)
+    shapes = {name: tuple(p.shape) for name, p in attention.named_parameters()}
+    assert shapes["W_qkv.W"] == (10, 3 * (4 + 4 + 6)) and shapes["W_o.W"] == (3 * 6, 10)
+    assert attention(backend.randn(2, 5, 10)).shape == (2, 5, 10)
+    assert attention.probs.shape == (2, 3, 5, 5)
+    block = nn.DecoderBlock(8, 2, 16, d_head=8, d_v=3)            # full-width heads
+    names = {name: tuple(p.shape) for name, p in block.named_parameters()}
+    assert names["self_attn.layer.W_qkv.W"] == (8, 2 * (8 + 8 + 3))
+    assert names["cross_attn.layer.W_q.W"] == (8, 16)
+    assert names["cross_attn.layer.W_kv.W"] == (8, 2 * (8 + 3))
+    assert names["cross_attn.layer.W_o.W"] == (6, 8)
+    assert nn.EncoderBlock(8, 2, 16, d_v=5).self_attn.layer.W_o.W.shape == (10, 8)
+
+
+def test_shaw_tables_are_shared_by_the_heads(backend_name):
+    shaw = nn.MultiHeadAttention(8, 2, d_v=3, positional="shaw", max_relative=4)
+    shapes = {name: tuple(p.shape) for name, p in shaw.named_parameters()}
+    assert shapes["table_k"] == (9, 4) and shapes["table_v"] == (9, 3)
+    keys_only = nn.MultiHeadAttention(8, 2, positional="shaw", shaw_values=False)
+    assert "table_v" not in dict(keys_only.named_parameters())
+
+
 def test_float32_stays_float32(backend_name):
     """No silent upcast anywhere on the forward or the backward path."""
     block = nn.DecoderBlock(8, 2, 16, positional="alibi", activation="gelu", dropout=0.1)

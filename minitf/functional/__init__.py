@@ -8,16 +8,18 @@ its own. Every op accepts any leading batch shape.
 """
 from minitf.functional.activation import (dropout, dropout_backward, gelu, gelu_backward, relu,
                                           relu_backward)
-from minitf.functional.attention import (AttentionCache, as_additive_mask, attention,
-                                         attention_backward, causal_mask, combine_masks,
-                                         merge_heads, padding_mask, padding_mask_from_ids,
-                                         split_heads)
+from minitf.functional.attention import (AttentionCache, RelativeAttentionCache,
+                                         as_additive_mask, attention, attention_backward,
+                                         causal_mask, combine_masks, merge_heads, padding_mask,
+                                         padding_mask_from_ids, relative_attention,
+                                         relative_attention_backward, split_heads)
 from minitf.functional.layer_norm import layer_norm, layer_norm_backward
 from minitf.functional.linear import (embedding, embedding_backward, linear, linear_backward,
                                       patches, patches_backward)
-from minitf.functional.positional import (alibi_bias, alibi_slopes, relative_bias,
-                                          relative_bias_backward, relative_position_buckets,
-                                          rope, rope_angles, rope_backward, sinusoidal_table)
+from minitf.functional.positional import (alibi_bias, alibi_slopes, clipped_relative_positions,
+                                          relative_bias, relative_bias_backward,
+                                          relative_position_buckets, rope, rope_angles,
+                                          rope_backward, sinusoidal_table)
 from minitf.functional.softmax import (cross_entropy, cross_entropy_backward, log_softmax,
                                        log_softmax_backward, softmax, softmax_backward)
 
@@ -30,4 +32,6 @@ __all__ = [
     "as_additive_mask", "causal_mask", "padding_mask", "padding_mask_from_ids", "combine_masks",
     "sinusoidal_table", "rope_angles", "rope", "rope_backward", "alibi_slopes", "alibi_bias",
     "relative_position_buckets", "relative_bias", "relative_bias_backward",
+    "relative_attention", "relative_attention_backward", "RelativeAttentionCache",
+    "clipped_relative_positions",
 ]

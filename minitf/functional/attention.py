@@ -3,13 +3,18 @@
     scores = q kᵀ / √d_k + M          M: 0 where a query may look, −inf where it may not
     probs  = softmax(scores)          row-wise: each query's weights over the keys sum to 1
     out    = probs v
+
+Relative position representations (Shaw et al.) add a learned vector per query-key offset to the
+keys and the values; ``relative_attention`` computes them with the same two stages.
 """
+import itertools
 import math
 from collections import namedtuple
 
 from minitf.backend import float_dtype, get_array_module, sum_to_shape
+from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.softmax import softmax, softmax_backward
-from minitf.validate import check_array, check_broadcast, check_ids
+from minitf.validate import check_array, check_broadcast, check_ids, check_shape
 
 AttentionCache = namedtuple("AttentionCache", ["q", "k", "v", "probs", "scale", "bias_shape"])
 AttentionCache.__doc__ = """What attention_backward needs; ``probs`` (..., n_q, n_k) is ready to plot."""
@@ -81,14 +86,130 @@ def attention_backward(dout, cache):
         dbias   = dscores, summed over the axes the bias was broadcast along (None if no bias)
     Returns (dq, dk, dv, dbias). The mask is a constant and gets no gradient.
     """
-    q, k, v, probs, scale, bias_shape = cache
-    dv = probs.swapaxes(-1, -2) @ dout
-    dprobs = dout @ v.swapaxes(-1, -2)
-    dscores = softmax_backward(dprobs, (probs, -1))
-    dbias = None if bias_shape is None else sum_to_shape(dscores, bias_shape)
-    dq = (dscores @ k) * scale
-    dk = (dscores.swapaxes(-1, -2) @ q) * scale
+    dv, dprobs = _values_backward(dout, cache)
+    dq, dk, dscores = _scores_backward(dprobs, cache)
+    dbias = None if cache.bias_shape is None else sum_to_shape(dscores, cache.bias_shape)
     return dq, dk, dv, dbias
+
+
+def _values_backward(dout, cache):
+    """The second stage, out = probs v:  dv = probsᵀ dout (..., n_k, d_v), dprobs = dout vᵀ."""
+    dv = cache.probs.swapaxes(-1, -2) @ dout
+    dprobs = dout @ cache.v.swapaxes(-1, -2)                    # (..., n_q, n_k)
+    return dv, dprobs
+
+
+def _scores_backward(dprobs, cache):
+    """The first stage, probs = softmax(q kᵀ · scale + M + B): dq, dk, dscores (..., n_q, n_k)."""
+    q, k, _, probs, scale, _ = cache
+    dscores = softmax_backward(dprobs, (probs, -1))
+    dq = (dscores @ k) * scale                                  # (..., n_q, d_k)
+    dk = (dscores.swapaxes(-1, -2) @ q) * scale                 # (..., n_k, d_k)
+    return dq, dk, dscores
+
+
+# ----------------------------------------------------------------------------------------------
+# Relative position representations (Shaw et al., 2018): a learned vector per query-key offset
+# ----------------------------------------------------------------------------------------------
+
+class RelativeAttentionCache(namedtuple("RelativeAttentionCache",
+                                         ["attention", "a_k", "a_v", "lookup_k", "lookup_v"])):
+    """What relative_attention_backward needs; ``probs`` (..., n_q, n_k) as in AttentionCache."""
+    __slots__ = ()
+
+    @property
+    def probs(self):
+        return self.attention.probs
+
+
+def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, scale=None):
+    """Attention with relative position representations (Shaw, Uszkoreit & Vaswani, 2018).
+
+    Each query-key pair (i, j) looks up learned vectors for its offset, one added to the key and
+    one to the value, so what a query sees depends on where the key is *relative to it*:
+
+        a^K_ij = w^K[positions[i, j]],   a^V_ij = w^V[positions[i, j]]       (embedding lookups)
+        e_ij   = q_i · (k_j + a^K_ij) / √d_k + M_ij
+        out_i  = Σ_j softmax_j(e)_ij (v_j + a^V_ij)
+
+    positions[i, j] is clip(j − i, −K, K) + K (see clipped_relative_positions): past K tokens,
+    every distance shares one vector. The tables are shared by all heads and batch rows. The
+    edge terms are a learned bias q_i · a^K_ij on the scores and an extra output Σ_j α_ij a^V_ij,
+    so this is ``attention`` with that bias, plus that output.
+
+    q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v)
+    positions: (n_q, n_k) integers in [0, 2K+1)
+    table_k: w^K (2K+1, d_k)   table_v: w^V (2K+1, d_v), or None for keys only
+    mask, scale: as in attention
+    ->  out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
+    """
+    where = "relative_attention"
+    _check_qkv(q, k, v)
+    check_shape(table_k, "table_k", ("2K+1", ("d_k", q.shape[-1])), where)
+    if table_v is not None:
+        check_shape(table_v, "table_v", (("2K+1", table_k.shape[0]), ("d_v", v.shape[-1])), where)
+    check_shape(positions, "positions", (("n_q", q.shape[-2]), ("n_k", k.shape[-2])), where)
+    check_ids(positions, "positions", table_k.shape[0], where, size_name="2K+1")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+
+    a_k, lookup_k = embedding(positions, table_k)                # (n_q, n_k, d_k)
+    edge_scores = _edge_dot(q, a_k) * scale                      # (..., n_q, n_k): q_i · a^K_ij
+    out, cache = attention(q, k, v, mask=mask, bias=edge_scores, scale=scale)
+    a_v = lookup_v = None
+    if table_v is not None:
+        a_v, lookup_v = embedding(positions, table_v)            # (n_q, n_k, d_v)
+        out += _edge_sum(cache.probs, a_v)                       # (..., n_q, d_v): Σ_j α_ij a^V_ij
+    return out, RelativeAttentionCache(cache, a_k, a_v, lookup_k, lookup_v)
+
+
+def relative_attention_backward(dout, cache):
+    """attention_backward, plus the two edge terms (s = scale, α = probs, e = scores):
+
+        out_i += Σ_j α_ij a^V_ij   ->   dα_ij += dout_i · a^V_ij,     da^V_ij = Σ α_ij dout_i
+        e_ij  += q_i · a^K_ij · s  ->   dq_i  += Σ_j de_ij a^K_ij · s,  da^K_ij = Σ de_ij q_i · s
+    (Σ without j: over the batch and head axes, which share the tables.) Each lookup then
+    scatter-adds da into the table: all pairs at the same clipped offset add into one row.
+    Returns (dq, dk, dv, dtable_k, dtable_v); dtable_v is None for keys only.
+    """
+    attention_cache, a_k, a_v, lookup_k, lookup_v = cache
+    q, probs, scale = attention_cache.q, attention_cache.probs, attention_cache.scale
+    dv, dprobs = _values_backward(dout, attention_cache)
+    dtable_v = None
+    if a_v is not None:
+        dprobs += _edge_dot(dout, a_v)
+        dtable_v = embedding_backward(_edge_outer(probs, dout), lookup_v)       # (2K+1, d_v)
+    dq, dk, dscores = _scores_backward(dprobs, attention_cache)
+    dq += _edge_sum(dscores, a_k) * scale
+    dtable_k = embedding_backward(_edge_outer(dscores, q) * scale, lookup_k)    # (2K+1, d_k)
+    return dq, dk, dv, dtable_k, dtable_v
+
+
+def _query_major(x):
+    """(..., n_q, m) -> (n_q, B, m), B the product of the leading axes. With the query axis as the
+    batch axis of a matmul, each query meets its own (n_k, d) slice of the edges: one batched
+    product for all pairs (Shaw et al., §3.3), no (..., n_q, n_k, d) broadcast in memory."""
+    return x.reshape(-1, *x.shape[-2:]).swapaxes(0, 1)
+
+
+def _batch_major(y, like):
+    """(n_q, B, m) -> (..., n_q, m) with the leading axes of ``like``: undoes _query_major."""
+    return y.swapaxes(0, 1).reshape(*like.shape[:-1], y.shape[-1])
+
+
+def _edge_dot(x, a):
+    """x_i · a_ij for every pair:  x (..., n_q, d), a (n_q, n_k, d)  ->  (..., n_q, n_k)"""
+    return _batch_major(_query_major(x) @ a.swapaxes(-1, -2), x)   # (n_q, B, d) @ (n_q, d, n_k)
+
+
+def _edge_sum(p, a):
+    """Σ_j p_ij a_ij:  p (..., n_q, n_k), a (n_q, n_k, d)  ->  (..., n_q, d)"""
+    return _batch_major(_query_major(p) @ a, p)          # (n_q, B, n_k) @ (n_q, n_k, d)
+
+
+def _edge_outer(p, x):
+    """Σ_batch p_ij x_i:  p (..., n_q, n_k), x (..., n_q, d)  ->  (n_q, n_k, d)"""
+    return _query_major(p).swapaxes(-1, -2) @ _query_major(x)     # (n_q, n_k, B) @ (n_q, B, d)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -167,22 +288,39 @@ def combine_masks(*masks):
 # ----------------------------------------------------------------------------------------------
 
 def split_heads(y, n_heads, parts=1):
-    """(b, n, parts·d_model) -> (parts, b, h, n, d_head), d_head = d_model / h.
+    """(b, n, parts·h·d_head) -> (parts, b, h, n, d_head); or, with per-head widths
+    parts = (w_1, …, w_p):  (b, n, h·(w_1 + … + w_p)) -> a tuple of p arrays (b, h, n, w_i).
 
-    ``parts`` projections side by side (3 for a fused q|k|v) are separated, each one's features
-    are cut into h heads of d_head consecutive features, and the head axis is moved next to the
-    batch axis: matmul then treats (b, h) as one batch of b·h independent attentions.
+    ``parts`` projections side by side (3 for a fused q|k|v; (d_head, d_head, d_v) when the
+    values are of another width) are separated, each one's features are cut into h heads of
+    consecutive features, and the head axis is moved next to the batch axis: matmul then treats
+    (b, h) as one batch of b·h independent attentions. Views of y: nothing is copied.
     """
     b, n, width = y.shape
-    d_head = width // (parts * n_heads)
-    return y.reshape(b, n, parts, n_heads, d_head).transpose(2, 0, 3, 1, 4)
+    if isinstance(parts, int):
+        d_head = width // (parts * n_heads)
+        return y.reshape(b, n, parts, n_heads, d_head).transpose(2, 0, 3, 1, 4)
+    if width != n_heads * sum(parts):
+        raise ValueError(f"split_heads: y has {width} features; wanted n_heads · (sum of the "
+                         f"widths {tuple(parts)}) = {n_heads * sum(parts)}")
+    ends = list(itertools.accumulate(n_heads * w for w in parts))       # the column boundaries
+    return tuple(y[:, :, end - n_heads * w:end].reshape(b, n, n_heads, w).transpose(0, 2, 1, 3)
+                 for w, end in zip(parts, ends))
 
 
-def merge_heads(z):
-    """(parts, b, h, n, d_head) -> (b, n, parts·h·d_head): the exact inverse of split_heads.
-
-    Concatenates the heads back into one feature axis. Both are pure rearrangements, so the
-    gradient of one is the other applied to the upstream gradient.
+def merge_heads(parts):
+    """The exact inverse of split_heads: (parts, b, h, n, d_head), or a sequence of p arrays
+    (b, h, n, w_i), -> (b, n, h·(w_1 + … + w_p)), the heads concatenated back into one feature
+    axis. Both are pure rearrangements, so the gradient of one is the other applied to the
+    upstream gradient.
     """
-    parts, b, h, n, d_head = z.shape
-    return z.transpose(1, 3, 0, 2, 4).reshape(b, n, parts * h * d_head)
+    b, h, n, _ = parts[0].shape
+    y = get_array_module(parts[0]).empty((b, n, h * sum(z.shape[-1] for z in parts)),
+                                         dtype=parts[0].dtype)
+    end = 0
+    for z in parts:                                                   # (b, h, n, w)
+        start, end = end, end + h * z.shape[-1]
+        # Cut y's columns for this part the way split_heads cut them, and write the heads in:
+        # a view of the fresh y, so each number is copied once, straight to its place.
+        y[:, :, start:end].reshape(b, n, h, z.shape[-1])[...] = z.transpose(0, 2, 1, 3)
+    return y

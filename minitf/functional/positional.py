@@ -5,6 +5,8 @@ the outputs are shuffled the same way. Order enters only through one of these:
     RoPE              rotate each pair of q and k features by an angle proportional to position
     ALiBi             add −m_h · |i − j| to the scores: a fixed, per-head penalty for distance
     relative bias     add a learned number per head and distance bucket to the scores (T5)
+    Shaw relative     add a learned vector per clipped offset to the keys and values
+                      (its ids are here; the attention is functional.attention.relative_attention)
 
 Positions are counted from ``offset`` so that a decoder fed one new token at a time (with a KV
 cache) sees the same positions as one fed the whole sequence.
@@ -134,6 +136,19 @@ def relative_position_buckets(n_q, n_k=None, bidirectional=True, num_buckets=32,
     far = max_exact + (log_ratio * (num_buckets - max_exact)).astype(distance.dtype)
     far = xp.minimum(far, num_buckets - 1)
     return bucket + xp.where(distance < max_exact, distance, far)
+
+
+def clipped_relative_positions(n_q, n_k=None, max_relative=16, xp=None):
+    """Shaw et al.'s table row for each (query, key) pair: clip(j − i, −K, K) + K, K = max_relative.
+
+    Row K is the query's own position, K − 1 the key just before it, K + 1 the one after; every
+    key K or more tokens away shares the row at the end, so a model can run on sequences longer
+    than any it was trained on. Query i is the last n_q of n_k positions (as for the causal mask).
+    ->  (n_q, n_k) integer ids in [0, 2K]
+    """
+    xp = xp or get_array_module()
+    offsets = _relative_positions(n_q, n_k, xp)                          # j − i
+    return xp.clip(offsets, -max_relative, max_relative) + max_relative
 
 
 def relative_bias(table, buckets):

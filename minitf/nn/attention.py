@@ -3,11 +3,17 @@ import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.functional.attention import MASK_HINT
 from minitf.nn.layers import Linear
-from minitf.nn.module import Module
+from minitf.nn.module import Module, normal
 from minitf.nn.positional import RelativePositionBias
 from minitf.validate import check_broadcast
 
-POSITIONAL = (None, "rope", "alibi", "relative")
+POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
+
+
+def _check_size(value, name: str, what: str, where: str) -> None:
+    """ValueError unless a size argument is a positive int (a bool is not a size)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}: {name} must be a positive integer, {what}; got {value!r}")
 
 
 class KVCache:
@@ -17,10 +23,11 @@ class KVCache:
     earlier token, and those never change (the causal mask keeps earlier tokens from seeing later
     ones). So each step computes k and v for the new token only and appends them here: a step
     costs O(n·d) instead of recomputing all n tokens, O(n·d²). The price is memory,
-    2 · b · n · d_model numbers per layer. For cross-attention the cache holds the projected
-    encoder output, computed on the first step and reused on every later one.
+    b · n · h · (d_head + d_v) numbers per layer (2 · b · n · d_model with the default head
+    sizes). For cross-attention the cache holds the projected encoder output, computed on the
+    first step and reused on every later one.
 
-    k, v: (b, h, length, d_head), or None before the first step.
+    k: (b, h, length, d_head), v: (b, h, length, d_v), or None before the first step.
     """
 
     def __init__(self):
@@ -32,7 +39,7 @@ class KVCache:
         return 0 if self.k is None else self.k.shape[2]
 
     def append(self, k, v):
-        """Add the new positions' keys and values; return all of them.  k, v: (b, h, n_new, d_head)"""
+        """Add the new positions' keys and values; return all of them.  k, v: (b, h, n_new, ·)"""
         if self.k is not None:
             xp = get_array_module(k)
             k, v = xp.concatenate([self.k, k], axis=2), xp.concatenate([self.v, v], axis=2)
@@ -50,14 +57,23 @@ class MultiHeadAttention(Module):
 
         q, k, v = x W_q, x W_k, x W_v        self-attention (one fused projection W_qkv)
         q = x W_q;  k, v = memory W_kv       cross-attention (keys and values from the encoder)
-        split each into h heads of d_head = d_model / h:   (b, n, d_model) -> (b, h, n, d_head)
-        head_i = softmax(q_i k_iᵀ / √d_head + M) v_i
-        out    = concat(head_1, …, head_h) W_o              (b, n, d_model)
+        split into h heads:  q, k (b, h, n, d_head)   v (b, h, n, d_v)
+        head_i = softmax(q_i k_iᵀ / √d_head + M) v_i        (b, n, d_v) each
+        out    = concat(head_1, …, head_h) W_o              (b, n, h·d_v) -> (b, n, d_model)
+
+    Head sizes: d_head (per head, of q and k) defaults to d_model / h, and d_v (of v) to d_head;
+    either can be set freely: h full-width heads (d_head = d_model), or narrower values. Weights:
+    W_qkv (d_model, h·(2·d_head + d_v)), or W_q (d_model, h·d_head) and W_kv (d_model,
+    h·(d_head + d_v)) for cross-attention; W_o (h·d_v, d_model).
 
     Options:
         causal      query i sees keys j ≤ i only (decoder self-attention)
-        positional  None | "rope" (rotate q and k) | "alibi" (fixed distance penalty) |
-                    "relative" (learned T5 bias); self-attention only
+        positional  None | "rope" (rotate q and k; even d_head) | "alibi" (fixed distance
+                    penalty) | "relative" (learned T5 bias) | "shaw" (learned vectors added to
+                    keys and values, Shaw et al.); self-attention only
+        max_relative, shaw_values   for "shaw": offsets j − i are clipped to ±max_relative, each
+                    with a vector in table_k (2K+1, d_head) -- and in table_v (2K+1, d_v) unless
+                    shaw_values=False (keys only); both tables are shared by all heads
     After each forward, ``probs`` holds the attention weights (b, h, n_q, n_k) for plotting.
 
     forward(x, memory=None, mask=None, cache=None):
@@ -67,42 +83,59 @@ class MultiHeadAttention(Module):
     backward(dy) -> dx, or (dx, dmemory) for cross-attention
     """
 
-    def __init__(self, d_model: int, n_heads: int, *, cross: bool = False, causal: bool = False,
+    def __init__(self, d_model: int, n_heads: int, *, d_head: int | None = None,
+                 d_v: int | None = None, cross: bool = False, causal: bool = False,
                  positional: str | None = None, bias: bool = True, rope_base: float = 10000.0,
-                 num_buckets: int = 32, max_distance: int = 128):
+                 num_buckets: int = 32, max_distance: int = 128, max_relative: int = 16,
+                 shaw_values: bool = True):
         where = "MultiHeadAttention"
-        if n_heads < 1 or d_model % n_heads:
-            raise ValueError(f"{where}: d_model={d_model} is not divisible by n_heads={n_heads}; "
-                             f"wanted d_model = n_heads · d_head")
+        if d_head is None:
+            if n_heads < 1 or d_model % n_heads:
+                raise ValueError(f"{where}: d_model={d_model} is not divisible by n_heads="
+                                 f"{n_heads}; wanted d_model = n_heads · d_head, or d_head given")
+            d_head = d_model // n_heads
+        d_v = d_head if d_v is None else d_v
+        _check_size(n_heads, "n_heads", "the number of heads", where)
+        _check_size(d_head, "d_head", "the width of each head's queries and keys", where)
+        _check_size(d_v, "d_v", "the width of each head's values", where)
         if positional not in POSITIONAL:
             raise ValueError(f"{where}: positional must be one of {POSITIONAL}; got {positional!r}")
         if cross and (positional is not None or causal):
             raise ValueError(f"{where}: cross-attention takes neither positional nor causal: its "
                              f"queries and keys come from two different sequences")
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        if positional == "rope" and self.d_head % 2:
-            raise ValueError(f"{where}: positional='rope' needs an even d_head; got d_head="
-                             f"{self.d_head} (d_model={d_model}, n_heads={n_heads})")
+        if positional == "rope" and d_head % 2:
+            raise ValueError(f"{where}: positional='rope' needs an even d_head (features rotate "
+                             f"in pairs); got d_head={d_head}")
+        if positional == "shaw":
+            _check_size(max_relative, "max_relative", "the largest offset with its own vector",
+                        where)
+        self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
         self.cross, self.causal, self.positional, self.rope_base = cross, causal, positional, rope_base
+        self.max_relative = max_relative
         if cross:
-            self.W_q = Linear(d_model, d_model, bias)
-            self.W_kv = Linear(d_model, 2 * d_model, bias)
+            self.W_q = Linear(d_model, n_heads * d_head, bias)
+            self.W_kv = Linear(d_model, n_heads * (d_head + d_v), bias)
         else:
-            self.W_qkv = Linear(d_model, 3 * d_model, bias)
-        self.W_o = Linear(d_model, d_model, bias)
+            self.W_qkv = Linear(d_model, n_heads * (2 * d_head + d_v), bias)
+        self.W_o = Linear(n_heads * d_v, d_model, bias)
         if positional == "relative":
             self.relative_bias = RelativePositionBias(n_heads, num_buckets, max_distance,
                                                       bidirectional=not causal)
+        if positional == "shaw":                         # w^K and w^V, one row per clipped offset
+            rows = 2 * max_relative + 1
+            self.table_k = normal(rows, d_head, std=0.02)
+            self.table_v = normal(rows, d_v, std=0.02) if shaw_values else None
         self.probs = None
 
     def _project(self, x, memory, cache):
-        """q, k, v, each (b, h, n, d_head): one matmul for all heads (and all of q, k, v)."""
+        """q, k (b, h, n, d_head), v (b, h, n, d_v): one matmul for all heads (and q, k, v)."""
         where = type(self).__name__
         if not self.cross:
             if memory is not None:
                 raise ValueError(f"{where}: self-attention takes no memory; build "
                                  f"MultiHeadAttention(..., cross=True) for cross-attention")
-            return F.split_heads(self.W_qkv(x), self.n_heads, parts=3)
+            return F.split_heads(self.W_qkv(x), self.n_heads,
+                                 parts=(self.d_head, self.d_head, self.d_v))
         if memory is None:
             raise ValueError(f"{where}: cross-attention needs memory (b, m, d_model), the sequence "
                              f"its queries attend to; got None")
@@ -110,7 +143,7 @@ class MultiHeadAttention(Module):
         q = F.split_heads(self.W_q(x), self.n_heads)[0]
         if cache is not None and cache.k is not None:          # the memory was projected already
             return q, cache.k, cache.v
-        k, v = F.split_heads(self.W_kv(memory), self.n_heads, parts=2)
+        k, v = F.split_heads(self.W_kv(memory), self.n_heads, parts=(self.d_head, self.d_v))
         if cache is not None:
             cache.append(k, v)
         return q, k, v
@@ -132,7 +165,7 @@ class MultiHeadAttention(Module):
             raise TypeError(f"{type(self).__name__}: cache must be a KVCache or None; "
                             f"got {type(cache).__name__}")
         xp = get_array_module(x)
-        q, k, v = self._project(x, memory, cache)                # (b, h, n | n_k, d_head)
+        q, k, v = self._project(x, memory, cache)                # (b, h, n | n_k, d_head | d_v)
         b, h, n, _ = q.shape
         # With a cache, x holds the tokens at positions offset … offset + n − 1.
         offset = cache.length if cache is not None and not self.cross else 0
@@ -144,16 +177,21 @@ class MultiHeadAttention(Module):
             q, rope_cache = F.rope(q, cos, sin)
             k, _ = F.rope(k, cos, sin)
         if cache is not None and not self.cross:
-            k, v = cache.append(k, v)                            # (b, h, offset + n, d_head)
+            k, v = cache.append(k, v)                            # (b, h, offset + n, ·)
         n_k = k.shape[2]
         mask = self._mask(mask, (b, h, n, n_k), x.dtype, xp)
-        bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
-
-        context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias)  # (b, h, n, d_head)
+        if self.positional == "shaw":                            # the new queries are the last n
+            positions = F.clipped_relative_positions(n, n_k, self.max_relative, xp)
+            table_v = None if self.table_v is None else self.table_v.data
+            context, attention_cache = F.relative_attention(q, k, v, positions, self.table_k.data,
+                                                            table_v, mask=mask)
+        else:
+            bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
+            context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias)
         self.probs = attention_cache.probs
         # A cached forward is for generation: its keys came from earlier calls, so no backward.
         self._save(None if cache is not None else (attention_cache, rope_cache))
-        return self.W_o(F.merge_heads(context[None]))             # concat heads, then W_o
+        return self.W_o(F.merge_heads((context,)))     # (b, h, n, d_v): concat heads, then W_o
 
     def backward(self, dy):
         saved = self._pop_cache()
@@ -162,16 +200,22 @@ class MultiHeadAttention(Module):
                                f"KVCache, which is for generation only; run forward without a "
                                f"cache to train")
         attention_cache, rope_cache = saved
-        xp = get_array_module(dy)
-        dcontext = F.split_heads(self.W_o.backward(dy), self.n_heads)[0]   # (b, h, n, d_head)
-        dq, dk, dv, dbias = F.attention_backward(dcontext, attention_cache)
-        if dbias is not None:
-            self.relative_bias.backward(dbias)
+        dcontext = F.split_heads(self.W_o.backward(dy), self.n_heads)[0]   # (b, h, n, d_v)
+        if self.positional == "shaw":
+            dq, dk, dv, dtable_k, dtable_v = F.relative_attention_backward(dcontext,
+                                                                           attention_cache)
+            self.table_k.grad += dtable_k
+            if dtable_v is not None:
+                self.table_v.grad += dtable_v
+        else:
+            dq, dk, dv, dbias = F.attention_backward(dcontext, attention_cache)
+            if dbias is not None:
+                self.relative_bias.backward(dbias)
         if rope_cache is not None:
             dq = F.rope_backward(dq, rope_cache)
             dk = F.rope_backward(dk, rope_cache)
         if self.cross:
-            dx = self.W_q.backward(F.merge_heads(dq[None]))
-            dmemory = self.W_kv.backward(F.merge_heads(xp.stack([dk, dv])))
+            dx = self.W_q.backward(F.merge_heads((dq,)))
+            dmemory = self.W_kv.backward(F.merge_heads((dk, dv)))
             return dx, dmemory
-        return self.W_qkv.backward(F.merge_heads(xp.stack([dq, dk, dv])))
+        return self.W_qkv.backward(F.merge_heads((dq, dk, dv)))

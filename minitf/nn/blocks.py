@@ -71,14 +71,17 @@ class EncoderBlock(Module):
     """Self-attention, then feed-forward, each inside a Residual.
 
     With causal=True this is also the block of a decoder-only (GPT-style) language model.
+    d_head, d_v: the attention's head sizes (see MultiHeadAttention; default d_model / n_heads).
     forward(x, mask=None, cache=None): x (b, n, d_model) -> (b, n, d_model);  backward(dy) -> dx
     (cache: a KVCache for the self-attention, during generation)
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
                  pre_ln: bool = False, activation: str = "relu", causal: bool = False,
-                 positional: str | None = None):
-        attention = MultiHeadAttention(d_model, n_heads, causal=causal, positional=positional)
+                 positional: str | None = None, d_head: int | None = None,
+                 d_v: int | None = None):
+        attention = MultiHeadAttention(d_model, n_heads, d_head=d_head, d_v=d_v, causal=causal,
+                                       positional=positional)
         self.self_attn = Residual(attention, d_model, pre_ln, dropout)
         self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
                             dropout)
@@ -92,7 +95,7 @@ class EncoderBlock(Module):
 
 class DecoderBlock(Module):
     """Masked self-attention, cross-attention to the encoder's output, feed-forward; each in a
-    Residual.
+    Residual. d_head, d_v: the head sizes of both attentions (see MultiHeadAttention).
 
     forward(x, memory, mask=None, memory_mask=None):
         x: (b, n, d_model) target side;  memory: (b, m, d_model) encoder output
@@ -103,11 +106,14 @@ class DecoderBlock(Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
-                 pre_ln: bool = False, activation: str = "relu", positional: str | None = None):
-        self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional)
+                 pre_ln: bool = False, activation: str = "relu", positional: str | None = None,
+                 d_head: int | None = None, d_v: int | None = None):
+        heads = {"d_head": d_head, "d_v": d_v}
+        self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional,
+                                            **heads)
         self.self_attn = Residual(self_attention, d_model, pre_ln, dropout)
-        self.cross_attn = Residual(MultiHeadAttention(d_model, n_heads, cross=True), d_model,
-                                   pre_ln, dropout)
+        self.cross_attn = Residual(MultiHeadAttention(d_model, n_heads, cross=True, **heads),
+                                   d_model, pre_ln, dropout)
         self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
                             dropout)
 
