@@ -60,12 +60,29 @@ LESSONS = (
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
            "a random upstream gradient and the error over the whole tensor",
            ("05_broken_backwards", "05_gradcheck_step"), 3.0),
+    Lesson("06_multi_head_attention",
+           "several heads side by side: split, attend, concatenate, mix with W_o; why one head "
+           "is not enough",
+           "parallel heads, concatenation and W_o; d/h-wide vs full-width heads; d_v ≠ d_k; the "
+           "PyTorch demo's shapes; 4d² + 4d parameters; one softmax only averages",
+           ("06_heads", "06_copy_heads"), 2.0),
+    Lesson("07_transformer_block",
+           "the block: feed-forward per position, residuals and LayerNorm; depth; pre-LN vs "
+           "post-LN",
+           "FFN with d_ff 2–8× d; residuals; LayerNorm; the post-LN equations; each token on its "
+           "own path; deep plain stacks vanish; pre-LN trains where post-LN stalls",
+           ("07_token_paths", "07_depth_gradients", "07_pre_vs_post_ln"), 9.0),
     Lesson("08_order_and_sinusoids",
            "order is invisible to attention; raw index, binary code and sinusoids; offsets as "
            "rotations",
            "permutation equivariance; sets vs sequences; the 4-bit code; sinusoids and the "
            "frequency quiz; rotation; add vs concatenate; ×√d; three slide slips",
            ("08_sinusoidal_pe", "08_binary_vs_sinusoid"), 2.0),
+    Lesson("09_relative_positions",
+           "relative schemes put the offset j − i into the score: T5, ALiBi, RoPE, Shaw",
+           "T5 buckets and the Toeplitz bias; where the bias goes (a slide slip); ALiBi slopes; "
+           "RoPE as a rotation, R_mᵀR_n = R_{n−m}; Shaw's clipped key and value vectors",
+           ("09_relative_biases",), 4.0),
 )
 
 
