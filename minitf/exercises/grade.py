@@ -195,9 +195,12 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
         lines += ["", format_table(result.rows)]
     if result.problems:
         lines += ["", "what went wrong:"]
+        shown = set()                    # a hint repeated case after case is said once
         for case, problem in result.problems:
             lines.append(f"  in case {case!r}, " + problem[0])
-            lines += [f"    {line}" for line in problem[1:]]
+            lines += ["    hint: as above" if line in shown else f"    {line}"
+                      for line in problem[1:]]
+            shown.update(line for line in problem[1:] if line.startswith("hint:"))
     if result.stopped:
         lines += ["", result.stopped]
     verdict = "passes every check" if result.passed else "not yet: see what went wrong above"
