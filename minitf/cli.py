@@ -5,6 +5,7 @@
     minitf gradcheck   check every hand-written backward pass against finite differences
     minitf info        parameters, FLOPs and KV-cache memory of a configuration (the cost model)
     minitf lesson      list the course's lessons, or run one (from the repository root)
+    minitf exercise    write minitf's backward passes yourself: list, start NAME, check FILE
 Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
 """
 from __future__ import annotations
@@ -89,6 +90,25 @@ def _lesson(args) -> int:
         print("\nrun one with 'minitf lesson N' (a number or part of its name)")
         return 0
     return course.run(course.find(args.name), folder)
+
+
+def _exercise(args) -> int:
+    from pathlib import Path
+
+    from minitf import exercises
+
+    if args.action == "list":
+        print(exercises.table())
+        return 0
+    if args.action == "start":
+        exercise = exercises.find(args.name)
+        path = exercises.write_starter(exercise, Path(args.dir))
+        print(f"wrote {path}: write the body of {exercise.attribute}, then run "
+              f"'minitf exercise check {path}'")
+        return 0
+    report, status = exercises.check_file(args.file)
+    print(report)
+    return status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -189,6 +209,23 @@ def build_parser() -> argparse.ArgumentParser:
     lesson.add_argument("--table", action="store_true",
                         help="print the lessons as the Markdown table of lessons/README.md")
     lesson.set_defaults(run=_lesson)
+
+    exercise = commands.add_parser(
+        "exercise", help="write minitf's backward passes yourself, and check them",
+        description="Exercises drawn from minitf's own backward passes, easiest first. 'start' "
+                    "writes a file with the function's signature, its forward and a hint, and "
+                    "no body; 'check' grades your file by minitf's gradient checks, with your "
+                    "function standing in for minitf's own (exit status 0 only when all pass).")
+    actions = exercise.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser("list", help="the exercises, the checks that grade them, what they teach")
+    start = actions.add_parser("start", help="write the file for exercise NAME")
+    start.add_argument("name", metavar="NAME", help="e.g. softmax_backward (see 'list')")
+    start.add_argument("--dir", default=".", metavar="DIR", help="where to write it (default .)")
+    grade = actions.add_parser("check", help="grade your file")
+    grade.add_argument("file", metavar="FILE", help="a file written by 'start', e.g. "
+                                                     "softmax_backward.py")
+    _add_backend(grade)
+    exercise.set_defaults(run=_exercise)
     return parser
 
 

@@ -92,13 +92,19 @@ def numerical_gradient(loss: Callable[[], float], x, step: float = STEP):
     return grad
 
 
-def _check_tensors(name: str, run: Callable, analytic: dict, arrays: dict) -> list[Row]:
-    """Compare each analytic gradient with central differences of L = Σ g ⊙ run()."""
-    rows = []
-    for tensor, x in arrays.items():
-        numeric = numerical_gradient(run, x)
-        rows.append(Row(name, tensor, tuple(x.shape), relative_error(analytic[tensor], numeric)))
-    return rows
+@dataclass
+class Backward:
+    """One backward pass of a case, and what a gradient check compares it with.
+
+    ``tensors`` maps a tensor's name ("x", "input x", "param W") to the pair (the array it is the
+    gradient of, the gradient backward gave for it -- None where nothing came back); ``loss()``
+    is L = Σ g ⊙ forward(), which numerical_gradient differentiates; ``returned`` is exactly what
+    backward returned, as a tuple (for telling a learner that a gradient is missing).
+    """
+    tensors: dict
+    loss: Callable
+    g: object
+    returned: tuple
 
 
 def _upstream_gradient(y, seed_value: int):
@@ -107,47 +113,52 @@ def _upstream_gradient(y, seed_value: int):
         return randn(*y.shape, dtype=y.dtype)
 
 
-def check_function(name: str, case: FunctionCase, seed_value: int = 1) -> list[Row]:
-    """Check a functional forward/backward pair: every input named in ``case.wrt``."""
+def run_backward(case, seed_value: int = 1, g=None) -> Backward:
+    """Run a FunctionCase or ModuleCase forward (under ``seed_value``: dropout masks), then
+    backward with the upstream gradient ``g`` (default: drawn under ``seed_value + 1``).
+
+    backward gets a copy of g, so one that writes into its dy in place cannot change the loss
+    the numerical gradient is taken of.
+    """
+    module = case.module if isinstance(case, ModuleCase) else None
+
     def forward():
+        """(y, cache) for a functional op; (y, None) for a module, which keeps its own cache."""
         with seed(seed_value):
+            if module is not None:
+                return module(*case.inputs.values(), **case.options), None
             return case.forward(**case.inputs, **case.options)
 
+    if module is not None:
+        module.zero_grad()
     y, cache = forward()
-    g = _upstream_gradient(y, seed_value)
-    grads = dict(zip(case.wrt, as_tuple(case.backward(g, cache))))
-    return _check_tensors(name, lambda: float((forward()[0] * g).sum()),
-                          {k: v for k, v in grads.items() if v is not None},
-                          {k: case.inputs[k] for k in case.wrt if grads[k] is not None})
-
-
-def check_module(name: str, case: ModuleCase, seed_value: int = 1) -> list[Row]:
-    """Check a module: the gradient of every array input and of every parameter."""
-    module = case.module
-
-    def forward():
-        with seed(seed_value):
-            return module(*case.inputs.values(), **case.options)
-
-    module.zero_grad()
-    y = forward()
-    g = _upstream_gradient(y, seed_value)
-    input_grads = as_tuple(module.backward(g))
-    analytic, arrays = {}, {}
-    for (input_name, x), dx in zip(case.inputs.items(), input_grads):
-        if dx is not None:
-            analytic[f"input {input_name}"], arrays[f"input {input_name}"] = dx, x
-    for param_name, p in module.named_parameters():
-        analytic[f"param {param_name}"], arrays[f"param {param_name}"] = p.grad.copy(), p.data
-    return _check_tensors(name, lambda: float((forward() * g).sum()), analytic, arrays)
+    g = _upstream_gradient(y, seed_value) if g is None else g
+    if module is None:
+        returned = as_tuple(case.backward(g.copy(), cache))
+        grads = dict(zip(case.wrt, returned))
+        tensors = {name: (case.inputs[name], grads.get(name)) for name in case.wrt}
+    else:
+        returned = as_tuple(module.backward(g.copy()))
+        grads = dict(zip(case.inputs, returned))
+        tensors = {f"input {name}": (x, grads.get(name)) for name, x in case.inputs.items()}
+        tensors.update({f"param {name}": (p.data, p.grad.copy())
+                        for name, p in module.named_parameters()})
+    return Backward(tensors, lambda: float((forward()[0] * g).sum()), g, returned)
 
 
 def check(name: str, case, seed_value: int = 1) -> list[Row]:
-    """Check a FunctionCase or a ModuleCase. The forward runs under ``seed_value`` (dropout
-    masks), g is drawn under ``seed_value + 1``; build the inputs from another seed (0)."""
-    if isinstance(case, ModuleCase):
-        return check_module(name, case, seed_value)
-    return check_function(name, case, seed_value)
+    """Check a FunctionCase (every input named in ``wrt``) or a ModuleCase (every float input
+    and every parameter; integer ids have no gradient). The forward runs under ``seed_value`` (dropout masks), g is drawn
+    under ``seed_value + 1``; build the inputs from another seed (0)."""
+    run = run_backward(case, seed_value)
+    rows = []
+    for tensor, (x, dx) in run.tensors.items():
+        if dx is not None:
+            rows.append(Row(name, tensor, tuple(x.shape),
+                            relative_error(dx, numerical_gradient(run.loss, x))))
+        elif x.dtype.kind == "f":            # a float input left without its gradient fails
+            rows.append(Row(name, tensor, tuple(x.shape), float("inf")))
+    return rows
 
 
 def format_table(rows: list[Row]) -> str:

@@ -1,0 +1,218 @@
+"""Grading a learner's file: their function stands in for minitf's own while the registry cases
+that grade it run, and everything else -- every other backward pass included -- is minitf's own.
+So one unfinished exercise never fails another, and a failure is always in the file being checked.
+
+Standing in means replacing the reference wherever it is looked up: for a functional op, every
+minitf module attribute bound to it (``minitf.functional.softmax_backward``, the
+``softmax_backward`` that minitf.functional.attention imported, ...); for a method, the class
+attribute. Everything is put back afterwards, also when the learner's code raises.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import minitf
+from minitf import gradcheck_cases
+from minitf.backend import backend_name, precision, randn, seed
+from minitf.exercises.catalogue import Exercise, find
+from minitf.exercises.diagnose import shape_problem, value_problem
+from minitf.exercises.tracing import grading_cases
+from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, relative_error, \
+    run_backward
+
+OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores dy
+
+
+class StudentError(Exception):
+    """The learner's file cannot be graded (yet): the message says why, in their terms."""
+
+
+@dataclass
+class Result:
+    rows: list = field(default_factory=list)        # gradcheck Rows, one per tensor checked
+    problems: list = field(default_factory=list)    # (case, lines) for each failing tensor
+    stopped: str | None = None                      # why grading stopped early (their code raised)
+
+    @property
+    def passed(self) -> bool:
+        return self.stopped is None and bool(self.rows) and all(r.passed for r in self.rows)
+
+
+# ----------------------------------------------------------------------------------------------
+# The learner's file
+# ----------------------------------------------------------------------------------------------
+
+def _exercise_of(path: Path, source: str) -> Exercise:
+    """The exercise a file answers: its EXERCISE line, else its file name."""
+    for line in source.splitlines():
+        if line.startswith("EXERCISE = "):
+            return find(line.split("=", 1)[1].split("#")[0].strip().strip("\"'"))
+    return find(path.stem)
+
+
+def _their_lines(err: BaseException, path: Path) -> list[str]:
+    """The traceback of ``err``, cut down to the frames in the learner's file."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
+    lines = [f"  {path.name}, line {f.lineno}, in {f.name}\n    {f.line}" for f in frames]
+    message = str(err).splitlines()[0] if str(err) else ""
+    return lines + [f"{type(err).__name__}: {message}".rstrip(": ")]
+
+
+def load(path) -> tuple:
+    """(exercise, the learner's function) from the file at ``path``."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ValueError(f"FILE {path.name}: no such file; wanted an exercise file written by "
+                         f"'minitf exercise start NAME'")
+    source = path.read_text(encoding="utf-8")
+    exercise = _exercise_of(path, source)
+    try:
+        code = compile(source, str(path), "exec")
+    except SyntaxError as err:
+        raise StudentError(f"{path.name}, line {err.lineno}: {err.msg}\n    "
+                           f"{(err.text or '').strip()}") from None
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_file_location(f"minitf_exercise_{path.stem}", path))
+    try:
+        exec(code, vars(module))
+    except Exception as err:                               # their module-level code
+        raise StudentError("\n".join([f"{path.name} raised an error as it was loaded:",
+                                      *_their_lines(err, path)])) from None
+    function = vars(module).get(exercise.attribute)
+    if not callable(function):
+        raise StudentError(f"{path.name}: defines no function {exercise.attribute}; wanted the "
+                           f"one 'minitf exercise start {exercise.name}' wrote")
+    return exercise, function
+
+
+# ----------------------------------------------------------------------------------------------
+# Standing in for the reference
+# ----------------------------------------------------------------------------------------------
+
+@contextmanager
+def standing_in(exercise: Exercise, function):
+    """While the block runs, ``function`` is minitf's ``exercise`` wherever minitf looks it up."""
+    reference = exercise.reference
+    if exercise.is_method:
+        places = [(exercise.owner, exercise.attribute)]
+    else:
+        modules = [m for name, m in list(sys.modules.items())
+                   if m is not None and (name == "minitf" or name.startswith("minitf."))]
+        places = [(m, attr) for m in modules for attr, value in list(vars(m).items())
+                  if value is reference]
+    try:
+        for owner, attr in places:
+            setattr(owner, attr, function)
+        yield places
+    finally:
+        for owner, attr in places:
+            setattr(owner, attr, reference)
+
+
+# ----------------------------------------------------------------------------------------------
+# Grading
+# ----------------------------------------------------------------------------------------------
+
+def _arrays_of(case) -> dict:
+    """The arrays a case's gradients are taken of, by name, before anything runs."""
+    arrays = {f"input {k}": v for k, v in case.inputs.items() if hasattr(v, "dtype")}
+    module = getattr(case, "module", None)
+    if module is not None:
+        arrays.update({f"param {k}": p.data for k, p in module.named_parameters()})
+    return arrays
+
+
+def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
+    case = gradcheck_cases.build(name)
+    before = {k: v.copy() for k, v in _arrays_of(case).items()}
+    run = run_backward(case)
+    changed = [k for k, v in _arrays_of(case).items() if not (v == before[k]).all()]
+    if changed:
+        result.rows.append(Row(name, changed[0], tuple(before[changed[0]].shape), float("inf")))
+        result.problems.append((name, [f"your backward changed {', '.join(changed)} in place",
+                                       "hint: never write into the forward's arrays; make new "
+                                       "ones"]))
+        return
+    other = None
+    for tensor, (x, dx) in run.tensors.items():
+        if dx is None and x.dtype.kind != "f":
+            continue                                 # integer ids have no gradient
+        problem = shape_problem(tensor, x, dx)
+        error = float("inf")
+        if not problem:
+            numeric = numerical_gradient(run.loss, x)
+            error = relative_error(dx, numeric)
+            if not error <= TOLERANCE:
+                if other is None:
+                    with seed(OTHER_UPSTREAM_SEED):
+                        g = randn(*run.g.shape, dtype=run.g.dtype)
+                    other = run_backward(gradcheck_cases.build(name), g=g)
+                problem = value_problem(tensor, x, dx, numeric, other.tensors[tensor][1],
+                                        exercise.mistake)
+        result.rows.append(Row(name, tensor, tuple(x.shape), error))
+        if problem:
+            result.problems.append((name, problem))
+
+
+def grade(exercise: Exercise, function, path: Path | None = None, cases=None) -> Result:
+    """Run the cases that grade ``exercise`` (default: all of them) with ``function`` standing
+    in for minitf's own, in float64. ``path``, the learner's file, trims tracebacks to it."""
+    cases = grading_cases(exercise) if cases is None else cases
+    result = Result()
+    with precision("float64"), standing_in(exercise, function):
+        for name in cases:
+            try:
+                _grade_case(exercise, name, result)
+            except NotImplementedError:
+                result.stopped = f"{exercise.name} is not written yet (its body still raises " \
+                                 f"NotImplementedError)"
+                break
+            except Exception as err:
+                where = f"in case {name!r}, your {exercise.attribute} raised an error"
+                lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
+                result.stopped = "\n".join([where + (":" if len(lines) > 1 else
+                                                     " (raised in minitf, after it returned):"),
+                                            *lines])
+                break
+    return result
+
+
+def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
+    """What a learner reads: the table, then what went wrong and where, then the verdict."""
+    if result.stopped and not result.rows and "not written yet" in result.stopped:
+        return f"{path.name if path else exercise.name}: {result.stopped}"
+    source = f"from {path.name}" if path else "given"
+    lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) stands in for "
+             f"minitf's own; everything else is minitf's",
+             f"minitf {minitf.__version__} ({Path(minitf.__file__).parent}), "
+             f"{backend_name()}, float64, central differences, a random upstream gradient"]
+    if result.rows:
+        lines += ["", format_table(result.rows)]
+    if result.problems:
+        lines += ["", "what went wrong:"]
+        shown = set()                    # a hint repeated case after case is said once
+        for case, problem in result.problems:
+            lines.append(f"  in case {case!r}, " + problem[0])
+            lines += ["    hint: as above" if line in shown else f"    {line}"
+                      for line in problem[1:]]
+            shown.update(line for line in problem[1:] if line.startswith("hint:"))
+    if result.stopped:
+        lines += ["", result.stopped]
+    verdict = "passes every check" if result.passed else "not yet: see what went wrong above"
+    return "\n".join(lines + ["", f"{exercise.name}: {verdict}"])
+
+
+def check_file(path) -> tuple:
+    """(report, exit status) for the learner's file at ``path``: 0 only when everything passes."""
+    path = Path(path).resolve()
+    try:
+        exercise, function = load(path)
+    except StudentError as err:
+        return str(err), 1
+    result = grade(exercise, function, path)
+    return report(exercise, result, path), 0 if result.passed else 1

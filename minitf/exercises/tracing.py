@@ -1,0 +1,84 @@
+"""Which registry cases grade which exercise, found by running every case once and watching.
+
+Each case of minitf.gradcheck_cases runs one forward and one backward pass under a profiler that
+notes every Python function called inside the case's own backward, with its depth below it. Then
+
+* an exercise is **graded** by the cases whose own backward it is -- and, for a functional op, by
+  the case of the layer that only hands its work to it (Linear → linear_backward): one backward
+  call, to that op;
+* its **closure** is every case that calls it at any depth: the cases a blank body would fail.
+
+No finite differences are taken, so tracing all cases takes a second or two; it is done once.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+
+from minitf import gradcheck_cases
+from minitf.backend import precision
+from minitf.gradcheck import ModuleCase, run_backward
+
+
+def _own_backward(case):
+    """The code object of the function a case calls as its backward."""
+    if isinstance(case, ModuleCase):
+        return type(case.module).backward.__code__
+    return case.backward.__code__
+
+
+def _trace(name: str) -> tuple:
+    """(the case's own backward, {code: its smallest depth below it}) for one registry case."""
+    with precision("float64"):
+        case = gradcheck_cases.build(name)
+    top = _own_backward(case)
+    depths = {}
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        depth, caller = 0, frame
+        while caller is not None and caller.f_code is not top:
+            caller, depth = caller.f_back, depth + 1
+        if caller is not None:
+            depths[frame.f_code] = min(depth, depths.get(frame.f_code, depth))
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        with precision("float64"):
+            run_backward(case)
+    finally:
+        sys.setprofile(previous)
+    return top, depths
+
+
+@functools.lru_cache(maxsize=None)
+def traces() -> dict:
+    """{case name: (own backward, {code: depth})} for every registry case, traced once."""
+    return {name: _trace(name) for name in gradcheck_cases.CASES}
+
+
+def _hands_over_to(depths: dict):
+    """The one backward a layer's backward calls directly, or None if it calls more or none."""
+    called = {code for code, depth in depths.items()
+              if depth == 1 and code.co_name.endswith("backward")}
+    return called.pop() if len(called) == 1 else None
+
+
+def grading_cases(exercise) -> tuple:
+    """The registry cases that grade ``exercise``, in registry order."""
+    code = exercise.reference.__code__
+    chosen = []
+    for name, (top, depths) in traces().items():
+        case_is_layer = top.co_name == "backward"
+        if top is code or (not exercise.is_method and case_is_layer
+                           and _hands_over_to(depths) is code):
+            chosen.append(name)
+    return tuple(chosen)
+
+
+def closure(exercise) -> tuple:
+    """Every registry case whose backward calls ``exercise`` at any depth."""
+    code = exercise.reference.__code__
+    return tuple(name for name, (_, depths) in traces().items() if code in depths)

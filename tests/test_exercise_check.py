@@ -1,0 +1,203 @@
+"""The checker behind 'minitf exercise check' can fail: each classic mistake, written as a wrong
+backward, fails with its own hint; the learner's function stands in for minitf's own only during
+the check; their errors are shown in their own lines."""
+import importlib
+import re
+
+import numpy as np
+
+import minitf.functional as F
+import minitf.nn as nn
+from minitf import exercises
+from minitf.backend import get_array_module
+from minitf.exercises import find, grade, standing_in, starter_text
+
+# minitf's own functions, taken now: while a wrong one stands in, F.<name> is the wrong one.
+from minitf.functional import (attention_backward, layer_norm_backward,  # noqa: E402
+                               linear_backward, softmax_backward)
+
+functional_attention = importlib.import_module("minitf.functional.attention")
+
+
+def _hints(result) -> str:
+    return "\n".join(line for _, lines in result.problems for line in lines)
+
+
+def _failed(result) -> set:
+    return {(r.check, r.tensor) for r in result.rows if not r.passed}
+
+
+# -- each classic mistake fails, with the hint that names it -------------------------------------
+
+def test_a_gradient_of_zeros():
+    result = grade(find("relu_backward"), lambda dy, cache: get_array_module(dy).zeros_like(dy))
+    assert not result.passed and _failed(result) == {("relu", "x"), ("ReLU", "input x")}
+    assert "hint: your gradient is all zeros: did you return it" in _hints(result)
+
+
+def test_a_missing_scale_is_reported_with_its_factor():
+    def unscaled(dout, cache):
+        dq, dk, dv, dbias = attention_backward(dout, cache)
+        return dq / cache.scale, dk / cache.scale, dv, dbias
+
+    result = grade(find("attention_backward"), unscaled, cases=["attention"])
+    assert _failed(result) == {("attention", "q"), ("attention", "k")}
+    assert "your gradient is 1.732 = √3 times the right one" in _hints(result)   # d_k = 3
+
+
+def test_a_missing_dropout_scale_is_a_constant_factor():
+    def unscaled(dy, cache):
+        return dy if cache is None else dy * (cache != 0)
+
+    result = grade(find("dropout_backward"), unscaled, cases=["dropout"])
+    assert "your gradient is 0.7 times the right one" in _hints(result)          # 1 − p
+
+
+def test_a_transposed_weight_gradient_raises_a_shape_error_not_a_pass():
+    def transposed(dy, cache):
+        dx, dW, db = linear_backward(dy, cache)
+        return dx, dW.T, db
+
+    result = grade(find("linear_backward"), transposed, cases=["linear"])
+    assert _failed(result) == {("linear", "W")}
+    hints = _hints(result)
+    assert "W: your gradient has shape (5, 4), wanted (4, 5)" in hints
+    assert "axes swapped" in hints
+
+
+def test_a_bias_gradient_left_unsummed_gets_the_broadcast_hint():
+    def unsummed(dy, cache):
+        dx, dW, _ = linear_backward(dy, cache)
+        return dx, dW, dy
+
+    result = grade(find("linear_backward"), unsummed, cases=["linear"])
+    assert "b: your gradient has shape (2, 3, 5), wanted (5,)" in _hints(result)
+    assert "a broadcast in the forward is a sum in the backward" in _hints(result)
+
+
+def test_a_wrong_dtype():
+    result = grade(find("relu_backward"), lambda dy, cache: (dy * cache).astype("float32"))
+    assert "x: your gradient is float32, wanted float64" in _hints(result)
+
+
+def test_nan_in_a_fully_masked_row():
+    def divides_by_p(dp, cache):
+        p, axis = cache
+        with np.errstate(invalid="ignore"):
+            return softmax_backward(dp, cache) * (p / p)
+
+    result = grade(find("softmax_backward"), divides_by_p)
+    assert _failed(result) == {("softmax, masked entries and a fully masked row", "x")}
+    assert "NaN or inf entries, the first at x[0, 3]" in _hints(result)
+
+
+def test_a_gradient_that_ignores_dout():
+    result = grade(find("relu_backward"), lambda dy, cache: cache.astype(dy.dtype))
+    assert "it ignores dy" in _hints(result)
+
+
+def test_missing_terms_fail_with_the_exercise_s_classic_mistake():
+    def no_variance_path(dy, cache):
+        x_hat, rstd, gamma = cache
+        dx_hat = dy * gamma
+        dx = (dx_hat - dx_hat.mean(axis=-1, keepdims=True)) * rstd
+        axes = tuple(range(dy.ndim - 1))
+        return dx, (dy * x_hat).sum(axis=axes), dy.sum(axis=axes)
+
+    result = grade(find("layer_norm_backward"), no_variance_path)
+    assert _failed(result) == {("layer_norm", "x"), ("LayerNorm", "input x")}
+    assert "the classic mistake here: μ or σ treated as constants" in _hints(result)
+
+    result = grade(find("softmax_backward"), lambda dp, cache: cache[0] * dp)
+    assert "the classic mistake here: dx = p ⊙ dp" in _hints(result)
+
+
+def test_a_forgotten_gradient():
+    result = grade(find("layer_norm_backward"),
+                   lambda dy, cache: layer_norm_backward(dy, cache)[:2], cases=["layer_norm"])
+    assert "beta: no gradient came back for it" in _hints(result)
+
+
+def test_a_composite_that_drops_the_memory_gradient():
+    exercise = find("DecoderBlock.backward")
+    reference = exercise.reference
+    result = grade(exercise, lambda self, dy: reference(self, dy)[0], cases=["DecoderBlock, pre-LN"])
+    assert "input memory: no gradient came back for it" in _hints(result)
+
+
+def test_a_backward_that_writes_into_the_forward_s_input():
+    def in_place(dy, cache):
+        x, W, has_bias = cache
+        x *= 2
+        return linear_backward(dy, (x, W, has_bias))
+
+    result = grade(find("linear_backward"), in_place, cases=["linear"])
+    assert not result.passed and "your backward changed input x in place" in _hints(result)
+
+
+# -- standing in, and putting everything back ------------------------------------------------------
+
+def test_the_learner_s_function_stands_in_wherever_minitf_looks_it_up():
+    reference = F.softmax_backward
+    seen = []
+
+    def spy(dp, cache):
+        seen.append(dp.shape)
+        return reference(dp, cache)
+
+    with standing_in(find("softmax_backward"), spy) as places:
+        assert F.softmax_backward is spy and functional_attention.softmax_backward is spy
+        assert {m.__name__ for m, _ in places} >= {"minitf.functional",
+                                                   "minitf.functional.softmax",
+                                                   "minitf.functional.attention"}
+    assert F.softmax_backward is reference and functional_attention.softmax_backward is reference
+
+
+def test_everything_is_put_back_when_the_learner_s_code_raises():
+    exercise = find("MultiHeadAttention.backward")
+    reference = exercise.reference
+
+    def broken(self, dy):
+        raise ZeroDivisionError("oops")
+
+    result = grade(exercise, broken)
+    assert result.stopped and "ZeroDivisionError: oops" in result.stopped and not result.passed
+    assert nn.MultiHeadAttention.backward is reference
+
+
+def test_another_exercise_is_graded_against_the_reference(tmp_path):
+    """An unfinished softmax_backward does not fail attention_backward: only one function
+    stands in at a time."""
+    (tmp_path / "softmax_backward.py").write_text(starter_text(find("softmax_backward")))
+    attention = tmp_path / "attention_backward.py"
+    attention.write_text(starter_text(find("attention_backward"), solution=True))
+    assert exercises.check_file(tmp_path / "softmax_backward.py")[1] == 1
+    assert exercises.check_file(attention)[1] == 0
+
+
+# -- errors in the learner's file are shown in their lines ----------------------------------------
+
+def test_an_error_in_the_learner_s_code_shows_their_lines_only(tmp_path):
+    path = tmp_path / "softmax_backward.py"
+    path.write_text(starter_text(find("softmax_backward")).replace(
+        'raise NotImplementedError("softmax_backward: not written yet")',
+        "p, axis = cache\n    return p @ dp"))
+    report, status = exercises.check_file(path)
+    assert status == 1
+    assert "in case 'softmax', your softmax_backward raised an error:" in report
+    assert "softmax_backward.py, line" in report and "    return p @ dp" in report
+    assert "ValueError: matmul" in report
+    places = re.findall(r"^\s+(\S+), line \d+, in (\S+)$", report, flags=re.M)
+    assert places == [("softmax_backward.py", "softmax_backward")]     # not minitf's frames
+    assert "Traceback" not in report
+
+
+def test_a_syntax_error_and_a_missing_function_are_one_clear_message(tmp_path):
+    path = tmp_path / "relu_backward.py"
+    path.write_text(starter_text(find("relu_backward")).replace("def relu_backward(", "def relu_backward(("))
+    report, status = exercises.check_file(path)
+    assert status == 1 and report.startswith("relu_backward.py, line ")
+    path.write_text(starter_text(find("relu_backward")).replace("def relu_backward(", "def relu_b("))
+    report, status = exercises.check_file(path)
+    assert status == 1 and report == ("relu_backward.py: defines no function relu_backward; wanted "
+                                      "the one 'minitf exercise start relu_backward' wrote")
