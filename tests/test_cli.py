@@ -69,7 +69,8 @@ def fast_run(tmp_path_factory):
 def test_train_fast_reports_against_the_bigram_and_saves(fast_run):
     out, stdout = fast_run
     assert "held-out loss" in stdout and "bigram" in stdout and "--- sample 1" in stdout
-    assert (out / "weights.npz").is_file() and (out / "checkpoint.json").is_file()
+    assert (out / "checkpoints.txt").read_text() == "step-000030\n"
+    assert {p.name for p in (out / "step-000030").iterdir()} == {"weights.npz", "checkpoint.json"}
     assert (out / "loss.png").is_file()
 
 
