@@ -23,7 +23,10 @@ def _train(args) -> int:
     chosen = {f.name: getattr(args, f.name) for f in fields(RunConfig)
               if getattr(args, f.name, None) is not None}
     chosen["progress"] = not args.no_progress
-    config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
+    if args.resume:               # the saved run's settings, but for the flags given here
+        config = RunConfig.resuming(args.resume, **chosen)
+    else:
+        config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
     run(config)
     return 0
 
@@ -101,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", help="train on this text file instead")
-    train.add_argument("--steps", type=int, help="optimisation steps (default 500)")
+    train.add_argument("--steps", type=int,
+                       help="the run's total optimisation steps, where the cosine schedule ends "
+                            "(default 500; with --resume, the saved run's)")
     train.add_argument("--batch-size", type=int, help="windows per step (default 32)")
     train.add_argument("--context", type=int, help="characters per window, max_len (default 128)")
     train.add_argument("--d-model", type=int, help="model width (default 128)")
@@ -111,10 +116,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
     train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
     train.add_argument("--lr", type=float, help="peak learning rate of AdamW (default 6e-3)")
+    train.add_argument("--warmup", type=int,
+                       help="steps of linear warm-up (default min(50, steps // 10))")
     train.add_argument("--eval-every", type=int, help="validate every N steps (default 100)")
     train.add_argument("--seed", type=int, help="random seed (default 0)")
-    train.add_argument("--out", metavar="DIR", help="checkpoint directory (default runs/lm)")
-    train.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR")
+    train.add_argument("--out", metavar="DIR",
+                       help="run directory (default runs/lm; with --resume, DIR); a directory "
+                            "holding a run is never overwritten")
+    train.add_argument("--resume", metavar="DIR",
+                       help="continue the run saved in DIR with its settings (flags given here "
+                            "override them)")
     train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_backend(train)
@@ -179,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 1
     except (backend.BackendUnavailable, CheckpointError, ValueError, TypeError,
-            FileNotFoundError, ImportError) as err:
+            OSError, ImportError) as err:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

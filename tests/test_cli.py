@@ -84,8 +84,8 @@ def test_generate_continues_a_prompt(fast_run, capsys):
 
 def test_resume_with_another_config_is_one_line(fast_run, capsys, tmp_path):
     out, _ = fast_run
-    code = cli.main(["train", "--fast", "--no-progress", "--d-model", "16", "--resume", str(out),
-                     "--out", str(tmp_path / "other")])
+    code = cli.main(["train", "--no-progress", "--d-model", "16", "--steps", "40",
+                     "--resume", str(out), "--out", str(tmp_path / "other")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
     assert "does not fit this model" in err and "tok_emb.W: saved" in err
