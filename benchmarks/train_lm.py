@@ -5,6 +5,7 @@ baseline, tokens/s. Run from the repository root:
     python benchmarks/train_lm.py --steps 100     # any `minitf train` flag
 """
 import sys
+import tempfile
 import time
 
 from minitf import cli
@@ -12,7 +13,8 @@ from minitf.char_lm import RunConfig, run
 
 
 def main(argv):
-    args = cli.build_parser().parse_args(["train", "--no-progress", "--out", "runs/bench", *argv])
+    out = tempfile.mkdtemp(prefix="minitf-bench-")       # a new run each time: none is replaced
+    args = cli.build_parser().parse_args(["train", "--no-progress", "--out", out, *argv])
     if args.backend:
         from minitf import backend
         backend.use(args.backend)

@@ -4,20 +4,30 @@
     DecoderLM trained by teacher forcing on random windows, AdamW, warm-up + cosine
     at the end: held-out loss beside a character-bigram model's, a few samples, a checkpoint
 Run it as ``minitf train``; every setting is a flag (``minitf train --help``).
+
+A run is its output directory: checked before training, locked while one run writes it, never
+overwritten by another run. Ctrl-C saves a checkpoint and says how to continue. ``--steps`` is
+the run's total and sets the cosine schedule's end, so ``--resume`` with the same total continues
+the uninterrupted run bit for bit.
 """
 from __future__ import annotations
 
+import shlex
+import signal
 import time
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import minitf.functional as F
-from minitf import checkpoint, data
+from minitf import checkpoint, data, rundir
 from minitf.backend import backend_name, seed, to_device
 from minitf.generate import generate
 from minitf.models import DecoderLM
 from minitf.optim import AdamW, WarmupCosine
 from minitf.train import Trainer
+
+DEFAULT_OUT = "runs/lm"
 
 
 @dataclass
@@ -34,12 +44,12 @@ class RunConfig:
     positional: str = "learned"
     dropout: float = 0.0
     lr: float = 6e-3
-    warmup: int = 50
+    warmup: int | None = None        # None: min(50, steps // 10), so that short runs work too
     weight_decay: float = 0.1
     clip: float = 1.0
     eval_every: int = 100
     seed: int = 0
-    out: str = "runs/lm"
+    out: str | None = None           # None: the --resume directory, else runs/lm
     resume: str | None = None
     samples: int = 2
     sample_length: int = 240
@@ -51,6 +61,15 @@ class RunConfig:
         small = dict(steps=30, batch_size=8, context=32, d_model=32, n_heads=2, n_layers=1,
                      eval_every=15, warmup=5, sample_length=60, samples=1)
         return cls(**{**small, **overrides})
+
+    @classmethod
+    def resuming(cls, directory, **overrides) -> "RunConfig":
+        """The settings of the run saved in ``directory``, but for ``overrides`` (the flags
+        given): ``minitf train --resume DIR`` alone finishes the run as it was started."""
+        saved = checkpoint.read_meta(directory).get("extra", {}).get("run", {})
+        inherited = {f.name for f in fields(cls)} - {"out", "resume", "progress"}
+        settings = {key: value for key, value in saved.items() if key in inherited}
+        return cls(**{**settings, **overrides, "resume": str(directory)})
 
 
 def _held_out_loss(model, x, y, batch_size: int = 32) -> float:
@@ -64,10 +83,72 @@ def _held_out_loss(model, x, y, batch_size: int = 32) -> float:
 
 
 def run(config: RunConfig, log=print) -> dict:
-    """Train, evaluate, sample and save. -> the figures of the run (also saved in the checkpoint)."""
+    """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
+    out = rundir.probe(config.out or config.resume or DEFAULT_OUT)      # fail before training
+    with rundir.RunLock(out):
+        checkpoint.clean(out)                    # what a run killed mid-save left behind
+        _refuse_to_overwrite(out, config.resume)
+        return _train(config, out, log)
+
+
+def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
+    """A run directory holding a checkpoint is continued (--resume), never silently replaced."""
+    if checkpoint.find(out) is None or (resume and Path(resume).resolve() == out.resolve()):
+        return
+    try:
+        step = f" (step {checkpoint.read_meta(out)['step']})"
+    except (checkpoint.CheckpointError, KeyError):
+        step = ""
+    raise rundir.RunDirectoryError(f"--out {out} already holds a run{step}; continue it with "
+                                   f"--resume {out}, or choose a new --out")
+
+
+def _check_resume(config: RunConfig, saved: dict, tokenizer) -> None:
+    """One line, before anything is built, for a resume that cannot continue the saved run."""
+    if saved.get("step", 0) >= config.steps:
+        raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
+                         f"{saved.get('step')} steps; --steps is the run's total, so ask for more")
+    before = data.CharTokenizer.from_json(saved["tokenizer"]).chars if saved["tokenizer"] else []
+    if before != tokenizer.chars:
+        now = tokenizer.chars
+        new, gone = sorted(set(now) - set(before)), sorted(set(before) - set(now))
+        differences = ", ".join(f"{len(chars)} {what}: {''.join(chars[:10])!r}"
+                                for chars, what in ((new, "new"), (gone, "missing")) if chars)
+        raise ValueError(f"--text {config.text or '(the default corpus)'}: its characters differ "
+                         f"from those the run in {config.resume} was trained on ({differences}); "
+                         f"resume with the text the run was trained on")
+
+
+@contextmanager
+def _stop_on_ctrl_c(trainer: Trainer):
+    """Ctrl-C (SIGINT) asks the trainer to stop after the step under way; a second one stops at
+    once. Outside the main thread Python delivers no signals, so there is nothing to catch."""
+    def request_stop(signum, frame):
+        if trainer.stop_requested:
+            raise KeyboardInterrupt
+        trainer.stop_requested = True
+    try:
+        previous = signal.signal(signal.SIGINT, request_stop)
+    except ValueError:
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _train(config: RunConfig, out: Path, log) -> dict:
     seed(config.seed)
     text = data.read_text(config.text) if config.text else data.default_corpus()
     tokenizer = data.CharTokenizer.fit(text)
+    saved = checkpoint.read_meta(config.resume) if config.resume else None
+    if saved is not None:
+        _check_resume(config, saved, tokenizer)
+    warmup = min(50, config.steps // 10) if config.warmup is None else config.warmup
+    if not 0 <= warmup < config.steps:
+        raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --steps {config.steps}")
+    settings = asdict(replace(config, out=str(out), warmup=warmup))   # what --resume reads back
     train_ids, val_ids = data.split(tokenizer.encode(text))
     log(f"text: {config.text or 'the default corpus (pydoc_data.topics)'}, {len(text):,} characters, "
         f"vocabulary {tokenizer.vocab_size}; {len(train_ids):,} train / {len(val_ids):,} validation")
@@ -80,19 +161,28 @@ def run(config: RunConfig, log=print) -> dict:
     quick = slice(0, 16)          # periodic validation on the first 16 windows: fast, always the same
     trainer = Trainer(
         model, optimizer, lambda: data.random_windows(train_ids, config.batch_size, config.context),
-        schedule=WarmupCosine(config.lr, config.warmup, config.steps, config.lr / 10),
+        schedule=WarmupCosine(config.lr, warmup, config.steps, config.lr / 10),
         evaluate=lambda: _held_out_loss(model, val_x[quick], val_y[quick]),
         eval_every=config.eval_every, clip=config.clip)
     if config.resume:
         checkpoint.resume(checkpoint.load(config.resume, model), trainer)
-        log(f"resumed from {config.resume} at step {trainer.step}")
+        total = saved.get("extra", {}).get("run", {}).get("steps", config.steps)
+        log(f"resumed from {config.resume} at step {trainer.step} of {config.steps}"
+            + (f" (the run was planned for {total}; the cosine schedule now ends at step "
+               f"{config.steps})" if total != config.steps else ""))
     log(f"model: DecoderLM, {model.num_parameters():,} parameters ({config.n_layers} blocks, "
         f"d_model={config.d_model}, {config.n_heads} heads, {config.positional} positions), "
         f"on {backend_name()}")
 
     start = time.perf_counter()
-    trainer.fit(config.steps, progress=config.progress)
+    with _stop_on_ctrl_c(trainer):
+        trainer.fit(config.steps, progress=config.progress)
     seconds = time.perf_counter() - start
+    if trainer.step < config.steps:                           # Ctrl-C
+        checkpoint.save(out, model, trainer, tokenizer, extra={"run": settings})
+        log(f"\ninterrupted at step {trainer.step} of {config.steps}; checkpoint saved to {out}/\n"
+            f"to continue: minitf train --resume {shlex.quote(str(out))}")
+        raise KeyboardInterrupt
 
     model.eval()
     val_loss = _held_out_loss(model, val_x, val_y)
@@ -103,22 +193,10 @@ def run(config: RunConfig, log=print) -> dict:
                "train_loss": round(sum(last_losses) / len(last_losses), 4),
                "val_loss": round(val_loss, 4), "bigram_val_loss": round(bigram, 4),
                "improvement_over_bigram": round(1 - val_loss / bigram, 4)}
-    change = figures["improvement_over_bigram"]
-    log(f"\nheld-out loss (nats/char) on {val_x.size:,} validation characters:\n"
-        f"  Transformer  {val_loss:.3f}\n  bigram       {bigram:.3f}\n"
-        f"  {100 * abs(change):.1f}% {'lower' if change >= 0 else 'HIGHER'} than the bigram model\n"
-        f"train loss (last 20 steps) {figures['train_loss']:.3f}; {seconds:.0f} s, "
-        f"{figures['tokens_per_second']:,} tokens/s")
-
-    held_out = text[len(text) - len(val_ids):]
-    prompt = "The " if set("The ") <= set(tokenizer.chars) else held_out[:24]
-    for i in range(config.samples):
-        ids = generate(model, tokenizer.encode(prompt), config.sample_length, temperature=0.8)
-        log(f"\n--- sample {i + 1} (prompt {prompt!r}, temperature 0.8) ---\n"
-            f"{tokenizer.decode(ids[0])}")
-
-    out = Path(config.out)
-    checkpoint.save(out, model, trainer, tokenizer, extra={"run": asdict(config), "figures": figures})
+    # Saved before the samples draw from the random generator: the state in the checkpoint is the
+    # one the training loop left, which a run continued with --resume must start from.
+    checkpoint.save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
+    _report(config, figures, model, tokenizer, text[len(text) - len(val_ids):], val_x.size, log)
     try:
         from minitf.viz import plot_history
         plot_history(trainer.history, out / "loss.png", baseline=bigram, title="character LM")
@@ -126,3 +204,18 @@ def run(config: RunConfig, log=print) -> dict:
         pass
     log(f"\ncheckpoint saved to {out}/  (minitf generate --checkpoint {out} --prompt 'def ')")
     return figures
+
+
+def _report(config, figures, model, tokenizer, held_out: str, n_val: int, log) -> None:
+    """The held-out loss beside the bigram model's, and a few samples."""
+    change = figures["improvement_over_bigram"]
+    log(f"\nheld-out loss (nats/char) on {n_val:,} validation characters:\n"
+        f"  Transformer  {figures['val_loss']:.3f}\n  bigram       {figures['bigram_val_loss']:.3f}\n"
+        f"  {100 * abs(change):.1f}% {'lower' if change >= 0 else 'HIGHER'} than the bigram model\n"
+        f"train loss (last 20 steps) {figures['train_loss']:.3f}; {figures['seconds']:.0f} s, "
+        f"{figures['tokens_per_second']:,} tokens/s")
+    prompt = "The " if set("The ") <= set(tokenizer.chars) else held_out[:24]
+    for i in range(config.samples):
+        ids = generate(model, tokenizer.encode(prompt), config.sample_length, temperature=0.8)
+        log(f"\n--- sample {i + 1} (prompt {prompt!r}, temperature 0.8) ---\n"
+            f"{tokenizer.decode(ids[0])}")

@@ -1,14 +1,26 @@
 """Checkpoints that never lose a run and never run code.
 
-A checkpoint is a directory of two files:
+One checkpoint is a directory of two files:
     weights.npz       every array: the model's parameters ("model/…") and the optimizer's state
                       ("optimizer/…"); read back with allow_pickle=False, so loading a file cannot
                       execute anything
     checkpoint.json   what rebuilds the run: model kind and config, step, optimizer settings,
                       the random generator's state, loss history, tokenizer, and the SHA-256 of
                       weights.npz (a half-written or altered weights file is caught, not loaded)
-Each file is written to a temporary name and renamed into place (an atomic step on POSIX), and
-the JSON last: a crash mid-save leaves the previous checkpoint whole.
+
+A run directory keeps its last few checkpoints and names the current one:
+    runs/lm/checkpoints.txt    the step directories holding complete checkpoints, newest first;
+                               the first line is the one that loads
+    runs/lm/step-000500/       weights.npz + checkpoint.json
+    runs/lm/step-000250/       an earlier one (the newest KEEP are kept)
+
+A save is one atomic step. Both files are written and fsynced inside a new hidden directory, which
+is renamed to step-NNNNNN; only then does one os.replace put a new checkpoints.txt over the old.
+A process killed, or a disk that fills, at any instant before that rename leaves checkpoints.txt
+naming the previous checkpoint, whose files no save touches; after it, the new one is whole.
+What an interrupted save leaves behind (hidden temporaries, unlisted step directories) is removed
+by the next save, or by ``clean``. A directory holding weights.npz and checkpoint.json itself (a
+step directory, or a run saved by an earlier minitf) loads too.
 """
 from __future__ import annotations
 
@@ -16,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,31 +41,67 @@ from minitf.optim import Optimizer
 
 FORMAT = "minitf-checkpoint"
 VERSION = 1
-WEIGHTS, META = "weights.npz", "checkpoint.json"
+WEIGHTS, META, INDEX = "weights.npz", "checkpoint.json", "checkpoints.txt"
+KEEP = 3                  # checkpoints kept in a run directory
 
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, incomplete, corrupt, or does not fit the model."""
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as f:
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)          # readers see the old file or the new one, never half
+        os.fsync(f.fileno())             # on the disk before anything points at it
+
+
+def _fsync_directory(path: Path) -> None:
+    """Make a rename inside ``path`` durable (POSIX; Windows has no directory handles to sync)."""
+    if os.name == "posix":
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _listed(directory: Path) -> list[str]:
+    """The step directories named in checkpoints.txt, newest first ([] when there is none)."""
+    try:
+        with open(directory / INDEX, "rb") as f:
+            return [line for line in f.read().decode().splitlines() if line]
+    except FileNotFoundError:
+        return []
+
+
+def clean(directory) -> None:
+    """Remove what interrupted saves left in ``directory``: hidden temporaries and step
+    directories that checkpoints.txt does not name. Only the one process writing there may call
+    it (``minitf train`` holds a lock): another writer's save in progress looks like a leftover."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return
+    kept = set(_listed(directory))
+    for path in directory.iterdir():
+        leftover = path.name.endswith(".tmp") and path.name.startswith(".")
+        if leftover or (path.name.startswith("step-") and path.name not in kept):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None = None,
-         extra: dict | None = None) -> Path:
+         extra: dict | None = None, rng: dict | None = None) -> Path:
     """Write ``model`` (and, for resuming, ``trainer``: its optimizer, step and history, plus the
-    random generator's state) to ``directory``. -> the directory"""
+    random generator's state -- ``rng``, or the current one) as the new current checkpoint of
+    ``directory``, atomically. -> the directory of the new checkpoint"""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}
     meta = {"format": FORMAT, "version": VERSION, "kind": model.kind, "config": model.config,
-            "rng": rng_state(), "tokenizer": tokenizer.to_json() if tokenizer else None,
+            "rng": rng or rng_state(), "tokenizer": tokenizer.to_json() if tokenizer else None,
             "extra": extra or {}}
     if trainer is not None:
         saved = trainer.optimizer.state_dict()
@@ -64,9 +113,39 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     np.savez(buffer, **arrays)
     weights = buffer.getvalue()
     meta["weights_sha256"] = hashlib.sha256(weights).hexdigest()
-    _write_atomically(directory / WEIGHTS, weights)
-    _write_atomically(directory / META, json.dumps(meta, indent=1).encode())
-    return directory
+
+    clean(directory)                # what a save killed earlier left, should it be in the way
+    listed = _listed(directory)
+    name = f"step-{meta.get('step', 0):06d}"
+    name = next(n for n in (name, *(f"{name}-{i}" for i in range(1, len(listed) + 2)))
+                if n not in listed)                    # the same step saved twice: a new name
+    staging = directory / f".{name}.{os.getpid()}.tmp"
+    index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
+    try:
+        staging.mkdir()
+        _write_file(staging / WEIGHTS, weights)
+        _write_file(staging / META, json.dumps(meta, indent=1).encode())
+        _fsync_directory(staging)
+        os.rename(staging, directory / name)
+        _fsync_directory(directory)          # the step directory exists before it is named
+        _write_file(index_temporary, "".join(f"{n}\n" for n in [name, *listed][:KEEP]).encode())
+        os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
+        _fsync_directory(directory)
+    except BaseException:           # a full disk, Ctrl-C: the previous checkpoint is untouched
+        shutil.rmtree(staging, ignore_errors=True)
+        index_temporary.unlink(missing_ok=True)
+        raise
+    clean(directory)                # the checkpoints beyond KEEP
+    return directory / name
+
+
+def find(directory) -> Path | None:
+    """The directory holding the current checkpoint of run ``directory``; None if it has none."""
+    directory = Path(directory)
+    listed = _listed(directory)
+    if listed:
+        return directory / listed[0]
+    return directory if (directory / META).is_file() else None
 
 
 @dataclass
@@ -78,13 +157,27 @@ class Checkpoint:
     arrays: dict = field(repr=False)
 
 
-def _read(directory: Path):
-    where = f"checkpoint {directory}"
-    if not (directory / META).is_file() or not (directory / WEIGHTS).is_file():
-        raise CheckpointError(f"{where}: not found; wanted a directory holding {META} and "
-                              f"{WEIGHTS} (written by minitf train)")
+def _located(directory) -> Path:
+    found = find(directory)
+    if found is None:
+        raise CheckpointError(f"checkpoint {directory}: not found; wanted a run directory written "
+                              f"by minitf train (holding {INDEX}), or one holding {META} and "
+                              f"{WEIGHTS}")
+    return found
+
+
+def read_meta(directory) -> dict:
+    """The JSON metadata of the current checkpoint in ``directory``, weights not read."""
+    return _meta_at(_located(directory))
+
+
+def _meta_at(found: Path) -> dict:
+    where = f"checkpoint {found}"
     try:
-        meta = json.loads((directory / META).read_text())
+        with open(found / META, "rb") as f:
+            meta = json.loads(f.read().decode())
+    except FileNotFoundError:
+        raise CheckpointError(f"{where}: {META} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{where}: {META} is corrupt ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -92,7 +185,18 @@ def _read(directory: Path):
     if meta.get("version") != VERSION:
         raise CheckpointError(f"{where}: format version {meta.get('version')}; this minitf "
                               f"reads version {VERSION}")
-    weights = (directory / WEIGHTS).read_bytes()
+    return meta
+
+
+def _read(directory):
+    found = _located(directory)            # once: a save may make another one current meanwhile
+    meta = _meta_at(found)
+    where = f"checkpoint {found}"
+    try:
+        with open(found / WEIGHTS, "rb") as f:
+            weights = f.read()
+    except FileNotFoundError:
+        raise CheckpointError(f"{where}: {WEIGHTS} is missing") from None
     if hashlib.sha256(weights).hexdigest() != meta.get("weights_sha256"):
         raise CheckpointError(f"{where}: {WEIGHTS} does not match {META} (incomplete or altered)")
     try:

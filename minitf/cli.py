@@ -11,6 +11,7 @@ Every error is one line on stderr and a non-zero exit status; ``--help`` works e
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import fields
 
@@ -25,7 +26,10 @@ def _train(args) -> int:
     chosen = {f.name: getattr(args, f.name) for f in fields(RunConfig)
               if getattr(args, f.name, None) is not None}
     chosen["progress"] = not args.no_progress
-    config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
+    if args.resume:               # the saved run's settings, but for the flags given here
+        config = RunConfig.resuming(args.resume, **chosen)
+    else:
+        config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
     run(config)
     return 0
 
@@ -111,6 +115,25 @@ def _exercise(args) -> int:
     return status
 
 
+def _checked(convert, accept, wanted: str):
+    """An argparse ``type=``: ``convert`` the text, then ``accept`` the value or say, in the one
+    line argparse prints as "argument --flag: …", what it got and what was wanted."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"got {text!r}; wanted {wanted}")
+        return value
+    return parse
+
+
+POSITIVE = _checked(int, lambda n: n >= 1, "an integer ≥ 1")
+NON_NEGATIVE = _checked(int, lambda n: n >= 0, "an integer ≥ 0")
+POSITIVE_REAL = _checked(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line (and a pointer to --help), not usage + error."""
 
@@ -136,20 +159,30 @@ def build_parser() -> argparse.ArgumentParser:
                     "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", help="train on this text file instead")
-    train.add_argument("--steps", type=int, help="optimisation steps (default 500)")
-    train.add_argument("--batch-size", type=int, help="windows per step (default 32)")
-    train.add_argument("--context", type=int, help="characters per window, max_len (default 128)")
-    train.add_argument("--d-model", type=int, help="model width (default 128)")
-    train.add_argument("--n-heads", type=int, help="attention heads (default 4)")
-    train.add_argument("--n-layers", type=int, help="blocks (default 4)")
-    train.add_argument("--d-ff", type=int, help="feed-forward width (default 4·d_model)")
+    train.add_argument("--steps", type=POSITIVE,
+                       help="the run's total optimisation steps, where the cosine schedule ends "
+                            "(default 500; with --resume, the saved run's)")
+    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 32)")
+    train.add_argument("--context", type=POSITIVE,
+                       help="characters per window, max_len (default 128)")
+    train.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
+    train.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
+    train.add_argument("--n-layers", type=POSITIVE, help="blocks (default 4)")
+    train.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
     train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
     train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
-    train.add_argument("--lr", type=float, help="peak learning rate of AdamW (default 6e-3)")
-    train.add_argument("--eval-every", type=int, help="validate every N steps (default 100)")
-    train.add_argument("--seed", type=int, help="random seed (default 0)")
-    train.add_argument("--out", metavar="DIR", help="checkpoint directory (default runs/lm)")
-    train.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR")
+    train.add_argument("--lr", type=POSITIVE_REAL,
+                       help="peak learning rate of AdamW (default 6e-3)")
+    train.add_argument("--warmup", type=NON_NEGATIVE,
+                       help="steps of linear warm-up (default min(50, steps // 10))")
+    train.add_argument("--eval-every", type=POSITIVE, help="validate every N steps (default 100)")
+    train.add_argument("--seed", type=NON_NEGATIVE, help="random seed (default 0)")
+    train.add_argument("--out", metavar="DIR",
+                       help="run directory (default runs/lm; with --resume, DIR); a directory "
+                            "holding a run is never overwritten")
+    train.add_argument("--resume", metavar="DIR",
+                       help="continue the run saved in DIR with its settings (flags given here "
+                            "override them)")
     train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_backend(train)
@@ -242,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 1
     except (backend.BackendUnavailable, CheckpointError, ValueError, TypeError,
-            FileNotFoundError, ImportError) as err:
+            OSError, ImportError) as err:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

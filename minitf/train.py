@@ -9,6 +9,8 @@
 A Trainer also validates every ``eval_every`` steps, keeps the loss history, shows a progress bar
 (loss, learning rate, tokens/s), and stops with TrainingDiverged, naming the step and the first
 parameter whose gradient is not finite, as soon as a loss or a gradient becomes NaN or inf.
+Setting ``stop_requested`` (minitf train does on Ctrl-C) ends ``fit`` after the step under way:
+a step cut in half, some parameters updated and others not, could not be resumed exactly.
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class Trainer:
                  clip: float | None = 1.0):
         self.model, self.optimizer, self.batches = model, optimizer, batches
         self.schedule, self.evaluate, self.eval_every, self.clip = schedule, evaluate, eval_every, clip
-        self.step = 0
+        self.step, self.stop_requested = 0, False
         self.history = {"step": [], "loss": [], "lr": [], "val_step": [], "val_loss": []}
 
     def train_step(self) -> tuple[float, int]:
@@ -79,11 +81,12 @@ class Trainer:
         return val
 
     def fit(self, steps: int, progress: bool = True) -> dict:
-        """Train until ``self.step == steps`` (a resumed trainer continues where it stopped)."""
+        """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
+        until ``stop_requested`` is set."""
         bar = tqdm(total=steps, initial=self.step, disable=not progress, unit="step",
                    dynamic_ncols=True)
         tokens, start = 0, time.perf_counter()
-        while self.step < steps:
+        while self.step < steps and not self.stop_requested:
             loss, n_tokens = self.train_step()
             tokens += n_tokens
             postfix = {"loss": f"{loss:.3f}", "lr": f"{self.optimizer.lr:.2e}",

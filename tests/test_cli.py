@@ -69,7 +69,8 @@ def fast_run(tmp_path_factory):
 def test_train_fast_reports_against_the_bigram_and_saves(fast_run):
     out, stdout = fast_run
     assert "held-out loss" in stdout and "bigram" in stdout and "--- sample 1" in stdout
-    assert (out / "weights.npz").is_file() and (out / "checkpoint.json").is_file()
+    assert (out / "checkpoints.txt").read_text() == "step-000030\n"
+    assert {p.name for p in (out / "step-000030").iterdir()} == {"weights.npz", "checkpoint.json"}
     assert (out / "loss.png").is_file()
 
 
@@ -83,8 +84,8 @@ def test_generate_continues_a_prompt(fast_run, capsys):
 
 def test_resume_with_another_config_is_one_line(fast_run, capsys, tmp_path):
     out, _ = fast_run
-    code = cli.main(["train", "--fast", "--no-progress", "--d-model", "16", "--resume", str(out),
-                     "--out", str(tmp_path / "other")])
+    code = cli.main(["train", "--no-progress", "--d-model", "16", "--steps", "40",
+                     "--resume", str(out), "--out", str(tmp_path / "other")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
     assert "does not fit this model" in err and "tok_emb.W: saved" in err
@@ -131,3 +132,24 @@ def test_a_missing_text_file_is_one_line(capsys, tmp_path):
     assert cli.main(["train", "--fast", "--text", str(tmp_path / "none.txt")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no such file" in err
+
+
+@pytest.mark.parametrize("flag, value, wanted", [
+    ("--d-model", "0", "an integer ≥ 1"), ("--n-heads", "0", "an integer ≥ 1"),
+    ("--batch-size", "0", "an integer ≥ 1"), ("--context", "-4", "an integer ≥ 1"),
+    ("--d-ff", "0", "an integer ≥ 1"), ("--n-layers", "0", "an integer ≥ 1"),
+    ("--steps", "0", "an integer ≥ 1"), ("--eval-every", "0", "an integer ≥ 1"),
+    ("--d-model", "8.5", "an integer ≥ 1"), ("--seed", "-1", "an integer ≥ 0"),
+    ("--warmup", "-1", "an integer ≥ 0"), ("--lr", "nan", "a finite number > 0"),
+    ("--lr", "inf", "a finite number > 0"), ("--lr", "0", "a finite number > 0"),
+    ("--lr", "-0.001", "a finite number > 0"), ("--lr", "fast", "a finite number > 0"),
+])
+def test_a_bad_train_flag_is_one_line_naming_it(flag, value, wanted, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        # (a missing --text: were the flag let through, the run would stop there, not train)
+        cli.main(["train", "--text", str(tmp_path / "none.txt"), flag, value,
+                  "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.count("\n") == 0
+    assert f"argument {flag}: got {value!r}; wanted {wanted}" in err
+    assert not (tmp_path / "run").exists()                  # refused before anything ran

@@ -66,6 +66,7 @@ def test_history_records_every_step():
 
 
 def _saved(tmp_path):
+    """A run directory holding one checkpoint. -> the step directory of that checkpoint"""
     backend.seed(0)
     trainer = _trainer()
     trainer.fit(1, progress=False)
@@ -74,18 +75,21 @@ def _saved(tmp_path):
 
 def test_checkpoints_leave_no_temporary_files_and_replace_atomically(tmp_path, monkeypatch):
     directory = _saved(tmp_path)
+    run = directory.parent
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoints.txt", "step-000001"]
     assert sorted(p.name for p in directory.iterdir()) == ["checkpoint.json", "weights.npz"]
-    before = (directory / "weights.npz").read_bytes()
+    before = (run / "checkpoints.txt").read_bytes()
 
     def crash(*args, **kwargs):
         raise OSError("disk full")
     monkeypatch.setattr(checkpoint.os, "replace", crash)
     model = DecoderLM(17, 16, 2, 2, max_len=8)
     with pytest.raises(OSError):
-        checkpoint.save(directory, model)
+        checkpoint.save(run, model)
     monkeypatch.undo()
-    assert (directory / "weights.npz").read_bytes() == before       # the old one is whole
-    checkpoint.load(directory)
+    assert (run / "checkpoints.txt").read_bytes() == before         # the old one is current
+    assert checkpoint.load(run).meta["step"] == 1
+    assert not [p for p in run.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_a_pickle_inside_the_weights_is_refused(tmp_path):

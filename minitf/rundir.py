@@ -1,0 +1,93 @@
+"""The run directory ``minitf train --out DIR`` writes to: found usable before training starts, and
+written by one run at a time.
+
+    probe(out)           --out is a file, cannot be created, is not writable, or its disk is full:
+                         one line now, not a lost run after an hour of training
+    with RunLock(out):   DIR/lock holds the PID of the run writing there; a second run refuses,
+                         a lock left by a run that died (SIGKILL, power cut) is taken over
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROBE_BYTES = 1 << 16       # written and fsynced: a full disk fails this, not the first save
+LOCK = "lock"
+
+
+class RunDirectoryError(ValueError):
+    """The output directory cannot be used: not writable, full, or in use by another run."""
+
+
+def probe(directory, flag: str = "--out") -> Path:
+    """Create ``directory`` if needed and write a small temporary file there. -> the directory"""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise RunDirectoryError(f"{flag} {directory} is a file; wanted a directory (created if "
+                                f"missing)")
+    temporary = directory / f".probe.{os.getpid()}.tmp"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            with open(temporary, "wb") as f:
+                f.write(bytes(PROBE_BYTES))
+                f.flush()
+                os.fsync(f.fileno())
+        finally:
+            temporary.unlink(missing_ok=True)
+    except OSError as err:
+        raise RunDirectoryError(f"{flag} {directory}: cannot write there ({err.strerror}); "
+                                f"wanted a writable directory with free space") from None
+    return directory
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True                 # no cheap probe: trust the lock (the message says what to do)
+    try:
+        os.kill(pid, 0)             # signal 0: is there such a process? (sends nothing)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True                 # it exists, under another user
+    return True
+
+
+class RunLock:
+    """``with RunLock(directory):`` -- hold ``directory/lock``, which names this process, while
+    the run writes there. The lock is created with O_EXCL (only one process can create it); a lock
+    whose process is gone is taken over."""
+
+    def __init__(self, directory, flag: str = "--out"):
+        self.path, self.flag = Path(directory) / LOCK, flag
+
+    def _owner(self) -> int | None:
+        try:
+            return int(self.path.read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None             # vanished, or a lock cut short as its writer died
+
+    def __enter__(self) -> "RunLock":
+        for _ in range(2):          # the second try follows taking over a dead run's lock
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                owner = self._owner()
+                if owner is not None and _alive(owner):
+                    raise RunDirectoryError(
+                        f"{self.flag} {self.path.parent} is in use by another minitf train "
+                        f"(pid {owner}); wait for it, or choose another {self.flag} (if no run "
+                        f"uses it, delete {self.path})") from None
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{os.getpid()}\n")
+            return self
+        raise RunDirectoryError(f"{self.flag} {self.path.parent}: another run took its lock "
+                                f"just now; wait for it, or choose another {self.flag}")
+
+    def __exit__(self, *exc) -> None:
+        if self._owner() == os.getpid():
+            self.path.unlink(missing_ok=True)

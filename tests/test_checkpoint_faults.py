@@ -1,0 +1,201 @@
+"""A save is one atomic step: a process killed at any instant of a save, or a disk that fills
+during one, leaves the previous checkpoint loadable and whole.
+
+Every save here writes weights that encode its step (every parameter equals the step number), so
+a checkpoint that loads can be checked against the save that wrote it."""
+import builtins
+import errno
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from minitf import checkpoint
+from minitf.models import DecoderLM
+from minitf.optim import AdamW
+from minitf.train import Trainer
+
+# A host that imports minitf once and, for each line on its stdin, forks a saver: a process that
+# saves back to back from the step of the checkpoint there, printing its pid and then each step it
+# has saved. The test SIGKILLs the saver; the host prints "dead" once it is gone. (Forking spares
+# each of the many kills the start-up of Python and NumPy.)
+HOST = """
+import os, sys
+from minitf import checkpoint
+from minitf.models import DecoderLM
+from minitf.optim import AdamW
+from minitf.train import Trainer
+
+directory = sys.argv[1]
+for _ in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        model = DecoderLM(11, 8, 2, 1, max_len=4)   # small: the time goes to the file system
+        trainer = Trainer(model, AdamW(model, 1e-3), batches=None)
+        print(os.getpid(), flush=True)
+        try:
+            trainer.step = checkpoint.load(directory).meta["step"]
+        except checkpoint.CheckpointError:
+            pass
+        while True:
+            trainer.step += 1
+            for p in model.parameters():
+                p.data[...] = trainer.step
+            checkpoint.save(directory, model, trainer)
+            print(trainer.step, flush=True)
+    os.waitpid(pid, 0)
+    print("dead", flush=True)
+"""
+KILLS = 30
+
+
+def _small():
+    model = DecoderLM(11, 8, 2, 1, max_len=4)
+    return Trainer(model, AdamW(model, 1e-3), batches=None)
+
+
+def _save_step(directory, trainer, step):
+    trainer.step = step
+    for p in trainer.model.parameters():
+        p.data[...] = step
+    checkpoint.save(directory, trainer.model, trainer)
+
+
+def _intact_step(directory):
+    """The step of the checkpoint that loads, after checking its weights are that save's."""
+    saved = checkpoint.load(directory)
+    step = saved.meta["step"]
+    for name, value in saved.model.state_dict().items():
+        assert np.all(value == step), f"{name} holds weights of another save than step {step}"
+    return step
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and SIGKILL (POSIX)")
+def test_killing_the_process_at_random_moments_never_loses_the_checkpoint(tmp_path):
+    directory, rng = tmp_path / "run", random.Random(0)
+    host = subprocess.Popen([sys.executable, "-c", HOST, str(directory)], text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    lost, regressed = [], []
+    try:
+        for kill in range(KILLS):
+            host.stdin.write("save\n")
+            host.stdin.flush()
+            saver = int(host.stdout.readline())
+            host.stdout.readline()                  # one save completed: now aim at the next
+            time.sleep(rng.uniform(0.0, 0.03))
+            os.kill(saver, signal.SIGKILL)
+            lines = []
+            while not lines or not lines[-1].endswith("dead"):
+                lines.append(host.stdout.readline().rstrip("\n"))
+            # A line cut short by the kill runs into "dead"; the full lines before are saves.
+            completed = [int(line) for line in lines[:-1]]
+            try:
+                step = _intact_step(directory)
+            except (checkpoint.CheckpointError, AssertionError):
+                lost.append(kill)
+                continue
+            if completed and step < completed[-1]:
+                regressed.append(kill)              # a save reported complete was not kept
+    finally:
+        host.kill()
+        host.communicate()
+    assert lost == [], f"{len(lost)} of {KILLS} kills lost the checkpoint"
+    assert regressed == [], f"{len(regressed)} of {KILLS} kills lost a completed save"
+
+
+class FullDisk:
+    """``open`` whose files accept ``budget`` bytes in all, then fail with ENOSPC."""
+
+    def __init__(self, budget):
+        self.left = budget
+
+    def open(self, path, mode="r", *args, **kwargs):
+        f = builtins.open(path, mode, *args, **kwargs)
+        return _Filling(f, self) if any(c in mode for c in "wax") else f
+
+
+class _Filling:
+    def __init__(self, f, disk):
+        self.f, self.disk = f, disk
+
+    def write(self, data):
+        n = min(len(data), self.disk.left)
+        self.f.write(data[:n])
+        self.disk.left -= n
+        if n < len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def test_a_disk_that_fills_during_a_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+    lost, leftovers = [], set()
+    for budget in [0, 1, 100, size // 4, size // 2, size - 100, size - 1]:
+        monkeypatch.setattr(checkpoint, "open", FullDisk(budget).open, raising=False)
+        with pytest.raises(OSError) as err:
+            _save_step(directory, trainer, 2)
+        monkeypatch.undo()
+        assert err.value.errno == errno.ENOSPC
+        try:
+            assert _intact_step(directory) == 1
+        except (checkpoint.CheckpointError, AssertionError):
+            lost.append(budget)
+        leftovers |= {p.name for p in directory.iterdir() if p.name.endswith(".tmp")}
+    assert lost == [], f"a disk full after these many bytes lost the checkpoint: {lost}"
+    assert leftovers == set()                              # a failed save cleans up after itself
+    _save_step(directory, trainer, 2)                      # room again: saving works
+    assert _intact_step(directory) == 2
+
+
+def test_a_run_directory_keeps_the_last_few_checkpoints_and_names_the_current(tmp_path):
+    directory = tmp_path / "run"
+    trainer = _small()
+    for step in range(1, 6):
+        _save_step(directory, trainer, step)
+    names = sorted(p.name for p in directory.iterdir())
+    assert names == ["checkpoints.txt", "step-000003", "step-000004", "step-000005"]
+    assert (directory / "checkpoints.txt").read_text().split() == [
+        "step-000005", "step-000004", "step-000003"]
+    assert _intact_step(directory) == 5 and _intact_step(directory / "step-000003") == 3
+    _save_step(directory, trainer, 5)          # the same step again: a new name, both kept
+    assert (directory / "checkpoints.txt").read_text().split()[:2] == [
+        "step-000005-1", "step-000005"]
+
+
+def test_leftovers_of_a_crashed_save_are_cleaned(tmp_path):
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    (directory / ".step-000002.999.tmp").mkdir()          # killed while writing
+    (directory / "step-000002").mkdir()                   # killed before checkpoints.txt moved
+    (directory / ".checkpoints.txt.999.tmp").write_text("step-000002\n")
+    (directory / "loss.png").write_bytes(b"not ours")
+    checkpoint.clean(directory)
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "checkpoints.txt", "loss.png", "step-000001"]
+    assert _intact_step(directory) == 1
+
+
+def test_a_checkpoint_of_the_earlier_layout_still_loads(tmp_path):
+    trainer = _small()
+    _save_step(tmp_path / "run", trainer, 7)
+    old = tmp_path / "old"                    # weights.npz and checkpoint.json in the directory
+    (tmp_path / "run" / "step-000007").rename(old)
+    assert _intact_step(old) == 7

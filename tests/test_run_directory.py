@@ -1,0 +1,166 @@
+"""``minitf train`` and its run directory: a bad --out is found before training, one run writes a
+directory at a time and never replaces another's, Ctrl-C saves, and --resume is exact."""
+import errno
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from minitf import char_lm, checkpoint, cli, rundir
+from minitf.train import Trainer
+
+SMALL = ["--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--context", "16",
+         "--batch-size", "4", "--eval-every", "10", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory):
+    words = "The quick brown fox jumps over a lazy dog and then some more".split()
+    rng = random.Random(0)
+    path = tmp_path_factory.mktemp("text") / "words.txt"
+    path.write_text("\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(200)))
+    return str(path)
+
+
+def train(text, *flags):
+    return cli.main(["train", "--text", text, *SMALL, *flags])
+
+
+def one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def _interrupt_at(monkeypatch, step):
+    """Press Ctrl-C (a real SIGINT to this process) as training finishes ``step``."""
+    train_step = Trainer.train_step
+
+    def pressing_ctrl_c(self):
+        result = train_step(self)
+        if self.step == step:
+            os.kill(os.getpid(), signal.SIGINT)
+        return result
+    monkeypatch.setattr(Trainer, "train_step", pressing_ctrl_c)
+
+
+def test_an_interrupted_and_resumed_run_is_the_uninterrupted_run(text, tmp_path, monkeypatch,
+                                                                 capsys):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert train(text, "--steps", "40", "--out", str(straight)) == 0   # short runs work: warm-up 4
+
+    _interrupt_at(monkeypatch, 20)
+    assert train(text, "--steps", "40", "--out", str(split)) == 130
+    monkeypatch.undo()
+    out = capsys.readouterr().out
+    assert "interrupted at step 20 of 40" in out
+    assert f"to continue: minitf train --resume {split}\n" in out
+    assert checkpoint.read_meta(split)["step"] == 20
+
+    assert cli.main(["train", "--resume", str(split), "--no-progress"]) == 0   # the printed command
+    a, b = checkpoint.load(straight), checkpoint.load(split)
+    assert b.meta["step"] == 40 and a.arrays.keys() == b.arrays.keys()
+    for key in a.arrays:                                   # weights and optimizer state
+        assert np.array_equal(a.arrays[key], b.arrays[key]), key
+    assert a.meta["rng"] == b.meta["rng"]
+    assert a.meta["history"]["loss"] == b.meta["history"]["loss"]
+
+    # The saved random state is the one training left, not what sampling made of it afterwards.
+    settings = {**a.meta["extra"]["run"], "out": str(tmp_path / "no-samples"), "samples": 0}
+    char_lm.run(char_lm.RunConfig(**settings), log=lambda *args: None)
+    assert checkpoint.read_meta(tmp_path / "no-samples")["rng"] == a.meta["rng"]
+
+
+def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train(text, "--steps", "20", "--out", str(run)) == 0
+    assert cli.main(["train", "--resume", str(run)]) == 2
+    err = one_line(capsys)
+    assert "--steps 20" in err and "already done 20 steps" in err and "ask for more" in err
+
+    other = tmp_path / "other.txt"
+    other.write_text(open(text).read() + " Zebra!\n")
+    assert cli.main(["train", "--resume", str(run), "--steps", "30", "--text", str(other)]) == 2
+    err = one_line(capsys)
+    assert f"--text {other}" in err and "(2 new: '!Z')" in err and "trained on" in err
+
+    # A longer total continues the run on a cosine re-planned to end at the new total.
+    assert cli.main(["train", "--resume", str(run), "--steps", "30", "--no-progress"]) == 0
+    assert "the cosine schedule now ends at step 30" in capsys.readouterr().out
+    assert checkpoint.read_meta(run)["step"] == 30
+
+
+def test_a_warmup_that_does_not_fit_is_one_line(text, tmp_path, capsys):
+    assert train(text, "--steps", "10", "--warmup", "10", "--out", str(tmp_path / "run")) == 2
+    assert "--warmup 10: wanted 0 ≤ warmup < --steps 10" in one_line(capsys)
+
+
+def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train(text, "--steps", "10", "--out", str(run)) == 0
+    before = {p.name: p.stat().st_mtime_ns for p in run.rglob("*")}
+    assert train(text, "--steps", "10", "--out", str(run)) == 2
+    err = one_line(capsys)
+    assert f"--out {run} already holds a run (step 10)" in err and f"--resume {run}" in err
+    assert {p.name: p.stat().st_mtime_ns for p in run.rglob("*")} == before
+
+
+def test_an_unusable_out_fails_before_anything_else(tmp_path, capsys, monkeypatch):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    missing_text = str(tmp_path / "none.txt")      # never read: --out is checked first
+    assert train(missing_text, "--out", str(a_file)) == 2
+    assert f"--out {a_file} is a file; wanted a directory" in one_line(capsys)
+    assert train(missing_text, "--out", str(a_file / "sub")) == 2
+    assert f"--out {a_file / 'sub'}: cannot write there" in one_line(capsys)
+
+    for code in (errno.ENOSPC, errno.EACCES):
+        def failing_open(*args, **kwargs):
+            raise OSError(code, os.strerror(code))
+        monkeypatch.setattr(rundir, "open", failing_open, raising=False)
+        assert train(missing_text, "--out", str(tmp_path / "out")) == 2
+        assert f"cannot write there ({os.strerror(code)})" in one_line(capsys)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []     # the probe cleaned up
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_lock_left_by_a_dead_run_is_taken_over(text, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "lock").write_text(f"{_dead_pid()}\n")
+    assert train(text, "--steps", "10", "--out", str(run)) == 0
+    assert not (run / "lock").exists()                   # released at the end
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tmp_path, capsys):
+    run = tmp_path / "run"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "minitf", "train", "--text", text, *SMALL, "--steps", "100000",
+         "--out", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        while not child.stdout.readline().startswith("model:"):   # printed as training starts
+            assert child.poll() is None, child.stderr.read()
+        time.sleep(0.3)                                           # a few steps
+        assert train(text, "--steps", "10", "--out", str(run)) == 2
+        assert f"--out {run} is in use by another minitf train (pid {child.pid})" in one_line(capsys)
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130, stderr
+    assert f"to continue: minitf train --resume {run}" in stdout
+    assert stderr.strip().endswith("minitf train: interrupted")
+    assert 0 <= checkpoint.load(run).meta["step"] < 100000
+    assert not (run / "lock").exists()
