@@ -12,8 +12,9 @@ The two are compared by a relative error, taken over the whole tensor:
 
 and a tensor passes when that is at most TOLERANCE. Every input and every parameter is checked.
 Each evaluation is run under the same seed, so dropout draws the same mask every time; g comes
-from a seed of its own. (It must be independent of the inputs: with g = x, for one, layer norm's
-input gradient is zero by construction, and a check against zero proves nothing.)
+from a seed of its own. (It must be independent of the inputs: with g = x and γ = 1, for one,
+layer norm's input gradient is zero up to its ε, since layer norm ignores a rescaling of x, and a
+check against (almost) zero proves little.)
 
 Why over the whole tensor, not entry by entry (as in CS231n): central differences carry a
 rounding error of about ε·|L|/h ≈ 1e-10 on *every* entry, and some true gradients are exactly

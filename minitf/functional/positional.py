@@ -114,9 +114,12 @@ def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
 
 def relative_position_buckets(n_q, n_k=None, bidirectional=True, num_buckets=32,
                               max_distance=128, xp=None):
-    """T5's bucket for each (query, key) pair: one bucket per distance up to num_buckets/2 (or /4
-    when bidirectional), then logarithmically wider buckets up to max_distance, beyond which all
-    distances share the last bucket. Bidirectional buckets give keys after the query their own half.
+    """T5's bucket for each (query, key) pair: one bucket per distance below num_buckets/2 (or /4
+    when bidirectional), then logarithmically wider buckets, the last of which takes every larger
+    distance. The log scale reaches max_distance at the *end* of the last bucket, and buckets are
+    rounded down, so the last one starts earlier: at distance 91 with the defaults, bidirectional
+    (8 · 16^(7/8)), as in T5. Bidirectional buckets give keys after the query their own half; the
+    distance 0 counts as the past, so the first bucket of that half is never used.
 
     ->  (n_q, n_k) integer bucket ids in [0, num_buckets)
     """
