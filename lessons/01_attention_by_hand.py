@@ -4,8 +4,9 @@ Attention by hand
 
 Work through one attention step with numbers small enough to check on paper: a query is
 compared with every key, the scores become weights that sum to one, and the output is the
-weighted average of the values. By the end you will have reproduced the lectures' "Thinking
-Machines" example and the Hello / I / love / you weight matrix with minitf's own ``F.attention``.
+weighted average of the values. By the end you will have computed how much "The" attends to
+"The cat sat on", and reproduced the lectures' "Thinking Machines" quiz and the Hello / I / love
+/ you weight matrix, all with minitf's own ``F.attention``.
 
 Run it: ``python lessons/01_attention_by_hand.py`` or ``minitf lesson 1`` (about a second).
 """
@@ -14,7 +15,7 @@ Run it: ``python lessons/01_attention_by_hand.py`` or ``minitf lesson 1`` (about
 import numpy as np
 
 import minitf.functional as F
-from minitf import backend, viz
+from minitf import backend, nn, viz
 
 backend.precision("float64")      # exact arithmetic, so every printed digit can be checked
 backend.seed(0)
@@ -37,7 +38,7 @@ backend.seed(0)
 # difference is that attention does not pick one film: it blends all of them, weighted by how
 # well each key matches.
 #
-# For one query the recipe is
+# For one query the recipe is::
 #
 #     score_j  = q · k_j / √d_k         how well key j matches
 #     weight_j = softmax(score)_j       positive, and summing to 1 over the keys
@@ -47,13 +48,61 @@ backend.seed(0)
 # mechanism itself with numbers we choose.)
 
 # %% [markdown]
+# Where queries, keys and values come from
+# ----------------------------------------
+#
+# A token does not arrive with a query, a key and a value: it arrives as one embedding x_i,
+# and three learned matrices turn it into the three roles, q_i = x_i W_Q, k_i = x_i W_K and
+# v_i = x_i W_V. The lectures draw this for the four tokens "The cat sat on" and ask how much
+# "The" should attend to each position. The answer is one row of weights::
+#
+#     α_1,i = softmax_i( q_1 · k_i / √d )        for i = 1, …, 4
+#
+# Below, the embeddings and the matrices are random (nothing has been trained, so the row says
+# nothing about English yet), but every step is the real one. The figure shows the row as a
+# 1 × 4 strip of the weight matrix: keys across, the one query down.
+
+# %%
+sentence = ["The", "cat", "sat", "on"]
+d = 8
+with backend.seed(1):                                   # its own seed: later cells are unchanged
+    x = backend.to_numpy(backend.randn(len(sentence), d))   # (n=4, d=8): one embedding per token
+    W_Q, W_K, W_V = (nn.Linear(d, d, bias=False) for _ in range(3))
+queries, keys4, values4 = W_Q(x), W_K(x), W_V(x)        # (4, 8) each: row i is q_i, k_i, v_i
+z_the, the = F.attention(queries[:1], keys4, values4)   # only the query of "The"
+alpha = the.probs[0]                                    # (4,) α_1,i over the four positions
+
+dots = keys4 @ queries[0] / np.sqrt(d)                  # the slide's recipe, written out in NumPy
+by_hand = np.exp(dots) / np.exp(dots).sum()
+for word, score, a in zip(sentence, dots, alpha):
+    print(f"q_1·k_i/√d for {word!r:6}= {score:+.3f}   α_1,i = {a:.3f}")
+print(f"sum of the row = {alpha.sum():.6f}")
+assert np.allclose(alpha, by_hand, atol=1e-14), \
+    "F.attention's row for 'The' should be softmax_i(q_1·k_i/√d), the lectures' formula"
+assert np.allclose(z_the[0], alpha @ values4), "z_1 should be Σ_i α_1,i v_i"
+assert np.isclose(alpha.sum(), 1) and (alpha > 0).all(), \
+    "softmax's defining property: the weights are positive and sum to 1"
+print("✓ 'The' attends to The / cat / sat / on with one softmax row; its output blends the v_i")
+
+fig, ax = viz.figure(size=(6.0, 2.0))
+viz.heatmap(ax, alpha[None, :], x_labels=sentence, y_labels=["The"], xlabel="key",
+            ylabel="query", vmin=0, vmax=1, colorbar="attention weight", annotate=".2f",
+            title='How much "The" attends to each position (random W_Q, W_K)')
+viz.save(fig, "01_the_cat_sat_on")
+
+# %% [markdown]
 # Thinking Machines
 # -----------------
 #
 # The lectures' worked example has two tokens, "Thinking" and "Machines", with d_k = 64. The
-# query of "Thinking" scores 112 against its own key and 96 against the key of "Machines". We
-# build vectors that give exactly those dot products: q is all ones, so q · k is just the sum
-# of k's entries.
+# query of "Thinking" scores 112 against its own key and 96 against the key of "Machines". It
+# comes as a quiz: what is the output vector for "Thinking"? The four choices are::
+#
+#     (a) 0.5·v_1 + 0.5·v_2        (b) 0.54·v_1 + 0.46·v_2
+#     (c) 0.88·v_1 + 0.12·v_2      (d) 0.12·v_1 + 0.88·v_2
+#
+# Decide before you run the cell. We build vectors that give exactly those dot products: q is
+# all ones, so q · k is just the sum of k's entries.
 
 # %%
 d_k = 64
@@ -151,12 +200,19 @@ viz.save(fig, "01_soft_lookup")
 # With n tokens, every token is a query and every token is a key, so the weights form an
 # n × n matrix: row i holds query i's weights over all keys, and softmax runs along each row.
 # Stacking the queries as the rows of Q, the keys of K and the values of V, the whole layer is
-# one formula, ``softmax(Q Kᵀ / √d_k) V``, and every output row is computed at the same time
-# (an RNN would need n steps, one after the other).
+# one formula, ``softmax(Q Kᵀ / √d_k) V``, and every output row is computed at the same time.
+#
+# That is what the recurrent networks used before Transformers could not do. An RNN reads a
+# sentence one token at a time, folding each into a hidden state, so n tokens take n steps that
+# must run in order, and information from the first word reaches the last only after passing
+# through every state in between. Along that path long contexts fade, and the gradient, pushed
+# back through the same steps, tends to vanish or explode. Attention connects any two positions
+# in a single step, and since no row waits for another, all positions run in parallel.
 #
 # The lectures show such a matrix for "Hello I love you". Entry [0, 2] = 0.05 says how much
-# "Hello" draws from "love". Can minitf produce exactly that matrix? Softmax is undone by a
-# logarithm up to a constant per row, so scores of log P give back P.
+# "Hello" draws from "love". Its rows sum to 1, as softmax rows must. Can minitf produce
+# exactly that matrix? Softmax is undone by a logarithm up to a constant per row (it only sees
+# differences within a row), and these rows already sum to 1, so scores of log P give back P.
 
 # %%
 words = ["Hello", "I", "love", "you"]
@@ -167,11 +223,13 @@ P = np.array([[0.80, 0.10, 0.05, 0.05],                 # (n_q=4, n_k=4), from d
 probs, _ = F.softmax(np.log(P))                         # row-wise, over the keys
 print("softmax(log P) =\n", np.round(probs, 4))
 print("row sums      =", probs.sum(axis=1))
-assert np.allclose(P.sum(axis=1), 1.0), "every row of the deck's matrix sums to 1"
-assert np.allclose(probs, P), "softmax(log P) should give back the deck's matrix"
-assert probs.shape == (len(words), len(words)), "the weights are [seq_len, seq_len]"
-assert (probs >= 0).all(), "weights are never negative"
-print("✓ the Hello / I / love / you matrix: [seq_len, seq_len], rows sum to 1, "
+print(f"weights {probs.shape}: [seq_len, seq_len]")
+assert np.allclose(P.sum(axis=1), 1.0), "every row of deck 002's matrix should sum to 1"
+assert (P > 0).all(), "every weight in deck 002's matrix should be positive, as softmax gives"
+assert np.allclose(probs, P), \
+    "identity: softmax(log P) = P for a matrix whose rows sum to 1 (log undoes softmax up to a " \
+    "per-row constant)"
+print("✓ the Hello / I / love / you matrix: positive rows that sum to 1, "
       "so each output is a weighted average of the values")
 
 fig, ax = viz.figure(size=(4.8, 4.0))
@@ -187,8 +245,8 @@ viz.save(fig, "01_hello_i_love_you")
 #
 # Queries and keys need not come from the same sequence: with M queries and N keys the weight
 # matrix is M × N and the output is M × d_v. A decoder attending to an encoder does exactly
-# this. The batched call also equals a loop over the queries, one at a time, which is the
-# "every b_i is computed in parallel" claim made concrete.
+# this. The batched call also equals a loop over the queries, one at a time: each row depends
+# only on its own query, so all rows can be computed at once.
 
 # %%
 M, N, d, d_v = 3, 5, 4, 2
@@ -197,7 +255,8 @@ out, cache = F.attention(Q, K, V)                       # (3, 2) from (3, 4), (5
 one_by_one = np.concatenate([F.attention(Q[i:i + 1], K, V)[0] for i in range(M)])
 print(f"Q {Q.shape}, K {K.shape}, V {V.shape} -> weights {cache.probs.shape}, out {out.shape}")
 assert out.shape == (M, d_v) and cache.probs.shape == (M, N), "M×N weights, M×d_v output"
-assert np.allclose(out, one_by_one, atol=1e-15), "the batched call equals a loop over queries"
+assert np.allclose(out, one_by_one, atol=1e-15), \
+    "the batched call should equal a loop over the queries: each row needs only its own query"
 
 X = backend.to_numpy(backend.randn(2, 6, 8))            # (b=2, n=6, d=8): a batch of sequences
 out, cache = F.attention(X, X, X)
@@ -209,10 +268,12 @@ print("✓ M queries, N keys: M×N weights; a batch adds a leading axis; all row
 # What to remember
 # ----------------
 #
+# * Queries, keys and values are learned linear maps of the token embeddings.
 # * Scores are dot products of queries with keys, divided by √d_k; softmax turns each row into
 #   weights that are positive and sum to one; the output is the weighted average of the values.
 # * The weight matrix has one row per query and one column per key; ``cache.probs`` holds it,
 #   ready to plot.
 # * Attention is a lookup that blends: sharp scores pick one value, flat scores average them.
+# * Any two positions are one step apart, and all rows are computed at once: no recurrence.
 #
 # Next, lesson 02: why divide by √d_k at all?

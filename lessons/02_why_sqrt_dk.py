@@ -28,16 +28,17 @@ backend.seed(0)
 # Suppose the entries of a query q and a key k are independent, with mean 0 and variance 1 (what
 # a well-initialised layer produces). Their dot product q · k = Σ_i q_i k_i is a sum of d_k
 # independent terms, each with mean 0 and variance E[q_i²] E[k_i²] = 1. Variances of independent
-# terms add, so
+# terms add, so::
 #
 #     var(q · k) = d_k        and its standard deviation is √d_k.
 #
 # Dividing by √d_k brings the variance back to 1, whatever d_k is. That is the whole argument;
 # the rest of the lesson measures it, and then asks why a variance of 1 matters.
 #
-# A slip in one deck: its slide says "if the elements of q and **v** are independent N(0, 1), the
-# variance of the dot product → D_k". It means q and **k**: the values never enter the scores
-# (checked below: change V and the weights do not move).
+# A slip in one deck: its slide on scaling names q and **v** where it means q and **k**. The
+# arithmetic is not what is wrong (q · v would have variance d_k too, under the same
+# assumptions); the slip is about *which* dot product gets scaled. The scores are q · k, and the
+# values only enter afterwards, averaged with the softmax's weights.
 #
 # We draw 4,000 query rows for each width d_k ∈ {4, 16, 64, 256, 1024}: 250 independent blocks
 # of 16 queries against 16 keys, so every row is one query's softmax over 16 keys.
@@ -59,10 +60,7 @@ for d_k in widths:
     p_raw, cache_raw = F.softmax(raw)                       # row-wise over the 16 keys
     p_scaled, cache_scaled = F.softmax(scaled)
     _, att = F.attention(Q, K, V)                           # minitf's layer scales by itself
-    _, att_other_v = F.attention(Q, K, 2 * V + 1)
-    assert np.allclose(att.probs, p_scaled, atol=1e-14), "F.attention divides by √d_k"
-    assert np.array_equal(att.probs, att_other_v.probs), \
-        "the weights depend on q and k only, never on v (erratum in deck 004: 'q and v')"
+    assert np.allclose(att.probs, p_scaled, atol=1e-14), "F.attention should divide q·k by √d_k"
 
     # Backward: a random upstream gradient dp, pushed through the softmax's Jacobian.
     dp = backend.to_numpy(backend.randn(blocks, n, n))
@@ -87,7 +85,7 @@ assert np.allclose(stats["var_raw"] / widths, 1, rtol=0.1), \
     f"var(q·k) should be ≈ d_k (deck 004), got {np.round(stats['var_raw'], 1)}"
 assert np.allclose(stats["var_scaled"], 1, rtol=0.1), \
     f"var(q·k / √d_k) should be ≈ 1 at every width, got {np.round(stats['var_scaled'], 3)}"
-print("✓ var(q·k) ≈ d_k, and ≈ 1 after dividing by √d_k; the weights ignore v entirely")
+print("✓ var(q·k) ≈ d_k, and ≈ 1 after dividing by √d_k")
 
 # %% [markdown]
 # What large scores do to the softmax
@@ -105,8 +103,8 @@ print("✓ var(q·k) ≈ d_k, and ≈ 1 after dividing by √d_k; the weights ig
 #   arrives from above, almost nothing passes back to the queries and keys.
 #
 # We measure both per row: the largest weight (1/16 = 0.0625 would be uniform, 1 is one-hot) and
-# the mean |dx| for a random upstream gradient dp. The mean over rows hides how bad a *typical*
-# row is, so the median is printed too.
+# the mean absolute entry of dx (``mean |dx|`` in the table) for a random upstream gradient dp.
+# The mean over rows hides how bad a *typical* row is, so the median is printed too.
 
 # %%
 print(" d_k   max weight: raw  scaled   rows > 0.99 (raw)   mean |dx|: raw    scaled"
@@ -118,7 +116,8 @@ for i, d_k in enumerate(widths):
 
 fall = stats["grad_raw"][0] / stats["grad_raw"][-1]
 median_fall = stats["median_raw"][0] / stats["median_raw"][-1]
-print(f"unscaled, d_k 4 → 1024: mean |dx| falls {fall:.1f}×, median |dx| {median_fall:.1e}×")
+print(f"unscaled, d_k 4 → 1024: mean |dx| falls {fall:.1f}×, median |dx| {median_fall:.1e}×"
+      f"  (1/√d_k alone would give {math.sqrt(widths[-1] / widths[0]):.0f}×)")
 
 assert np.all(np.diff(stats["max_raw"]) > 0) and stats["max_raw"][-1] > 0.95, \
     f"unscaled, the largest weight should climb towards 1, got {np.round(stats['max_raw'], 3)}"
@@ -130,24 +129,26 @@ assert fall >= 8, f"unscaled, the softmax gradient should fall ≥ 8× by d_k = 
 assert stats["grad_scaled"].max() / stats["grad_scaled"].min() < 1.05, \
     f"scaled, the gradient size should stay within 5 %, got {np.round(stats['grad_scaled'], 4)}"
 assert median_fall > 1e4, "for a typical row the unscaled gradient should all but vanish"
-print("✓ raw scores saturate (max weight 0.42 → 0.96) and starve the gradient; "
-      "scaled ones keep both steady")
+print(f"✓ raw scores saturate (max weight {stats['max_raw'][0]:.2f} → "
+      f"{stats['max_raw'][-1]:.2f}) and starve the gradient; scaled ones keep both steady")
 
 # %% [markdown]
-# The mean falls about 10×, roughly like 1/√d_k, and not faster because a few rows always have
-# two near-equal top scores that still share the weight and still pass a gradient. The median
-# row tells the real story: its gradient drops by more than four orders of magnitude.
+# The mean falls about 10×, more slowly even than 1/√d_k (16× over this range), because a few
+# rows always have two near-equal top scores that still share the weight and still pass a
+# gradient. The median row tells the real story: its gradient drops by more than four orders of
+# magnitude.
 #
 # "Exponentially small"
 # ---------------------
 #
 # Deck 004 says the softmax's gradients become *exponentially* small for large inputs. Take one
 # row at d_k = 1024 and walk from the scaled scores (multiplier t = 1) to the raw ones
-# (t = √1024 = 32): the scores' shape stays the same, only their size grows. Up to t ≈ 2 a
-# sharper softmax is, if anything, *more* sensitive; after that, with a log y axis, the gradient
-# falls along a straight line: decay like e^(−t·gap), where the gap is the distance between the
-# row's two largest scaled scores. The runner-up's weight is about e^(−t·gap), and it carries
-# most of what is left of the gradient.
+# (t = √1024 = 32): the scores' shape stays the same, only their size grows. At first a sharper
+# softmax is, if anything, *more* sensitive: for this row the gradient peaks at t = 2 and is
+# still above its t = 1 size at t = 4. Past t ≈ 6, with a log y axis, it falls along a straight
+# line: decay like e^(−t·gap), where the gap is the distance between the row's two largest
+# scaled scores. The runner-up's weight is about e^(−t·gap), and it carries most of what is
+# left of the gradient.
 
 # %%
 row = keep["raw"] / math.sqrt(widths[-1])               # (16,) one query's scaled scores
@@ -159,8 +160,11 @@ for t in multipliers:
     path_max.append(p.max())
 path_grad, path_max = np.array(path_grad), np.array(path_max)
 at = {t: i for i, t in enumerate(multipliers)}
-for t in (0, 1, 2, 4, 8, 16, 24, 32):
+for t in (0, 1, 2, 4, 6, 8, 16, 24, 32):
     print(f"t = {t:>2}: max weight {path_max[at[t]]:.6f}   mean |dx| {path_grad[at[t]]:.1e}")
+peak = multipliers[path_grad.argmax()]
+still_above = multipliers[path_grad >= path_grad[at[1]]].max()
+print(f"the gradient peaks at t = {peak} and is at least its t = 1 size up to t = {still_above}")
 top_two = np.sort(row)[-2:]
 gap = top_two[1] - top_two[0]
 rate = np.log(path_grad[at[24]] / path_grad[at[32]]) / (32 - 24)

@@ -6,7 +6,8 @@ Strip attention down to softmax(X Xᵀ) X, with no learned matrices at all, and 
 do: it has nothing to learn, treats every feature alike, and (when the tokens have equal
 length) makes every token attend most to itself. Learned W_Q ≠ W_K remove that limit. A second
 limit stays: every output is a weighted average of the values, so it never leaves their convex
-hull, which is why each Transformer block adds a feed-forward network after attention.
+hull. A linear layer after attention would not change that; the nonlinear feed-forward network
+that each Transformer block adds after attention does.
 
 Run it: ``python lessons/03_self_attention_needs_weights.py`` or ``minitf lesson 3`` (a few
 seconds).
@@ -28,7 +29,7 @@ backend.seed(0)
 # ---------------------------
 #
 # One lecture asks for the simplest self-attention you can think of, given the token vectors
-# X (n × d). Use the tokens themselves as queries, keys and values:
+# X (n × d). Use the tokens themselves as queries, keys and values::
 #
 #     Y = softmax(X Xᵀ / √d) X        (row-wise softmax; some slides leave out the √d)
 #
@@ -59,17 +60,17 @@ print(f"parameters: unweighted self-attention 0, MultiHeadAttention({d}, 1) "
       f"{mha.num_parameters()}")
 print(f"largest change of a weight when every token is rotated by R: "
       f"{np.abs(rotated.probs - cache.probs).max():.1e}")
-assert np.allclose(Y, by_hand, atol=1e-14), "F.attention(X, X, X) is softmax(X Xᵀ/√d) X"
+assert np.allclose(Y, by_hand, atol=1e-14), "F.attention(X, X, X) should be softmax(X Xᵀ/√d) X"
 assert np.allclose(rotated.probs, cache.probs, atol=1e-12), \
-    "rotating the features should leave the weights unchanged (deck 004: every feature " \
-    "plays an equal role)"
+    "identity: (X R)(X R)ᵀ = X R Rᵀ Xᵀ = X Xᵀ for orthogonal R, so the weights cannot change " \
+    "(the algebra behind deck 004's 'every feature plays an equal role')"
 print("✓ softmax(X Xᵀ) X: nothing to learn, and blind to which features carry what")
 
 # %% [markdown]
 # Every token looks at itself
 # ---------------------------
 #
-# Another deck points out a sharper problem. Expand (x_i − x_j) · (x_i − x_j) ≥ 0:
+# Another deck points out a sharper problem. Expand (x_i − x_j) · (x_i − x_j) ≥ 0::
 #
 #     x_i · x_j  ≤  ½ (x_i · x_i + x_j · x_j)  ≤  max(x_i · x_i, x_j · x_j)
 #
@@ -105,12 +106,12 @@ print("✓ scores never beat both self-scores; "
 
 # %% [markdown]
 # A correction: the bound is about scores, not weights
-# ---------------------------------------------------
+# ----------------------------------------------------
 #
 # The same slide then moves the bound to the weights, claiming α_ij ≤ max(α_ii, α_jj) because
 # "softmax preserves order", and concludes that the diagonal always wins. Softmax preserves
 # order only *within* a row: α_ij and α_jj sit in different rows with different normalisers.
-# With unequal lengths both conclusions fail. Three tokens in 2-D show it:
+# With unequal lengths both conclusions fail. Three tokens in 2-D show it::
 #
 #     a = (1, 1)     short
 #     b = (3, 0)     longer: a · b = 3 beats a's own score a · a = 2
@@ -196,20 +197,28 @@ viz.save(fig, "03_diagonal")
 # Outputs never leave the hull of the values
 # ------------------------------------------
 #
-# Each output is Σ_j α_ij v_j with α_ij ≥ 0 and Σ_j α_ij = 1: a convex combination of the
-# value vectors. With 4 values in 16 dimensions, every output lies in the 4-dimensional subspace
-# they span, and inside that, in the region they enclose. Least squares confirms it: the outputs
-# are reproduced from the values with a residual at rounding level, and the coefficients it
-# finds are the attention weights. Applying a feed-forward network (two linear layers with a ReLU
-# between them, ``nn.FeedForward``) to the same outputs leaves that subspace at once.
+# Each output is Σ_j α_ij v_j with α_ij ≥ 0 and Σ_j α_ij = 1: a convex combination of the value
+# vectors, whatever the queries and keys are. With 4 values in 16 dimensions, every output lies
+# in the 4-dimensional subspace they span, and inside that, in the region they enclose. Least
+# squares confirms it: the outputs are rebuilt from the values with a residual at rounding
+# level, and the coefficients it finds are the attention weights.
+#
+# Leaving that subspace by itself proves little: a generic learned map applied to each
+# position, even a plain ``nn.Linear``, moves the outputs out of it. The sharper question is whether they are
+# still averages of *something*. After a linear layer they are: since the weights sum to 1,
+# (Σ_j α_ij v_j) W + b = Σ_j α_ij (v_j W + b), so attention followed by a linear map is just
+# attention over linearly mapped values, with the same weights. The feed-forward network
+# (``nn.FeedForward``: two linear layers with a ReLU between them) has no such identity; what
+# it adds beyond a linear map is the nonlinearity, and that is what the deck asks for.
 
 # %%
 n_v = 4
 Xv = backend.to_numpy(backend.randn(n_v, d))           # (4, 16)
 V = W_V(Xv)                                             # (4, 16) values
 out, span_cache = F.attention(W_Q(Xv), W_K(Xv), V)      # (4, 16)
-ffn = nn.FeedForward(d, 64)
-mixed = ffn(out)                                        # (4, 16), position by position
+alpha = span_cache.probs                                # (4, 4)
+linear, ffn = nn.Linear(d, d), nn.FeedForward(d, 64)    # both applied position by position
+linear.b.data[:] = backend.to_numpy(backend.randn(d))   # a non-zero bias, as after training
 
 
 def residual(Y, V):
@@ -219,54 +228,97 @@ def residual(Y, V):
 
 
 res_att, coef = residual(out, V)
-res_ffn, _ = residual(mixed, V)
-print(f"relative distance from span(values): attention {res_att.max():.1e}, "
-      f"feed-forward {res_ffn.min():.2f}")
+res_lin, _ = residual(linear(out), V)
+res_lin_mapped, _ = residual(linear(out), linear(V))
+res_ffn_mapped, _ = residual(ffn(out), ffn(V))
+print("relative distance of the 4 outputs from a span (largest if they belong in it, "
+      "smallest if not):")
+print(f"  attention output           from span(V)              {res_att.max():.1e}")
+print(f"  Linear(output)             from span(V)              {res_lin.min():.2f}")
+print(f"  Linear(output)             from span(Linear(V))      {res_lin_mapped.max():.1e}")
+print(f"  FeedForward(output)        from span(FeedForward(V)) {res_ffn_mapped.min():.2f}")
 assert res_att.max() < 1e-10, "attention outputs should lie in the span of the values (deck 004)"
-assert np.allclose(coef, span_cache.probs, atol=1e-10), "the coefficients are the weights"
-assert res_ffn.min() > 1e-3, "a feed-forward network's output should leave the span"
-print("✓ attention outputs = weights × values, to rounding; the MLP's outputs leave the span")
+assert np.allclose(coef, alpha, atol=1e-10), "the least-squares coefficients should be the weights"
+assert res_lin.min() > 1e-3, "a plain linear layer should already move the outputs out of span(V)"
+assert np.allclose(linear(out), alpha @ linear(V), atol=1e-12), \
+    "identity: weights that sum to 1 give (Σ α v) W + b = Σ α (v W + b)"
+assert res_ffn_mapped.min() > 1e-3, \
+    "the feed-forward outputs should not be averages of the mapped values: its ReLU is " \
+    "the nonlinearity deck 004 adds after attention"
+print("✓ attention outputs = weights × values; after a Linear they still are (of mapped values); "
+      "after the MLP they are not")
 
 # %% [markdown]
-# The same in a picture: 5 values in 2-D, and 400 queries of every direction and size. The
-# outputs fill the pentagon the values span and never step outside it (a point is inside a
-# convex polygon when it lies left of every edge, walked anticlockwise). A feed-forward network
-# of the same kind, applied to those outputs, scatters them beyond it. This is the deck's
-# reason for the MLP after attention in every block: attention moves information between
-# positions, and the MLP transforms what arrived.
+# The same in a picture: 5 values in 2-D, and 400 queries of every direction and size. Five
+# values span the whole plane, so here the hull is what counts. The attention outputs fill the
+# pentagon the values enclose and never step outside it. A linear layer moves the pentagon and
+# everything in it together, so the outputs stay inside the image of the pentagon. The
+# feed-forward network bends the plane, and many outputs land outside the hull of the mapped
+# values. (minitf starts biases at zero, which puts every ReLU kink through the origin; random
+# first-layer biases, as training would give, spread the kinks across the pentagon. A point is
+# inside a convex polygon when it lies left of every edge, walked anticlockwise; ``hull`` finds
+# those edges.) This is the deck's reason for a nonlinear MLP
+# after attention in every block: attention moves information between positions, and the MLP
+# transforms what arrived in ways no average of values can.
 
 # %%
 angles = np.sort(2 * np.pi * (np.arange(5) + 0.3 * backend.to_numpy(backend.rand(5))) / 5)
 values = np.stack([np.cos(angles), np.sin(angles)], axis=1)  # (5, 2), anticlockwise
 queries = backend.to_numpy(backend.randn(400, 2)) * 4       # (400, 2)
 points, _ = F.attention(queries, values, values)             # keys = values here
-pushed = nn.FeedForward(2, 32)(points)                       # (400, 2)
+linear_2d, ffn_2d = nn.Linear(2, 2), nn.FeedForward(2, 32)
+ffn_2d.W_1.b.data[:] = 0.5 * backend.to_numpy(backend.randn(32))   # move the ReLU kinks
+stages = [("attention", points, values),                     # (outputs, what they average)
+          ("attention, then nn.Linear", linear_2d(points), linear_2d(values)),
+          ("attention, then nn.FeedForward", ffn_2d(points), ffn_2d(values))]
 
 
-def inside(P, corners, tol=1e-12):
+def hull(P):
+    """The corners of the convex hull of the points P, anticlockwise (monotone chain)."""
+    def turns_left(a, b, c):
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]) > 0
+
+    def half(chain, pts):
+        for p in pts:
+            while len(chain) >= 2 and not turns_left(chain[-2], chain[-1], p):
+                chain.pop()
+            chain.append(p)
+        return chain[:-1]
+    pts = sorted(P, key=tuple)
+    return np.array(half([], pts) + half([], pts[::-1]))
+
+
+def inside(P, corners, tol=1e-9):
     """True where a point lies in the convex polygon with these anticlockwise corners."""
-    edges = np.roll(corners, -1, axis=0) - corners                       # (5, 2)
-    rel = P[:, None, :] - corners[None, :, :]                            # (m, 5, 2)
+    edges = np.roll(corners, -1, axis=0) - corners                       # (c, 2)
+    rel = P[:, None, :] - corners[None, :, :]                            # (m, c, 2)
     cross = edges[None, :, 0] * rel[..., 1] - edges[None, :, 1] * rel[..., 0]
     return np.all(cross >= -tol, axis=1)
 
 
-in_att, in_ffn = inside(points, values).mean(), inside(pushed, values).mean()
-print(f"inside the hull: attention outputs {in_att:.0%}, feed-forward outputs {in_ffn:.0%}")
-assert in_att == 1.0, "every attention output should lie inside the hull of the values"
-assert in_ffn < 0.8, "many feed-forward outputs should land outside the hull"
-print("✓ attention only averages; the block needs the MLP to go anywhere new")
+share = [inside(p, hull(v)).mean() for _, p, v in stages]
+for (name, _, _), frac in zip(stages, share):
+    print(f"{name:<32} inside the hull of the values it averages: {frac:.0%}")
+assert share[0] == 1.0, "every attention output should lie inside the hull of the values (deck 004)"
+assert share[1] == 1.0, "identity: a linear map keeps weighted averages inside the mapped hull"
+assert share[2] < 0.9, "many feed-forward outputs should land outside the hull of the mapped values"
+print("✓ attention only averages, and a linear layer keeps it so; the MLP goes somewhere new")
 
-fig, ax = viz.figure(size=(7.0, 4.6))
-ax.fill(*values.T, color="tab:blue", alpha=0.12, label="hull of the values")
-ax.scatter(*points.T, s=6, color="tab:blue", label="attention outputs")
-ax.scatter(*pushed.T, s=10, marker="x", color="tab:red", lw=0.8, label="feed-forward outputs")
-ax.scatter(*values.T, s=70, color="black", zorder=3, label="values v_j")
-ax.set_aspect("equal", adjustable="datalim")
-ax.set_xlabel("feature 1")
-ax.set_ylabel("feature 2")
-ax.set_title("Attention outputs stay inside the values' hull;\nthe feed-forward network's do not")
-fig.legend(fontsize=8, loc="outside right upper")
+fig, axes = viz.figure(1, 3, size=(13, 4.8))
+for ax, (name, p, v), frac in zip(axes, stages, share):
+    ins = inside(p, hull(v))
+    ax.fill(*hull(v).T, color="tab:blue", alpha=0.12, label="hull of the (mapped) values")
+    ax.scatter(*p[ins].T, s=6, color="tab:blue", label="output inside the hull")
+    ax.scatter(*p[~ins].T, s=10, marker="x", lw=0.8, color="tab:red",
+               label="output outside the hull")
+    ax.scatter(*v.T, s=70, color="black", zorder=3, label="values (through the same map)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("feature 1")
+    ax.set_ylabel("feature 2")
+    ax.set_title(f"{name}:\n{frac:.0%} of the outputs inside the hull", fontsize=10)
+handles, labels = axes[2].get_legend_handles_labels()
+fig.legend(handles, labels, fontsize=9, ncol=4, loc="outside lower center")
+fig.suptitle("Attention outputs are averages of the values; only the nonlinear MLP escapes")
 viz.save(fig, "03_convex_hull")
 
 # %% [markdown]
@@ -277,7 +329,8 @@ viz.save(fig, "03_convex_hull")
 # * Scores obey x_i · x_j ≤ max(x_i · x_i, x_j · x_j); with equal norms each token attends
 #   most to itself. For weights the slide's bound needs equal norms: otherwise it can fail.
 # * Learned W_Q ≠ W_K break the bound and let training decide who attends to whom.
-# * Attention outputs are convex combinations of the values; the MLP after attention is what
-#   can take them somewhere new.
+# * Attention outputs are convex combinations of the values. A linear layer after attention
+#   keeps them averages (of mapped values); the nonlinear MLP after attention is what can take
+#   them somewhere new.
 #
 # Next, lesson 04: masks, to hide the future and the padding.

@@ -31,12 +31,13 @@ backend.seed(0)
 # other one, so position t could simply look up token t + 1 and copy it: a perfect training
 # loss, and a model that has learned nothing it can use when generating, where the future does
 # not exist yet. The fix is a rule on the weights: query i may attend to key j only if j ≤ i.
+# Written out, with M the mask::
 #
 #     scores = Q Kᵀ / √d_k + M        M_ij = 0 if j ≤ i,  −∞ if j > i
 #     weights = softmax(scores)       e^−∞ = 0: a forbidden key gets weight exactly 0
 #
-# The lectures show a 12 × 12 table of raw scores (already divided by √d_k). We take it as it
-# is and let minitf mask it.
+# The lectures show a 12 × 12 table that they call only "attention raw scores". We treat it as
+# the scaled scores Q Kᵀ / √d_k, take it as it is, and let minitf mask it.
 
 # %%
 S = np.array([                                           # (n_q=12, n_k=12), from deck 000
@@ -77,7 +78,7 @@ positions = list(range(n))
 common = dict(x_labels=positions, y_labels=positions, xlabel="key position j",
               ylabel="query position i", annotate=".2f")
 viz.heatmap(axes[0], S, cmap="cividis", vmin=-2.2, vmax=2.2, colorbar="score",
-            title="1. raw scores Q Kᵀ / √d_k", **common)
+            title="1. the deck's raw scores, taken as Q Kᵀ / √d_k", **common)
 viz.heatmap(axes[1], S, cmap="cividis", vmin=-2.2, vmax=2.2, colorbar="score", hide=future,
             title="2. + causal mask: −∞ above the diagonal (empty)", **common)
 viz.heatmap(axes[2], P, vmin=0, vmax=1, colorbar="attention weight", hide=P == 0,
@@ -120,7 +121,7 @@ print("✓ the mask renormalizes over the allowed keys; zeroing afterwards does 
 # added to the scores gives the same weights as a 0/−∞ one. (One rendition of that mask also
 # has −inf on row 11's diagonal, a transcription slip: the last token always sees itself.
 # Another deck's "raw attention scores" matrix, 1.14 on the diagonal and 0.07 everywhere
-# else, is garbled in the same way; only the first table above is used here.)
+# else, is also garbled; only the first table above is used here.)
 
 # %%
 deck_mask = np.where(future, -np.inf, 1.0)               # the slides' 1.0 / −inf picture
@@ -171,6 +172,11 @@ print("✓ −1e9 ≡ −inf on ordinary rows; on a fully masked row: uniform 1/
 # ``F.padding_mask`` has shape (b, 1, 1, n), so it broadcasts over the heads and the queries;
 # ``F.combine_masks`` adds it to a causal mask for a decoder. The test that matters: each
 # sentence's outputs must be exactly what the layer gives that sentence on its own.
+#
+# In the figure below, each row of panels is one sentence, labelled with its own tokens, and
+# each panel one head. Look for the empty ``<pad>`` columns on the right: no query of a short
+# sentence puts any weight there, while the ``<pad>`` rows still attend to the real words
+# (their outputs are simply ignored later).
 
 # %%
 sentences = ["the cat sat on the mat", "dogs bark loudly", "birds fly south in winter"]

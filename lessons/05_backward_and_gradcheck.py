@@ -34,13 +34,16 @@ TOL = gradcheck.TOLERANCE          # 1e-6: every check in minitf must get under 
 # compute it without ever building J, which for a (b, h, n, n) attention tensor would be
 # enormous.
 #
-# Softmax, row by row: p_i = e^{x_i} / Σ_j e^{x_j}. Differentiating,
+# Softmax, row by row: p_i = e^{x_i} / Σ_j e^{x_j}. Differentiating gives::
 #
 #     ∂p_i/∂x_j = p_i (δ_ij − p_j)          so  J = diag(p) − p pᵀ   (symmetric)
 #     dx = J dp = p ⊙ dp − p (pᵀ dp) = p ⊙ (dp − Σ_j dp_j p_j)
 #
 # The last line costs O(n) per row instead of the O(n²) of the matrix. ``F.softmax_backward``
-# is exactly that line. We compare it with the explicit Jacobian, row by row.
+# is exactly that line. We compare it with the explicit Jacobian, row by row. Two properties of
+# diag(p) − p pᵀ hold by construction, for any p that sums to 1: the matrix is symmetric, and
+# each of its rows sums to p_i − p_i · Σ_j p_j = 0. We print them as identities; the second one
+# comes back in a moment.
 
 # %%
 x = backend.randn(3, 5)                                  # 3 rows of 5 scores
@@ -53,8 +56,8 @@ dx_explicit = np.stack([J.T @ g for J, g in zip(jacobians, dp)])
 print("J for row 0 =\n", np.round(jacobians[0], 4))
 print(f"max |JVP − J dp| = {np.abs(dx - dx_explicit).max():.1e}")
 assert np.abs(dx - dx_explicit).max() < 1e-12, "p ⊙ (dp − Σ dp·p) should equal (diag p − p pᵀ) dp"
-assert all(np.allclose(J, J.T) for J in jacobians), "the softmax Jacobian is symmetric"
-assert all(np.abs(J.sum(axis=1)).max() < 1e-15 for J in jacobians), "each row of J sums to 0"
+print("identities of diag(p) − p pᵀ: symmetric", all(np.allclose(J, J.T) for J in jacobians),
+      f"| largest row sum {max(np.abs(J.sum(axis=1)).max() for J in jacobians):.1e}")
 print("✓ the vector–Jacobian product equals the explicit Jacobian, without building it")
 
 # %% [markdown]
@@ -63,15 +66,16 @@ print("✓ the vector–Jacobian product equals the explicit Jacobian, without b
 #
 # Calculus can be checked by arithmetic. To test a backward pass for y = f(x), draw a random g
 # of y's shape and look at the scalar L = Σ g ⊙ f(x). Its exact gradient is backward(g); its
-# numerical gradient comes from nudging one entry of x at a time:
+# numerical gradient comes from nudging one entry of x at a time::
 #
 #     ∂L/∂x_i ≈ (L(x + h e_i) − L(x − h e_i)) / 2h          (central differences, error O(h²))
 #
-# ``gradcheck.check`` does this for every input, and reports for each tensor the relative error
+# ``gradcheck.check`` does this for every input, and reports for each tensor the relative error::
 #
 #     max_i |a_i − b_i| / (max_i |a_i| + max_i |b_i|)
 #
-# which passes at ≤ 1e-6. A correct backward typically lands near 1e-10; a wrong one near 1.
+# which passes at ≤ 1e-6. A correct backward typically lands near 1e-10; a wrong one somewhere
+# between 1e-1 and 1 (the broken ones in this lesson score 0.19 to 0.77).
 
 # %%
 case = FunctionCase(F.softmax, F.softmax_backward, {"x": x}, ("x",))
@@ -89,9 +93,14 @@ print("✓ F.softmax_backward agrees with finite differences")
 # sums to 1, so that L is a constant and its true gradient is 0: the rows of J sum to zero,
 # as we just saw. Any backward pass that also returns 0 for a constant dp then "agrees" with
 # the truth. Here is a classic slip, forgetting the outer p ⊙: with g = 1 it returns exactly
-# what the correct one returns; with a random g it is visibly wrong. (A second trap, noted in
-# gradcheck's own documentation: g must not be the input itself, since for layer norm
-# Σ x ⊙ LN(x) has an input gradient of exactly 0.)
+# what the correct one returns; with a random g it is visibly wrong.
+#
+# A second trap: g must not be the input itself. With g set equal to x (a fixed copy of its
+# values) and γ = 1, layer norm's backward returns (almost) 0, because layer norm ignores
+# shifts and rescalings of x: J x ≈ 0, and with γ = 1 its Jacobian is symmetric, so Jᵀ x ≈ 0
+# too. What is left, x̂ · ε / (σ² + ε), comes only from the ε = 1e-5 inside the square root.
+# A check that draws g = x would only confirm that the backward returns about 0, which proves
+# next to nothing.
 
 # %%
 def softmax_backward_without_p(dp, cache):
@@ -109,7 +118,18 @@ print(f"broken − correct: with g = 1 {hidden:.1e}; with a random g {seen:.2f};
       f"gradcheck error {broken[0].error:.2f}")
 assert hidden < 1e-15, "with g = 1 the broken and the correct backward give the same numbers"
 assert seen > 0.1 and not broken[0].passed, "a random g exposes the missing p ⊙"
-print("✓ g = 1 hides the bug (the true gradient is 0); a random g catches it")
+
+_, ln_cache = F.layer_norm(x, np.ones(5), np.zeros(5))   # the same 3 rows of x; γ = 1, β = 0
+dz_self = F.layer_norm_backward(x.copy(), ln_cache)[0]   # g = a copy of x
+dz_rand = F.layer_norm_backward(dp, ln_cache)[0]         # g = the random dp from above
+print(f"layer norm, max |dx|: with g = x {np.abs(dz_self).max():.1e}; "
+      f"with a random g {np.abs(dz_rand).max():.2f}")
+x_hat, rstd, _ = ln_cache
+assert np.allclose(dz_self, x_hat * 1e-5 * rstd ** 2, rtol=1e-6, atol=0), \
+    "with g = x (and γ = 1) layer norm's backward should be only the ε-term x̂ ε / (σ² + ε)"
+assert np.abs(dz_self).max() < 1e-3 * np.abs(dz_rand).max(), "… which is ~0 next to a random g's"
+assert np.abs(dz_rand).max() > 0.1, "a random g gives a gradient of ordinary size"
+print("✓ g = 1 hides the softmax bug, g = x zeroes layer norm's gradient; a random g does neither")
 
 # %% [markdown]
 # Two broken backward passes
@@ -160,6 +180,10 @@ assert ok["attention, no scale"] == {"q": False, "k": False, "v": True}, \
     f"without the scale q and k should fail and v pass, got {ok['attention, no scale']}"
 assert ok["layer_norm, no variance path"] == {"x": False, "gamma": True, "beta": True}, \
     f"without the variance path only x should fail, got {ok['layer_norm, no variance path']}"
+wrong = [broken[0].error] + [r.error for report in reports.values() for r in report.values()
+                             if not r.passed]
+print(f"the wrong gradients score {min(wrong):.2f} to {max(wrong):.2f}")
+assert all(0.1 <= e <= 1 for e in wrong), f"wrong gradients should score 1e-1 to 1, got {wrong}"
 print("✓ each broken backward fails exactly on the tensors it gets wrong")
 
 fig, ax = viz.figure(size=(9, 4.2))
@@ -296,7 +320,8 @@ print("✓ backprop, then update: the loss falls by what the gradient predicts")
 #
 # * A backward pass is a vector–Jacobian product; softmax's is p ⊙ (dp − Σ dp·p), O(n) a row.
 # * ``gradcheck.check`` compares it with central differences of Σ g ⊙ f(x), per tensor, and
-#   passes at a relative error ≤ 1e-6. Use a random g: g = 1 can make the true gradient 0.
+#   passes at a relative error ≤ 1e-6. Use a random g: g = 1 (softmax) or g = x (layer norm)
+#   can make the true gradient (almost) 0.
 # * A broken backward fails on exactly the tensors it gets wrong: no scale → dq and dk;
 #   no variance path → dx of layer norm.
 # * Some true gradients are 0 (the key bias), so the error is measured over the whole tensor.

@@ -25,7 +25,7 @@ backend.seed(0)
 # Several heads, one output
 # -------------------------
 #
-# A head is the attention of lessons 01-04 with its own learned projections. With h heads:
+# A head is the attention of lessons 01-04 with its own learned projections. With h heads::
 #
 #     head_i = softmax(x W_i^q (x W_i^k)ᵀ / √d_k) · x W_i^v        (n, d_v) for each head
 #     MHA(x) = concat(head_1, …, head_h) W_o                     (n, h·d_v) · (h·d_v, d) = (n, d)
@@ -70,6 +70,21 @@ print("parameters for h = 1, 2, 4, 8, 16:", list(counts.values()))
 assert mha.num_parameters() == 4 * d * d + 4 * d == 1_088, "4d² weights (deck 000) plus 4d biases"
 assert set(counts.values()) == {1_088}, "the parameter count does not depend on h"
 print("✓ 4d² + 4d = 1,088 parameters for d = 16, for any number of heads")
+
+# %% [markdown]
+# The lectures also quote the original Transformer's sizes: 6 layers, h = 8 heads,
+# d_model = 512, a feed-forward width d_ff = 2048 and dropout 0.1. Each head is then
+# d_head = 512 / 8 = 64 wide, and one attention layer of that model has
+# 4 · 512² + 4 · 512 = 1,050,624 parameters.
+# (The feed-forward network and the rest of the block come in lesson 07.)
+
+# %%
+original = nn.MultiHeadAttention(512, 8)                    # d_model = 512, h = 8
+print(f"MultiHeadAttention(512, 8): d_head = {original.d_head}, "
+      f"{original.num_parameters():,} parameters")
+assert original.d_head == 64, "the original Transformer: d_model = 512 over h = 8 heads, d_head 64"
+assert original.num_parameters() == 1_050_624, "4 · 512² + 4 · 512 = 1,050,624 parameters"
+print("✓ the original Transformer's attention layer: 8 heads of 64, 1,050,624 parameters")
 
 # %% [markdown]
 # Cutting the features into heads
@@ -252,17 +267,26 @@ viz.save(fig, "06_copy_heads")
 # Full-width heads ("v1") or reduced heads ("v1.5")?
 # --------------------------------------------------
 #
-# The first way the lectures draw it gives every head the full width: W_i^q, W_i^k, W_i^v are
-# d × d, the concatenation is h·d wide and W_o is h·d × d. The way everyone builds it cuts each
-# head to d / h, and one deck notes the result costs about what *one* full-width head costs.
+# Deck 002 builds multi-head attention in numbered steps, and its names are used here. In its
+# "v1" every head has the full width: W_i^q, W_i^k, W_i^v are d × d, the concatenation is h·d
+# wide and W_o is h·d × d. Its "v1.5" cuts each head to d / h features, the way everyone builds
+# it, and the deck notes that this costs about what *one* full-width head costs.
 # ``nn.MultiHeadAttention`` takes the head widths as arguments: ``d_head`` for queries and keys,
-# ``d_v`` for values. Count the weights from the modules, and the FLOPs of one sequence from the
-# formula (2 FLOPs per multiply-add): projections 2·n·d·h(2d_k + d_v), scores 2·n²·h·d_k,
-# weighted sum 2·n²·h·d_v, W_o 2·n·h·d_v·d.
+# ``d_v`` for values. Build both, and a single full-width head to compare with, and run each on
+# one sentence of 8 tokens. Then count the FLOPs (2 per multiply-add) of the four matmuls from
+# the shapes the modules really used: x · W_qkv and concat · W_o from the weight matrices, q kᵀ
+# and probs · v from the weights ``probs`` (b, h, n, n) and the widths of all heads' queries and
+# values together, which the weights give too (W_qkv has h(2d_k + d_v) columns, W_o h·d_v rows).
 
 # %%
-def flops(n, d, h, d_k, d_v):
-    return 2 * n * d * h * (2 * d_k + d_v) + 2 * n * n * h * (d_k + d_v) + 2 * n * h * d_v * d
+def matmul_flops(module):
+    """FLOPs of the last forward's four matmuls, read off the shapes the module used."""
+    d_in, qkv_width = module.W_qkv.W.shape                  # (d, h·(2 d_k + d_v))
+    v_width, d_out = module.W_o.W.shape                     # (h·d_v, d)
+    k_width = (qkv_width - v_width) // 2                    # h·d_k
+    b, _, n_q, n_k = module.probs.shape                     # (b, h, n, n)
+    return {"x W_qkv": 2 * b * n_q * d_in * qkv_width, "q kᵀ": 2 * b * n_q * n_k * k_width,
+            "probs v": 2 * b * n_q * n_k * v_width, "concat W_o": 2 * b * n_q * v_width * d_out}
 
 
 def weights_only(module):
@@ -270,19 +294,26 @@ def weights_only(module):
 
 
 n, d, h = 8, 16, 4
-v1 = nn.MultiHeadAttention(d, h, d_head=d)                  # 4 heads of width 16
-v15 = nn.MultiHeadAttention(d, h)                           # 4 heads of width 4
-for name, m in (("v1  ", v1), ("v1.5", v15)):
-    print(f"{name}: d_head = {m.d_head:>2}, W_qkv {m.W_qkv.W.shape}, W_o {m.W_o.W.shape}, "
-          f"{m.num_parameters():,} parameters, {flops(n, d, h, m.d_head, m.d_v):,} FLOPs")
-one_full_head = flops(n, d, 1, d, d)
+one_sentence = backend.randn(1, n, d)
+modules = {"v1": nn.MultiHeadAttention(d, h, d_head=d),    # 4 heads of width 16
+           "v1.5": nn.MultiHeadAttention(d, h),            # 4 heads of width 4
+           "1 full head": nn.MultiHeadAttention(d, 1)}     # 1 head of width 16
+cost = {}
+for name, m in modules.items():
+    m(one_sentence)
+    cost[name] = matmul_flops(m)
+    print(f"{name:>11}: W_qkv {m.W_qkv.W.shape}, W_o {m.W_o.W.shape}, probs {m.probs.shape}, "
+          f"{m.num_parameters():,} parameters, {sum(cost[name].values()):,} FLOPs")
+v1, v15 = modules["v1"], modules["v1.5"]
+total = {name: sum(c.values()) for name, c in cost.items()}
 assert v1.W_o.W.shape == (h * d, d), "v1: W_o is [h·d, d] (deck 002)"
 assert weights_only(v1) == h * weights_only(v15), "full-width heads have h times the weights"
-assert flops(n, d, h, d, d) == h * flops(n, d, h, d // h, d // h), "and cost h times the FLOPs"
-assert flops(n, d, h, d // h, d // h) == one_full_head, "v1.5 costs exactly one full-width head"
-print(f"✓ weights ratio {weights_only(v1) // weights_only(v15)} = h (with biases "
-      f"{v1.num_parameters() / v15.num_parameters():.2f}); v1.5 = one full head = "
-      f"{one_full_head:,} FLOPs")
+assert total["v1"] == h * total["v1.5"], "and cost h times the FLOPs"
+assert cost["v1.5"] == cost["1 full head"], \
+    "v1.5 runs the same four matmul sizes as one full-width head (deck 002: about the same cost)"
+print(f"✓ v1 has {weights_only(v1) // weights_only(v15)} = h times the weights (with biases "
+      f"{v1.num_parameters() / v15.num_parameters():.2f}×); v1.5 costs what one full head "
+      f"costs, {total['v1.5']:,} FLOPs")
 
 # %% [markdown]
 # Queries and keys must share a width (they meet in a dot product), values need not: one deck

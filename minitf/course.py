@@ -38,7 +38,8 @@ LESSONS = (
            "attention as a soft lookup: scores, softmax, a weighted sum of values",
            "queries, keys and values; the scaled dot product; row-wise softmax; the Thinking "
            "Machines quiz; the Hello/I/love/you matrix; M queries × N keys; all rows in parallel",
-           ("01_thinking_machines", "01_hello_i_love_you", "01_soft_lookup"), 1.0),
+           ("01_the_cat_sat_on", "01_thinking_machines", "01_soft_lookup", "01_hello_i_love_you"),
+           1.0),
     Lesson("02_why_sqrt_dk",
            "var(q·k) = d_k; raw scores make the softmax one-hot and kill its gradient",
            "why divide by √d_k; var(q·k) = d_k for unit-variance entries; vanishing softmax "
