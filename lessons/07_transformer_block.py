@@ -8,7 +8,7 @@ sublayer, and a LayerNorm. We recompute a block from its four equations, watch w
 a gradient reaches, stack blocks deep with and without residuals, and train the same six-layer
 Transformer twice: once with the original post-LN blocks, once with pre-LN blocks.
 
-Run it: ``python lessons/07_transformer_block.py`` or ``minitf lesson 7`` (about 15 seconds:
+Run it: ``python lessons/07_transformer_block.py`` or ``minitf lesson 7`` (about 7 seconds:
 two short trainings).
 """
 
@@ -27,20 +27,22 @@ backend.seed(0)
 # One block, four equations
 # -------------------------
 #
-# The encoder block of the original Transformer is two sublayers, each wrapped the same way:
+# The encoder block of the original Transformer is two sublayers, each wrapped the same way::
 #
 #     a   = MultiHeadAttention(x)          tokens look at each other
 #     z   = LayerNorm(x + a)               residual, then normalise
 #     f   = ReLU(z W₁ + b₁) W₂ + b₂        the feed-forward network, W₁: d × d_ff, W₂: d_ff × d
 #     out = LayerNorm(z + f)
 #
-# The LayerNorm comes *after* the residual sum, so this is called **post-LN**. ``nn.EncoderBlock``
-# builds exactly that; below we take its own parameters and redo every step by hand. The
-# attention sublayer is lesson 06; the rest is written out with ``F.linear``, ``F.relu`` and
+# The LayerNorm comes *after* the residual sum, so this is called **post-LN**. The hidden layer
+# of the feed-forward network is wider than the model: the lectures give d_ff as usually 2 to 8
+# times d, and the original Transformer uses 4d (2048 for d = 512). ``nn.EncoderBlock`` builds
+# exactly that; below we take its own parameters and redo every step by hand. The attention
+# sublayer is lesson 06; the rest is written out with ``F.linear``, ``F.relu`` and
 # ``F.layer_norm``.
 
 # %%
-d, h, d_ff = 16, 4, 64                                  # d_ff = 4d, inside the usual 2-8 × d
+d, h, d_ff = 16, 4, 64                                  # d_ff = 4d, as in the original
 block = nn.EncoderBlock(d, h, d_ff, pre_ln=False)
 x = backend.randn(2, 6, d)                              # (b=2, n=6, d=16)
 
@@ -101,7 +103,7 @@ print("✓ one FFN for every position; its size does not depend on the sequence 
 # back. Through the feed-forward network the gradient reaches x₃ and nothing else: no position
 # talks to another there. Through self-attention it reaches every position, in one step. That
 # is the "path length O(1)": information from token 0 reaches token 5 through a single layer,
-# where a recurrent network would pass it through 5 sequential steps (lesson 13).
+# where a recurrent network would pass it through 5 sequential steps.
 
 # %%
 t, n = 3, 6
@@ -202,20 +204,29 @@ viz.save(fig, "07_depth_gradients")
 # ------------------
 #
 # The original Transformer puts LayerNorm after the residual sum; most models since put it
-# before the sublayer, where it leaves the residual stream itself untouched (a pre-LN stack then
-# ends with one final LayerNorm, which ``Transformer(pre_ln=True)`` adds). One deck reports that
-# pre-LN trains more stably and tolerates larger learning rates. We test that claim: the same
-# six-layer encoder-decoder, the same initial weights, the same batches, Adam at lr 3e-3 and no
-# learning-rate warm-up, learning to reverse sequences of 3-6 symbols. Float32 is plenty here.
+# before the sublayer, where it leaves the residual stream itself untouched. One deck reports
+# that pre-LN trains more stably and tolerates larger learning rates.
+#
+# The annotated implementation the lectures walk through is, in fact, pre-LN. Its residual
+# wrapper normalises the sublayer's *input* and adds the result back,
+# x + dropout(sublayer(LN(x))), and a comment in it owns up that the norm was moved first to keep
+# the code simple. As nothing normalises the sum any more, the residual stream grows freely, so
+# its encoder and decoder stacks each end with one last LayerNorm. In minitf that wrapper is
+# ``nn.Residual(layer, d, pre_ln=True)``, and ``Transformer(pre_ln=True)`` adds the two final
+# norms.
+#
+# We test the stability claim: the same six-layer encoder-decoder, the same initial weights, the
+# same batches, 120 steps of Adam at lr 3e-3 on 32 examples each, with no learning-rate warm-up,
+# learning to reverse sequences of 3-6 symbols. Float32 is plenty here.
 #
 # Before training, look at the gradient each decoder block receives: post-LN's grows toward the
-# output, pre-LN's stays level. Xiong et al. (2020), whose figure the lectures show, found the
+# output, pre-LN's stays level. Xiong et al. (2020), whose layer diagram one deck shows, found the
 # same uneven scale in post-LN and made it their explanation for why post-LN needs a small
 # learning rate at the start (a warm-up) while pre-LN does not.
 
 # %%
-def train(pre_ln, steps=120, batch=64):
-    """Train one Transformer on the reverse task; return its losses and initial block gradients."""
+def train(pre_ln, steps=120, batch=32):
+    """Train one Transformer on the reverse task; return losses, initial block gradients, model."""
     backend.seed(0)
     src, tgt_in, tgt_out = data.seq2seq_task("reverse", 2000, n_symbols=8, min_len=3, max_len=6)
     model = Transformer(11, 11, d_model=32, n_heads=2, n_layers=6, d_ff=64, dropout=0.0,
@@ -231,18 +242,23 @@ def train(pre_ln, steps=120, batch=64):
                      for blk in model.decoder.blocks]
         optimizer.step()
         losses.append(loss)
-    return np.array(losses), np.array(first), start
+    return np.array(losses), np.array(first), start, model
 
 
 with backend.precision("float32"):
-    post_losses, post_grads, post_state = train(pre_ln=False)
-    pre_losses, pre_grads, pre_state = train(pre_ln=True)
+    post_losses, post_grads, post_state, post_model = train(pre_ln=False)
+    pre_losses, pre_grads, pre_state, pre_model = train(pre_ln=True)
 post_final, pre_final = post_losses[-20:].mean(), pre_losses[-20:].mean()
 same_start = all(np.array_equal(w, pre_state[name]) for name, w in post_state.items())
+extra = pre_model.num_parameters() - post_model.num_parameters()
+print(f"parameters: post-LN {post_model.num_parameters():,}, pre-LN {pre_model.num_parameters():,} "
+      f"(+{extra} = two final LayerNorms, each a γ and a β of size {post_model.d_model})")
 print("gradient norm per decoder block at step 0 (bottom → top):")
 print("  post-LN", np.round(post_grads, 2), "\n  pre-LN ", np.round(pre_grads, 2))
 print(f"mean of the last 20 losses: post-LN {post_final:.3f}, pre-LN {pre_final:.3f}")
 assert same_start, "both models should start from the same weights (pre-LN only adds two norms)"
+assert extra == 2 * 2 * post_model.d_model and pre_model.encoder_norm is not None, \
+    "a pre-LN encoder and decoder each end with one final LayerNorm (the annotated code, deck 000)"
 assert post_grads[-1] > 2 * post_grads[0], "post-LN: the top decoder block gets the most gradient"
 assert pre_grads.max() < 2 * pre_grads.min(), "pre-LN: every decoder block gets a similar gradient"
 assert pre_final < 0.5 * post_final, \
@@ -263,9 +279,8 @@ axes[1].legend(fontsize=8)
 viz.save(fig, "07_pre_vs_post_ln")
 
 # %% [markdown]
-# Post-LN is not broken: with a learning-rate warm-up (lesson 14 trains one with a few dozen
-# warm-up steps) it learns this task well. Pre-LN simply asks for less care, which is why it
-# became the default.
+# Post-LN is not broken (the original Transformer used it), but it wants a gentler start than
+# the one we gave it here. Pre-LN asks for less care, which is why most models since use it.
 #
 # What to remember
 # ----------------

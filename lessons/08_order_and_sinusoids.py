@@ -37,7 +37,7 @@ vocab = {w: i for i, w in enumerate(["my", "kid", "likes", "the", "movie"])}
 first = np.array([vocab[w] for w in "my kid likes the movie".split()])
 second = np.array([vocab[w] for w in "the movie likes my kid".split()])
 order = np.array([3, 4, 2, 0, 1])                        # second == first[order]
-assert (second == first[order]).all()
+assert (second == first[order]).all(), "setup: the second sentence is the first, reordered"
 
 d = 16
 embed = nn.Embedding(len(vocab), d)
@@ -86,14 +86,16 @@ print("✓ attention is a set operator over its (key, value) pairs")
 #
 # The simplest code adds the index p to every feature. Its size grows without bound: by position
 # 50 the position vector is hundreds of times longer than a word vector and drowns it. Dividing by
-# the length fixes the size but breaks the meaning: position 5 becomes 0.5 in an 11-token
-# sentence and 0.05 in a 101-token one. Deck 003's verdict, "bad idea, hard to interpret", is
-# fair: we want bounded numbers that mean the same thing at any length.
+# the last index fixes the size but breaks the meaning: position 5 becomes 5/10 = 0.5 in an
+# 11-token sentence (positions 0 to 10) and 5/100 = 0.05 in a 101-token one. Deck 003's verdict,
+# "bad idea, hard to interpret", is fair: we want bounded numbers that mean the same thing at any
+# length.
 
 # %%
 word = backend.to_numpy(embed.W.data[vocab["kid"]])
 print(f"|word| = {np.linalg.norm(word):.2f},  |raw position 50| = {np.linalg.norm(np.full(d, 50.)):.0f}")
-print(f"position 5 divided by the length: {5 / 10:.2f} (n = 11) vs {5 / 100:.2f} (n = 101)")
+print(f"position 5 divided by the last index: {5 / (11 - 1):.2f} (n = 11) vs "
+      f"{5 / (101 - 1):.2f} (n = 101)")
 
 # %% [markdown]
 # Option 2: a binary code
@@ -101,9 +103,9 @@ print(f"position 5 divided by the length: {5 / 10:.2f} (n = 11) vs {5 / 100:.2f}
 #
 # Decks 000 and 001 write position p in binary: 4 bits name 16 positions, each one uniquely. But
 # the information sits in a few bits: the last bit flips at every step, the first only once. Two
-# neighbours differ in one bit (0 → 1) or in all four (7 → 8), so the code has no sense of
-# "nearby": the jump from 7 to 8 is the largest of all. For 0/1 vectors the squared Euclidean
-# distance is the number of differing bits (the Hamming distance).
+# neighbours differ in anything from 1 to 4 bits (one from 0 to 1, all four from 7 to 8), so the
+# code has no sense of "nearby": the jump from 7 to 8 is the largest of all. For 0/1 vectors the
+# squared Euclidean distance is the number of differing bits (the Hamming distance).
 
 # %%
 positions = np.arange(16)
@@ -120,7 +122,7 @@ print("✓ 16 unique codes, but neighbours are 1 to 4 bits apart")
 # Option 3: sines and cosines
 # ---------------------------
 #
-# The original Transformer smooths the binary idea into clocks. Feature pair k holds
+# The original Transformer smooths the binary idea into clocks. Feature pair k holds::
 #
 #     PE[p, 2k] = sin(ω_k p),   PE[p, 2k+1] = cos(ω_k p),   ω_k = 10000^(−2k/d)
 #
@@ -145,11 +147,16 @@ print("✓ quiz answer: no, the frequencies decrease with the dimension")
 
 # %% [markdown]
 # The decks draw this table for positions 0–50 at d = 130 (and 50 positions at d = 128). Left
-# columns flicker from row to row, right columns barely move: in the right half the sines are
-# near 0 and the cosines near 1 for every position shown.
+# columns flicker from row to row, right columns barely move: in the rightmost third of the
+# dimensions every sine stays near 0 and every cosine near 1 for all the positions shown.
 
 # %%
 deck_table = F.sinusoidal_table(51, 130)                      # positions 0–50, d = 130
+right = deck_table[:, 86:]                                    # dimensions 86–129, the last third
+print(f"dimensions 86–129, positions 0–50: |sin| ≤ {np.abs(right[:, 0::2]).max():.3f}, "
+      f"cos ≥ {right[:, 1::2].min():.3f}")
+assert np.abs(right[:, 0::2]).max() < 0.12 and right[:, 1::2].min() > 0.99, \
+    "the slow right third of the table should barely move over 51 positions"
 fig, axes = viz.figure(1, 2, size=(11, 4.4), gridspec_kw={"width_ratios": [1.6, 1]})
 viz.heatmap(axes[0], deck_table, xlabel="dimension i", ylabel="position p", cmap="RdBu_r",
             vmin=-1, vmax=1, colorbar="PE[p, i]", title="Sinusoidal encoding, 51 positions × 130")
@@ -165,7 +172,10 @@ viz.save(fig, "08_sinusoidal_pe")
 # -----------------------------------------------
 #
 # Move from p to p + 1 and each clock hand turns by its own fixed angle ω_k, whatever p is. So
-# the distance between neighbours is the same everywhere: |PE[p+1] − PE[p]|² = Σ_k 2 − 2 cos ω_k.
+# the distance between neighbours is the same everywhere::
+#
+#     ‖PE[p+1] − PE[p]‖² = Σ_k (2 − 2 cos ω_k)
+#
 # The binary code, we saw, jumps by 1 to 2 (the square root of 1 to 4 bits).
 
 # %%
@@ -212,7 +222,7 @@ dots = np.einsum("pi,pi->p", table[:-shift], table[shift:])            # PE[p]·
 print(f"PE[p+7] vs PE[p] R_7ᵀ: max error {rotation_error:.1e} over {len(table) - shift} positions")
 print(f"PE[p]·PE[p+7] = {dots[0]:.6f} for every p (spread {np.ptp(dots):.1e})")
 assert rotation_error < 1e-12, "a fixed offset acts on the sinusoidal table as a rotation"
-assert np.allclose(R @ R.T, np.eye(d_model)), "R_k is orthogonal"
+assert np.allclose(R @ R.T, np.eye(d_model)), "identity: R_k is made of 2 × 2 rotations"
 assert np.ptp(dots) < 1e-10, "PE[p]·PE[p+k] depends only on k"
 print("✓ PE[p + k] = PE[p] R_kᵀ with one R_k for every p")
 
@@ -221,15 +231,15 @@ print("✓ PE[p + k] = PE[p] R_kᵀ with one R_k for every p")
 # -------------------------
 #
 # *The annotated implementation* computes the frequencies "in log space",
-# exp(−2i · ln 10000 / d): the same numbers as the power form, to the last bit or two. Its
+# exp(−2k · ln 10000 / d): the same numbers as the power form, to the last bit or two. Its
 # forward pass, however, slices ``pe[:, :, :n]``: the *feature* axis of the (1, max_len, d)
 # buffer, not the positions. The right slice is ``pe[:, :n]``, which is what
 # ``nn.SinusoidalPositionalEncoding`` adds (it computes exactly n rows, so it needs no max_len).
 
 # %%
-div_term = np.exp(np.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
-print(f"log-space vs power form: max relative difference {np.abs(div_term / power - 1).max():.1e}")
-assert np.abs(div_term / power - 1).max() < 1e-14, "the log-space div_term is the power form"
+log_space = np.exp(-np.log(10000.0) * 2 * np.arange(d_model // 2) / d_model)  # e^(−2k ln 10⁴/d)
+print(f"log-space vs power form: max relative difference {np.abs(log_space / power - 1).max():.1e}")
+assert np.abs(log_space / power - 1).max() < 1e-14, "the log-space frequencies are the power form"
 
 buffer = F.sinusoidal_table(5000, d_model)[None]                      # (1, max_len, d)
 x = backend.randn(2, 10, d_model)                                     # (b, n, d)
@@ -269,6 +279,26 @@ print(f"k from 1: fastest ω = {10000 ** (-2 / d_model):.3f} instead of 1, slowe
 print("✓ log-space = power form; slice the positions; one exponent per pair; k starts at 0")
 
 # %% [markdown]
+# Fixed, not learned
+# ------------------
+#
+# The annotated code builds its table once, at construction, and stores it as a *buffer*: an
+# array that travels with the model but is not a parameter, so no optimizer ever changes it. In
+# its forward pass it adds the first n rows to the embeddings and then applies dropout to the
+# sum. ``nn.SinusoidalPositionalEncoding`` has no parameters either, against the max_len × d of a
+# learned table; and both ``Transformer`` and ``DecoderLM`` apply their dropout after the
+# positions have been added.
+
+# %%
+fixed = nn.SinusoidalPositionalEncoding(d_model)
+learned = nn.LearnedPositionalEmbedding(512, d_model)                 # max_len = 512
+print(f"parameters: sinusoidal {fixed.num_parameters()}, learned table for 512 positions "
+      f"{learned.num_parameters():,}")
+assert fixed.num_parameters() == 0, "the sinusoidal table is fixed, not learned (decks 000/001)"
+assert learned.num_parameters() == 512 * d_model, "a learned table has max_len × d parameters"
+print("✓ the sinusoidal table has nothing to learn; a learned one grows with max_len")
+
+# %% [markdown]
 # Add, or concatenate and project?
 # --------------------------------
 #
@@ -289,8 +319,8 @@ assert np.allclose(via_concat, via_sum, atol=1e-12), "adding is concat-then-proj
 
 # %% [markdown]
 # Adding works because, in many dimensions, a word vector and a position vector are nearly
-# orthogonal: the sum keeps both readable. ("Summing forms clouds of words around each
-# position's vector", as decks 000/001 put it.) But the two must be of comparable size. minitf's
+# orthogonal: the sum keeps both readable. Decks 000/001 picture it as each position's vector
+# gathering a cloud of word vectors around itself. But the two must be of comparable size. minitf's
 # ``nn.Embedding`` starts at std 1/√d, so a word has norm ≈ 1 against the table's √(d/2) = 8:
 # the position drowns the word. The encoder–decoder ``Transformer`` therefore multiplies the
 # embeddings by √d_model (as the annotated code does), giving std 1 against the table's RMS

@@ -28,10 +28,14 @@ backend.seed(0)
 # T5 adds a number b to the score of query i and key j that depends only on the offset between
 # them: B[i, j] = b(i − j). A matrix constant along its diagonals is a *Toeplitz* matrix, and it
 # has far fewer free numbers than n²: one per offset. T5 goes further and groups offsets into
-# buckets. With 32 buckets, a bidirectional model gives 16 to keys at or before the query and
-# 16 to keys after it; in each half, distances 0–7 get a bucket each and longer ones share
-# logarithmically wider buckets, spaced so that the scale would reach its 17th bucket at
-# max_distance = 128. There are only 16, so every distance from 91 on shares the last one.
+# buckets, set by two numbers: num_buckets (32) and max_distance (128), the distance at which
+# T5's logarithmic scale runs out. A bidirectional model gives 16 buckets to keys at or before
+# the query and 16 to keys after it. Distance 0 counts as "before", so the first bucket of the
+# second half, bucket 16, is never used and the keys after the query start at 17. In each half,
+# distances 0–7 get a bucket each and longer ones share logarithmically wider buckets, spaced so
+# that the scale would reach a 17th bucket exactly at max_distance. A half has only 16, so its
+# last one, bucket 15, takes every distance from 91 on (the scale reaches 15 at
+# 8 · 16^(7/8) ≈ 90.5).
 # Near tokens are told apart exactly, far ones coarsely.
 
 # %%
@@ -53,7 +57,7 @@ assert past[:8].tolist() == list(range(8)), "distances below 8 each have their o
 assert [len(spans[b]) for b in range(8, 15)] == [4, 4, 7, 9, 14, 18, 27], \
     "beyond 8 the buckets widen roughly geometrically"
 assert len(spans[15]) == n - 91 and len(np.unique(buckets)) == 31, \
-    "every distance ≥ 91 shares bucket 15, and 300 tokens still use only 31 buckets"
+    "every distance ≥ 91 shares bucket 15; 300 tokens use 31 buckets (16 is never used)"
 
 # %% [markdown]
 # A table of 32 × h learned numbers becomes the bias through ``F.relative_bias``, an embedding
@@ -73,8 +77,9 @@ print("✓ T5: exact buckets near, logarithmic far, one Toeplitz bias per head")
 # Where does the bias go? (a correction)
 # --------------------------------------
 #
-# Deck 003 writes softmax((Q Kᵀ + B) / √C) V: the bias inside the scale. minitf, like the T5
-# and ALiBi papers, adds it *after* scaling: softmax(Q Kᵀ / √C + B) V. For a learned B the
+# Deck 003 writes softmax((Q Kᵀ + B) / √C) V: the bias inside the scale. minitf, like the ALiBi
+# paper, adds it *after* scaling: softmax(Q Kᵀ / √C + B) V. (T5 uses no 1/√C scale at all; it
+# folds that factor into the initialisation of its weights.) For a learned B the
 # difference is a constant factor the training absorbs (the deck's B is minitf's B times √C).
 # For ALiBi, whose B is fixed, it is not harmless: inside the scale, every slope shrinks by √C.
 
@@ -88,16 +93,18 @@ print(f"bias inside vs after the scale: outputs differ by {np.abs(deck - minitf_
 assert np.allclose(deck, F.attention(q, k, v, bias=Bn / np.sqrt(d_head))[0], atol=1e-12), \
     "the slide's form equals minitf's with B divided by √C"
 assert np.abs(deck - minitf_out).max() > 1e-3, "the two placements are different functions"
-print(f"✓ for ALiBi at d_head = {d_head}, the slide's slope 1/4 acts as {1 / 4 / np.sqrt(d_head)}")
+print(f"✓ for ALiBi at d_head = {d_head}, a slope of 1/4 (head 0 of 4) would act as "
+      f"{1 / 4 / np.sqrt(d_head)} inside the scale")
 
 # %% [markdown]
 # ALiBi: a fixed penalty for distance
 # -----------------------------------
 #
-# ALiBi learns nothing: it subtracts m_h · |i − j| from the scores, a steeper slope for some
-# heads than for others. With h heads the slopes are 2^(−8/h), 2^(−16/h), …, 2^(−8). Deck 003
-# draws one slope α and the causal, lower-triangular part; minitf builds the symmetric |i − j|
-# and lets the causal mask remove the future. With no content at all (q = 0) the weights come
+# ALiBi learns nothing: it subtracts m_h times the distance ``|i − j|`` from the scores, a
+# steeper slope for some heads than for others. With h heads the slopes are 2^(−8/h),
+# 2^(−16/h), …, 2^(−8). Deck 003 draws one slope α and the causal, lower-triangular part; minitf
+# builds the symmetric bias, −m_h ``|i − j|`` for every pair, and lets the causal mask remove the
+# future. With no content at all (q = 0) the weights come
 # from the bias alone: the steep head looks at its neighbours, the shallow one almost everywhere.
 
 # %%
@@ -130,6 +137,12 @@ print("✓ ALiBi: −m_h |i − j|, no parameters, one slope per head")
 # Because R_mᵀ R_n = R_{n−m}, the score (R_m q)ᵀ (R_n k) = qᵀ R_{n−m} k depends on the positions
 # only through their offset: RoPE stamps absolute positions on q and k, and the score reads a
 # relative one.
+#
+# Deck 003 praises RoPE for extrapolating well: a model trained on short inputs still works on
+# longer ones, where a learned table of absolute positions has no row at all for a position it
+# never saw. That, and its cost (no parameters, one rotation of q and k), is why LLaMA-family
+# models use it. Some positional scheme, absolute or relative, sits in every large language
+# model, because attention on its own cannot tell which token came first (lesson 08).
 
 # %%
 d = 16
@@ -168,12 +181,13 @@ print("✓ RoPE: F.rope == R_m x, R_mᵀR_n = R_{n−m}, norms kept, score(7,3) 
 # ------------------------------------------------
 #
 # Deck 003's third relative option (Shaw et al.) adds *vectors*, not numbers. Query i looks up
-# two learned vectors for its offset to key j: a^K_ij is added to the key and a^V_ij to the value,
+# two learned vectors for its offset to key j: a^K_ij is added to the key and a^V_ij to the
+# value::
 #
 #     e_ij = q_i · (k_j + a^K_ij) / √d,     out_i = Σ_j α_ij (v_j + a^V_ij),    α = softmax(e)
 #
-# The offset j − i is clipped to ±K, so the tables have 2K + 1 rows: one per offset up to K
-# tokens away, and two shared rows for everything further left or right. Like T5's buckets, the
+# The offset j − i is clipped to ±K, so the tables have 2K + 1 rows, one per offset −K … K; the
+# two end rows also serve every offset beyond −K or +K. Like T5's buckets, the
 # parameter count does not depend on the sequence length. ``F.clipped_relative_positions`` gives
 # each pair its row and ``F.relative_attention`` computes the formula; we check it pair by pair.
 
@@ -240,19 +254,22 @@ print("✓ rope, alibi, relative and shaw layers ignore a shift; their backward 
 # A picture of the four biases
 # ----------------------------
 #
-# Keys on x, queries on y. T5's bucket ids are constant along every diagonal; ALiBi's two heads
-# have the same shape at slopes 16 times apart; RoPE's scores for one content vector at every
-# position repeat along the diagonals too, and fall off, with ripples, as the offset grows.
+# Keys on x, queries on y. T5's bucket ids are constant along every diagonal. ALiBi's two heads
+# draw the same pattern at slopes 16 times apart: each panel has its own colour scale, and head
+# 1's penalties are 16 times smaller. RoPE's scores of a fixed q and k repeat along the
+# diagonals too. When query and key carry the same content, the score peaks at offset 0 and
+# falls off, with ripples, as the offset grows; for different contents it rises and falls with
+# no special place at 0.
 
 # %%
-fig, axes = viz.figure(2, 3, size=(14, 8.4))
+fig, axes = viz.figure(2, 3, size=(15, 8.4))
 viz.heatmap(axes[0, 0], F.relative_position_buckets(12, 12), xlabel="key j", ylabel="query i",
             annotate=".0f", title="T5: bucket of each (i, j), 32 buckets")
 two = F.alibi_bias(2, 12)
 above = j > i
-for head in range(2):
+for head in range(2):                                        # each head its own colour scale
     viz.heatmap(axes[0, 1 + head], two[head], xlabel="key j", ylabel="query i",
-                vmin=two.min(), vmax=0, hide=above, colorbar="bias" if head else None,
+                vmin=two[head].min(), vmax=0, hide=above, colorbar="bias (own scale)",
                 title=f"ALiBi head {head}: −|i − j| / {1 / F.alibi_slopes(2)[head]:.0f}")
 viz.heatmap(axes[1, 0], scores[:24, :24], xlabel="key position n", ylabel="query position m",
             colorbar="q_mᵀ k_n", title="RoPE: scores of fixed q, k at every position")
@@ -274,8 +291,13 @@ viz.save(fig, "09_relative_biases")
 # * Relative schemes put the offset j − i into the score; every bias here is Toeplitz, and a
 #   layer built with one ignores where the sequence starts.
 # * T5 learns a number per head and distance bucket (exact near, logarithmic far); ALiBi fixes
-#   −m_h |i − j| with geometric slopes; both add to the scores *after* the 1/√d scale.
+#   −m_h ``|i − j|`` with geometric slopes. minitf adds both *after* the 1/√d scale, as ALiBi
+#   does (T5 has no scale at all), not inside it as deck 003 writes.
 # * RoPE rotates q and k by position-dependent angles; R_mᵀR_n = R_{n−m} turns absolute
-#   rotations into a relative score, and norms are preserved.
+#   rotations into a relative score, and norms are preserved. It copes with longer inputs than
+#   it was trained on and is what LLaMA-family models use.
+# * Every large language model carries positions in some form: without them attention is blind
+#   to order.
 #
-# Next, lesson 10: which of these schemes survives sequences longer than those seen in training?
+# Next: the lectures claim relative schemes cope better with lengths unseen in training; a later
+# lesson that trains a language model can put that to the test.

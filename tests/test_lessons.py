@@ -79,6 +79,21 @@ def test_lessons_open_as_notebooks():
         assert kinds == {"code", "markdown"}, f"{lesson.stem}: cells are {kinds}"
 
 
+@pytest.mark.parametrize("lesson", course.LESSONS, ids=lambda lesson: lesson.stem)
+def test_the_prose_is_valid_restructuredtext(lesson):
+    """Prose cells read as Markdown in a notebook and as reStructuredText on a web page: no
+    ``$…$``, no ``|x|`` read as a substitution, every indented block introduced by ``::``."""
+    jupytext = pytest.importorskip("jupytext")
+    docutils_core = pytest.importorskip("docutils.core")
+    notebook = jupytext.read(LESSONS / f"{lesson.stem}.py")
+    prose = "\n\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    doctree = docutils_core.publish_doctree(
+        prose, settings_overrides={"report_level": 5, "halt_level": 5})
+    problems = [f"line {m.get('line')}: {m.astext()}" for m in doctree.findall()
+                if m.tagname == "system_message" and m["level"] >= 2]
+    assert problems == [], "\n".join(problems)
+
+
 def test_minitf_lesson_lists_runs_and_refuses(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)
     assert cli.main(["lesson"]) == 0
