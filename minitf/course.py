@@ -36,54 +36,58 @@ class Lesson:
 LESSONS = (
     Lesson("01_attention_by_hand",
            "attention as a soft lookup: scores, softmax, a weighted sum of values",
-           "queries, keys and values; the scaled dot product; row-wise softmax; the Thinking "
-           "Machines quiz; the Hello/I/love/you matrix; M queries × N keys; all rows in parallel",
+           "queries, keys and values; \"The cat sat on\"; the scaled dot product; row-wise "
+           "softmax; the Thinking Machines quiz; the Hello/I/love/you matrix; M queries × N "
+           "keys; all rows at once, and what recurrent networks lack",
            ("01_the_cat_sat_on", "01_thinking_machines", "01_soft_lookup", "01_hello_i_love_you"),
-           1.0),
+           1.6),
     Lesson("02_why_sqrt_dk",
            "var(q·k) = d_k; raw scores make the softmax one-hot and kill its gradient",
            "why divide by √d_k; var(q·k) = d_k for unit-variance entries; vanishing softmax "
            "gradients; the \"q and v\" slip (it is q and k)",
-           ("02_sqrt_dk", "02_saturation"), 4.0),
+           ("02_sqrt_dk", "02_saturation"), 2.6),
     Lesson("03_self_attention_needs_weights",
            "softmax(XXᵀ)X learns nothing and favours itself; W_Q ≠ W_K fix it; outputs stay "
            "in the values' hull",
            "the simplest self-attention softmax(XXᵀ); the diagonal bound; learned W_Q, W_K, W_V; "
            "outputs in the span of the values, hence the MLP",
-           ("03_unequal_norms", "03_diagonal", "03_convex_hull"), 3.0),
+           ("03_unequal_norms", "03_diagonal", "03_convex_hull"), 2.1),
     Lesson("04_masks",
            "an added mask gives forbidden keys weight 0 and renormalizes over the rest",
            "the 12 × 12 scores masked; renormalizing vs zeroing; added, not multiplied; −1e9 vs "
            "−∞; padding for variable lengths; the masking quiz (B)",
-           ("04_masking", "04_padding", "04_no_future"), 5.0),
+           ("04_masking", "04_padding", "04_no_future"), 3.3),
     Lesson("05_backward_and_gradcheck",
            "a backward pass as a vector–Jacobian product, checked by finite differences",
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
            "a random upstream gradient and the error over the whole tensor",
-           ("05_broken_backwards", "05_gradcheck_step"), 3.0),
+           ("05_broken_backwards", "05_gradcheck_step"), 1.6),
     Lesson("06_multi_head_attention",
            "several heads side by side: split, attend, concatenate, mix with W_o; why one head "
            "is not enough",
            "parallel heads, concatenation and W_o; d/h-wide vs full-width heads; d_v ≠ d_k; the "
-           "PyTorch demo's shapes; 4d² + 4d parameters; one softmax only averages",
-           ("06_heads", "06_copy_heads"), 2.0),
+           "PyTorch demo's shapes; 4d² + 4d parameters; one softmax only averages; the original "
+           "sizes (h = 8, d = 512)",
+           ("06_heads", "06_copy_heads"), 1.7),
     Lesson("07_transformer_block",
            "the block: feed-forward per position, residuals and LayerNorm; depth; pre-LN vs "
            "post-LN",
            "FFN with d_ff 2–8× d; residuals; LayerNorm; the post-LN equations; each token on its "
-           "own path; deep plain stacks vanish; pre-LN trains where post-LN stalls",
-           ("07_token_paths", "07_depth_gradients", "07_pre_vs_post_ln"), 9.0),
+           "own path; deep plain stacks vanish; pre-LN trains where post-LN stalls; the annotated "
+           "residual is pre-LN",
+           ("07_token_paths", "07_depth_gradients", "07_pre_vs_post_ln"), 7.8),
     Lesson("08_order_and_sinusoids",
            "order is invisible to attention; raw index, binary code and sinusoids; offsets as "
            "rotations",
            "permutation equivariance; sets vs sequences; the 4-bit code; sinusoids and the "
-           "frequency quiz; rotation; add vs concatenate; ×√d; three slide slips",
-           ("08_sinusoidal_pe", "08_binary_vs_sinusoid"), 2.0),
+           "frequency quiz; rotation; a fixed table with dropout after it; add vs concatenate; ×√d; "
+           "three slide slips",
+           ("08_sinusoidal_pe", "08_binary_vs_sinusoid"), 1.4),
     Lesson("09_relative_positions",
            "relative schemes put the offset j − i into the score: T5, ALiBi, RoPE, Shaw",
            "T5 buckets and the Toeplitz bias; where the bias goes (a slide slip); ALiBi slopes; "
-           "RoPE as a rotation, R_mᵀR_n = R_{n−m}; Shaw's clipped key and value vectors",
-           ("09_relative_biases",), 4.0),
+           "RoPE as a rotation, R_mᵀR_n = R_{n−m}, in LLaMA; Shaw's clipped key and value vectors",
+           ("09_relative_biases",), 2.7),
 )
 
 
@@ -126,7 +130,7 @@ def find(query: str) -> Lesson:
 
 def listing(folder: Path) -> str:
     """One line per lesson: number, title, runtime, file."""
-    return "\n".join(f"{lesson.number:02d}  {title(folder / f'{lesson.stem}.py'):<52} "
+    return "\n".join(f"{lesson.number:02d}  {title(folder / f'{lesson.stem}.py'):<60} "
                      f"{_runtime(lesson.seconds):>6}   lessons/{lesson.stem}.py"
                      for lesson in LESSONS)
 
