@@ -17,6 +17,7 @@ import warnings
 import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
+from minitf.validate import check_sampling
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -62,14 +63,15 @@ def _as_batch(ids, name):
 
 def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
-             use_cache: bool = True, return_logits: bool = False):
+             use_cache: bool = True, return_logits: bool = False, on_token=None):
     """Continue ``prompt`` by ``max_new_tokens`` tokens with a DecoderLM.
 
     prompt: (n,) or (b, n) token ids.  The model sees at most its last max_len tokens: a longer
     prompt is cropped (with a warning), and a full cache is rebuilt from the last max_len tokens.
     -> ids (b, n + max_new_tokens) on the host; with return_logits, also the logits of every
-       step, (b, max_new_tokens, V)
+       step, (b, max_new_tokens, V);  on_token(ids) is called with each step's new ids (b,)
     """
+    check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
     ids = _as_batch(prompt, "prompt")
     xp = get_array_module(ids)
     if ids.shape[1] > model.max_len:
@@ -90,6 +92,8 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
         steps.append(last)
         next_ids = sample_next(last, temperature, top_k, top_p, greedy)
         ids = xp.concatenate([ids, next_ids[:, None].astype(ids.dtype)], axis=1)
+        if on_token is not None:
+            on_token(to_numpy(next_ids))
     if return_logits:
         return to_numpy(ids), to_numpy(xp.stack(steps, axis=1))
     return to_numpy(ids)

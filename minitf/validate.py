@@ -8,6 +8,8 @@ and what was wanted -- not three frames deep inside a matmul. Shapes are describ
 """
 from __future__ import annotations
 
+import math
+
 from minitf.backend import get_array_module, is_array
 
 
@@ -100,3 +102,71 @@ def check_probability(p: float, name: str, where: str) -> None:
     """ValueError unless ``0 <= p < 1`` (a dropout rate, a smoothing weight)."""
     if not 0.0 <= p < 1.0:
         raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}")
+
+
+def check_int(value, name: str, where: str, low: int = 1, high: int | None = None,
+              what: str = "") -> None:
+    """ValueError unless ``value`` is an int (a bool is not) in ``[low, high]``; ``what`` says
+    what the number is, e.g. "the number of heads"."""
+    wanted = (f"an integer in [{low}, {high}]" if high is not None else
+              "a positive integer" if low == 1 else f"an integer ≥ {low}")
+    if (isinstance(value, bool) or not isinstance(value, int) or value < low
+            or (high is not None and value > high)):
+        raise ValueError(f"{where}: {name} must be {wanted}{', ' + what if what else ''}; "
+                         f"got {value!r}")
+
+
+def check_real(value, name: str, where: str, low: float | None = None,
+               high: float | None = None, low_open: bool = True) -> None:
+    """ValueError unless ``value`` is a finite real number in ``(low, high]`` (``[low, high]``
+    with ``low_open=False``); None for either end means unbounded."""
+    left = "" if low is None else ("> " if low_open else "≥ ") + f"{low:g}"
+    right = "" if high is None else f"≤ {high:g}"
+    wanted = "a finite number" + (" " if left or right else "") + " and ".join(
+        t for t in (left, right) if t)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (low is None or (value > low if low_open else value >= low))
+    ok = ok and (high is None or value <= high)
+    if not ok:
+        raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}")
+
+
+def check_finite(x, name: str, where: str) -> None:
+    """ValueError unless every element of the float array ``x`` is finite (no NaN, no inf)."""
+    xp = get_array_module(x)
+    if x.dtype.kind in "fc" and not bool(xp.isfinite(x).all()):
+        bad = int((~xp.isfinite(x)).sum())
+        raise ValueError(f"{where}: {name} holds {bad} NaN or infinite value(s) of {x.size}; "
+                         f"wanted finite numbers")
+
+
+def not_real_numbers(x) -> str:
+    """Why the array ``x`` cannot hold weights -- it must hold finite real numbers -- or ''."""
+    if x.dtype.kind not in "fiu":
+        return f"dtype {x.dtype}; wanted real numbers"
+    if x.dtype.kind == "f" and not bool(get_array_module(x).isfinite(x).all()):
+        return "holds NaN or infinite values; wanted finite numbers"
+    return ""
+
+
+def check_like(dy, name: str, shape, dtype, where: str, what: str) -> None:
+    """ValueError/TypeError unless ``dy`` is an array of exactly ``shape`` and ``dtype`` -- a
+    gradient must have the shape and dtype of what it is the gradient of (``what``)."""
+    check_array(dy, name, where)
+    if tuple(dy.shape) != tuple(shape):
+        raise ValueError(f"{where}: {name} has shape {_shape_text(dy.shape)}; wanted "
+                         f"{_shape_text(shape)}, the shape of {what}")
+    if dy.dtype != dtype:
+        raise TypeError(f"{where}: {name} has dtype {dy.dtype}; wanted {dtype}, "
+                        f"the dtype of {what}")
+
+
+def check_sampling(max_new_tokens, temperature, top_k, top_p, greedy: bool, where: str) -> None:
+    """The settings of ``generate``, checked once before the first step."""
+    check_int(max_new_tokens, "max_new_tokens", where, low=0)
+    if not greedy:
+        check_real(temperature, "temperature", where, low=0)
+    if top_k is not None:
+        check_int(top_k, "top_k", where)
+    if top_p is not None:
+        check_real(top_p, "top_p", where, low=0, high=1)

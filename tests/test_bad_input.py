@@ -164,3 +164,105 @@ def test_positions_beyond_the_learned_table(backend_name):
 def test_padding_lengths_must_fit(backend_name):
     with raises(ValueError, "lengths must lie in [0, n + 1=5)", "from 2 to 7"):
         F.padding_mask([2, 7], 4)
+
+
+# -- found by a hostile-user sweep ---------------------------------------------------------------
+
+def test_an_integer_mask_is_refused_not_taken_as_additive(backend_name):
+    """A 0/1 integer mask read as additive adds 0 or 1 to the scores: it would mask nothing."""
+    keep = backend.to_device(np.tril(np.ones((3, 3), dtype=np.int64)))
+    with raises(TypeError, "mask has dtype int64", "wanted bool (True = attend)", "astype(bool)"):
+        nn.MultiHeadAttention(8, 2)(backend.randn(1, 3, 8), mask=keep)
+
+
+@pytest.mark.parametrize("d_in, d_out, named", [(0, 3, "d_in"), (4.0, 3, "d_in"), (4, -1, "d_out")])
+def test_linear_sizes_must_be_positive_integers(d_in, d_out, named):
+    value = d_in if named == "d_in" else d_out
+    with raises(ValueError, f"Linear: {named} must be a positive integer", f"got {value!r}"):
+        nn.Linear(d_in, d_out)
+
+
+def test_backward_refuses_a_gradient_of_the_wrong_shape_or_dtype(backend_name):
+    layer = nn.Linear(4, 3)
+    layer(backend.randn(2, 4))
+    with raises(ValueError, "Linear.backward: dy has shape (2, 4)", "wanted (2, 3)",
+                "last forward's output"):
+        layer.backward(backend.randn(2, 4))
+    with backend.precision("float64"):
+        dy = backend.randn(2, 3)
+    with raises(TypeError, "Linear.backward: dy has dtype float64", "wanted float32"):
+        layer.backward(dy)
+    from minitf.models import DecoderLM                          # every module, models included
+    model = DecoderLM(7, 8, 2, 1, max_len=4)
+    logits = model(backend.randint(0, 7, (2, 3)))
+    with raises(ValueError, "DecoderLM.backward: dy has shape (2, 3)", "wanted (2, 3, 7)"):
+        model.backward(logits[..., 0])
+
+
+@pytest.mark.parametrize("state, error, fragments", [
+    ([("W", np.zeros((2, 2)))], TypeError, ("state must be a dict", "got list")),
+    ({"W": np.full((2, 2), np.nan), "b": np.zeros(2)}, ValueError,
+     ("W: holds NaN or infinite values",)),
+    ({"W": np.full((2, 2), "x"), "b": np.zeros(2)}, ValueError, ("W: dtype <U1; wanted real",)),
+    ({"W": np.zeros((2, 2), complex), "b": np.zeros(2)}, ValueError, ("W: dtype complex128",)),
+    ({"W": [[0.0, 0.0], [0.0, 0.0]], "b": np.zeros(2)}, ValueError, ("W: a list, not an array",)),
+])
+def test_load_state_dict_refuses_what_is_not_finite_real_arrays(state, error, fragments):
+    with raises(error, "Linear.load_state_dict", *fragments):
+        nn.Linear(2, 2).load_state_dict(state)
+
+
+def test_a_language_model_needs_a_vocabulary():
+    from minitf.models import DecoderLM
+    with raises(ValueError, "DecoderLM: vocab_size must be a positive integer", "got 0"):
+        DecoderLM(0)
+
+
+def test_decode_refuses_ids_outside_the_vocabulary():
+    from minitf.data import CharTokenizer
+    tokenizer = CharTokenizer(list("abc"))
+    assert tokenizer.decode([2, 0]) == "ca" and tokenizer.decode([]) == ""
+    with raises(ValueError, "CharTokenizer.decode: ids must lie in [0, vocab_size=3)",
+                "from -1 to -1"):
+        tokenizer.decode([-1])                   # not "c", the last character
+
+
+@pytest.mark.parametrize("setting, fragments", [
+    (dict(top_k=2.5), ("top_k must be a positive integer", "2.5")),
+    (dict(top_k=0), ("top_k must be a positive integer", "got 0")),
+    (dict(temperature=float("nan")), ("temperature must be a finite number > 0", "nan")),
+    (dict(temperature=0), ("temperature must be a finite number > 0", "got 0")),
+    (dict(top_p=1.5), ("top_p must be a finite number > 0 and ≤ 1", "1.5")),
+    (dict(max_new_tokens=-1), ("max_new_tokens must be an integer ≥ 0", "-1")),
+])
+def test_generate_checks_its_settings_before_the_first_step(setting, fragments):
+    from minitf.generate import generate
+    from minitf.models import DecoderLM
+    arguments = {"max_new_tokens": 3, **setting}
+    with raises(ValueError, "generate: ", *fragments):
+        generate(DecoderLM(5, 8, 2, 1, max_len=8), [1, 2], **arguments)
+
+
+@pytest.mark.parametrize("settings, fragments", [
+    (dict(num_buckets=2), ("num_buckets must be an integer ≥ 4", "got 2")),
+    (dict(num_buckets=2, bidirectional=False, max_distance=1), ("max_distance must be an integer "
+                                                                "≥ 2", "got 1")),
+    (dict(num_buckets=32, max_distance=8), ("max_distance must be an integer ≥ 9",
+                                            "distances 0..7", "got 8")),
+    (dict(num_buckets=32, max_distance=4), ("max_distance must be an integer ≥ 9", "got 4")),
+])
+def test_relative_bias_settings_that_cannot_make_buckets(settings, fragments):
+    with raises(ValueError, "RelativePositionBias: ", *fragments):
+        nn.RelativePositionBias(2, **settings)
+    with raises(ValueError, "relative_position_buckets: ", *fragments):
+        F.relative_position_buckets(4, **settings)
+
+
+def test_a_non_finite_image_is_refused_at_the_model(backend_name):
+    from minitf.models import VisionTransformer
+    model = VisionTransformer(4, 2, 3, d_model=8, n_heads=2, n_layers=1)
+    images = backend.to_numpy(backend.randn(2, 1, 4, 4))
+    images[1, 0, 2, 3] = np.inf
+    with raises(ValueError, "VisionTransformer: images holds 1 NaN or infinite value(s) of 32",
+                "wanted finite numbers"):
+        model(backend.to_device(images))

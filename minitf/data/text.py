@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from minitf.backend import randint, to_device, to_numpy
+from minitf.validate import check_ids
 
 
 class CharTokenizer:
@@ -44,7 +45,10 @@ class CharTokenizer:
                              f"characters this tokenizer was fitted on") from None
 
     def decode(self, ids) -> str:
-        return "".join(self.chars[int(i)] for i in np.asarray(ids).reshape(-1))
+        ids = np.asarray(to_numpy(ids)).reshape(-1)
+        if ids.size:                     # -1 must not quietly read the last character
+            check_ids(ids, "ids", self.vocab_size, "CharTokenizer.decode")
+        return "".join(self.chars[i] for i in ids.tolist())
 
     def to_json(self) -> dict:
         return {"type": "char", "chars": self.chars}
@@ -80,9 +84,20 @@ def read_text(path) -> str:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"--text {path}: no such file")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--text {path}: byte {err.start} (0x{raw[err.start]:02x}) is not valid "
+                         f"UTF-8; wanted a UTF-8 text file (convert it, e.g. with iconv)") from None
+    if "\0" in text:                  # UTF-16 of ASCII text decodes as UTF-8, with NULs between
+        raise ValueError(f"--text {path}: byte {raw.index(0)} is a NUL; wanted a UTF-8 text "
+                         f"file, not binary or UTF-16 (convert it, e.g. with iconv)")
     if len(text) < 100:
         raise ValueError(f"--text {path}: only {len(text)} characters; wanted at least 100")
+    if len(set(text)) < 2:
+        raise ValueError(f"--text {path}: one distinct character ({text[0]!r}); wanted at least "
+                         f"2, or there is nothing to predict")
     return text
 
 

@@ -100,6 +100,7 @@ def standing_in(exercise: Exercise, function):
     reference = exercise.reference
     if exercise.is_method:
         places = [(exercise.owner, exercise.attribute)]
+        reference = vars(exercise.owner)[exercise.attribute]     # as the class holds it, wrapped
     else:
         modules = [m for name, m in list(sys.modules.items())
                    if m is not None and (name == "minitf" or name.startswith("minitf."))]

@@ -219,12 +219,18 @@ def _edge_outer(p, x):
 def as_additive_mask(mask, dtype=None):
     """A mask in additive form: 0 where attention is allowed, −inf where it is not.
 
-    A boolean mask (True = keep) is converted; a float mask is taken as additive already.
+    A boolean mask (True = keep) is converted; a float mask is taken as additive already. An
+    integer mask is refused: a 0/1 mask read as additive would add 0 or 1 to the scores and mask
+    nothing, and read as boolean it could be a mask of either convention (1 = keep, or 1 = hide).
     """
     if mask is None:
         return None
     xp = get_array_module(mask)
     dtype = dtype or float_dtype()
+    if mask.dtype.kind in "iu":
+        raise TypeError(f"attention: mask has dtype {mask.dtype}; wanted bool (True = attend) or "
+                        f"float (additive: 0 or -inf); for a 0/1 mask with 1 = attend, pass "
+                        f"mask.astype(bool)")
     if mask.dtype == bool:
         return xp.where(mask, 0.0, -math.inf).astype(dtype)
     return mask.astype(dtype, copy=False)

@@ -15,7 +15,7 @@ import math
 
 from minitf.backend import float_dtype, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
-from minitf.validate import check_shape
+from minitf.validate import check_int, check_shape
 
 
 def _angles(n, width, offset, base, xp):
@@ -112,6 +112,18 @@ def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
     return (-slopes * distance).astype(dtype or float_dtype())
 
 
+def check_bucket_settings(num_buckets, max_distance, bidirectional, where) -> None:
+    """ValueError unless T5's buckets can be built: at least one exact bucket (num_buckets ≥ 4
+    bidirectional, ≥ 2 causal) and a max_distance beyond the exact ones, where the log scale
+    starts (else the buckets divide by log(1) = 0)."""
+    halves = ("bidirectional: half for each direction, half of each half exact" if bidirectional
+              else "half of them exact")
+    check_int(num_buckets, "num_buckets", where, low=4 if bidirectional else 2, what=halves)
+    max_exact = num_buckets // (4 if bidirectional else 2)
+    check_int(max_distance, "max_distance", where, low=max_exact + 1,
+              what=f"beyond the exact buckets, distances 0..{max_exact - 1}")
+
+
 def relative_position_buckets(n_q, n_k=None, bidirectional=True, num_buckets=32,
                               max_distance=128, xp=None):
     """T5's bucket for each (query, key) pair: one bucket per distance below num_buckets/2 (or /4
@@ -123,6 +135,7 @@ def relative_position_buckets(n_q, n_k=None, bidirectional=True, num_buckets=32,
 
     ->  (n_q, n_k) integer bucket ids in [0, num_buckets)
     """
+    check_bucket_settings(num_buckets, max_distance, bidirectional, "relative_position_buckets")
     xp = xp or get_array_module()
     distance = -_relative_positions(n_q, n_k, xp)         # > 0 for keys in the past
     bucket = xp.zeros_like(distance)

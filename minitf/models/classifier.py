@@ -5,7 +5,7 @@ from minitf.backend import get_array_module
 from minitf.models.base import Model
 from minitf.nn import (ClassToken, Dropout, Embedding, EncoderBlock, LayerNorm,
                        LearnedPositionalEmbedding, Linear, Stack)
-from minitf.validate import check_ids, check_shape
+from minitf.validate import check_finite, check_ids, check_shape
 
 
 class _ClassTokenEncoder(Model):
@@ -105,6 +105,7 @@ class VisionTransformer(_ClassTokenEncoder):
     def forward(self, images):
         size = self.image_size
         self._check_input(images, "images", ("b", ("C", self.channels), ("H", size), ("W", size)))
+        check_finite(images, "images", type(self).__name__)
         tokens, patch_cache = F.patches(images, self.patch_size)   # (b, N, p·p·C)
         self._patch_cache = patch_cache
         return self._classify(self.patch_emb(tokens))

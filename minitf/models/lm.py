@@ -3,7 +3,7 @@ import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack)
-from minitf.validate import check_ids, check_shape
+from minitf.validate import check_ids, check_int, check_shape
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 
@@ -31,6 +31,11 @@ class DecoderLM(Model):
                  tie_weights: bool = True, dropout: float = 0.0, activation: str = "gelu"):
         if positional not in POSITIONAL:
             raise ValueError(f"DecoderLM: positional must be one of {POSITIONAL}; got {positional!r}")
+        for name, value, what in (("vocab_size", vocab_size, "the number of tokens"),
+                                  ("d_model", d_model, "the model width"),
+                                  ("max_len", max_len, "the longest context")):
+            check_int(value, name, "DecoderLM", what=what)
+        check_int(n_layers, "n_layers", "DecoderLM", low=0, what="the number of blocks")
         d_ff = d_ff or 4 * d_model
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,

@@ -5,15 +5,9 @@ from minitf.functional.attention import MASK_HINT
 from minitf.nn.layers import Linear
 from minitf.nn.module import Module, normal
 from minitf.nn.positional import RelativePositionBias
-from minitf.validate import check_broadcast
+from minitf.validate import check_broadcast, check_int
 
 POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
-
-
-def _check_size(value, name: str, what: str, where: str) -> None:
-    """ValueError unless a size argument is a positive int (a bool is not a size)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where}: {name} must be a positive integer, {what}; got {value!r}")
 
 
 class KVCache:
@@ -95,9 +89,9 @@ class MultiHeadAttention(Module):
                                  f"{n_heads}; wanted d_model = n_heads · d_head, or d_head given")
             d_head = d_model // n_heads
         d_v = d_head if d_v is None else d_v
-        _check_size(n_heads, "n_heads", "the number of heads", where)
-        _check_size(d_head, "d_head", "the width of each head's queries and keys", where)
-        _check_size(d_v, "d_v", "the width of each head's values", where)
+        check_int(n_heads, "n_heads", where, what="the number of heads")
+        check_int(d_head, "d_head", where, what="the width of each head's queries and keys")
+        check_int(d_v, "d_v", where, what="the width of each head's values")
         if positional not in POSITIONAL:
             raise ValueError(f"{where}: positional must be one of {POSITIONAL}; got {positional!r}")
         if cross and (positional is not None or causal):
@@ -107,8 +101,8 @@ class MultiHeadAttention(Module):
             raise ValueError(f"{where}: positional='rope' needs an even d_head (features rotate "
                              f"in pairs); got d_head={d_head}")
         if positional == "shaw":
-            _check_size(max_relative, "max_relative", "the largest offset with its own vector",
-                        where)
+            check_int(max_relative, "max_relative", where,
+                      what="the largest offset with its own vector")
         self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
         self.cross, self.causal, self.positional, self.rope_base = cross, causal, positional, rope_base
         self.max_relative = max_relative

@@ -5,7 +5,7 @@ import math
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
-from minitf.validate import check_probability
+from minitf.validate import check_int, check_probability
 
 
 class Linear(Module):
@@ -15,6 +15,8 @@ class Linear(Module):
     """
 
     def __init__(self, d_in: int, d_out: int, bias: bool = True):
+        check_int(d_in, "d_in", "Linear", what="the width of its input")
+        check_int(d_out, "d_out", "Linear", what="the width of its output")
         self.d_in, self.d_out = d_in, d_out
         self.W = normal(d_in, d_out, std=1.0 / math.sqrt(d_in))
         self.b = zeros(d_out) if bias else None
@@ -40,6 +42,8 @@ class Embedding(Module):
     """
 
     def __init__(self, vocab_size: int, d: int, std: float | None = None):
+        check_int(vocab_size, "vocab_size", "Embedding", what="the number of tokens")
+        check_int(d, "d", "Embedding", what="the width of each vector")
         self.vocab_size, self.d = vocab_size, d
         self.W = normal(vocab_size, d, std=std if std is not None else 1.0 / math.sqrt(d))
 

@@ -11,8 +11,11 @@ call ``zero_grad()`` before each new backward pass.
 """
 from __future__ import annotations
 
-from minitf.backend import backend_of, float_dtype, get_array_module, randn, to_device, to_numpy
-from minitf.validate import check_dtype, check_shape
+import functools
+
+from minitf.backend import (backend_of, float_dtype, get_array_module, is_array, randn,
+                            to_device, to_numpy)
+from minitf.validate import check_dtype, check_like, check_shape, not_real_numbers
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
 
@@ -52,6 +55,25 @@ def as_tuple(grads) -> tuple:
     return grads if isinstance(grads, tuple) else (grads,)
 
 
+def _recording_output(forward_of_class):
+    @functools.wraps(forward_of_class)
+    def forward(self, *args, **kwargs):
+        y = forward_of_class(self, *args, **kwargs)
+        self._output = (tuple(y.shape), y.dtype) if is_array(y) else None
+        return y
+    return forward
+
+
+def _checking_gradient(backward_of_class):
+    @functools.wraps(backward_of_class)
+    def backward(self, dy, *args, **kwargs):      # named so: tracers see a call to a backward
+        if self._output is not None and self._cache is not _NO_CACHE:
+            check_like(dy, "dy", *self._output, f"{type(self).__name__}.backward",
+                       "the last forward's output")
+        return backward_of_class(self, dy, *args, **kwargs)
+    return backward
+
+
 class Module:
     """Base class of every layer. Subclasses write ``forward`` and ``backward``.
 
@@ -61,6 +83,16 @@ class Module:
 
     training = True
     _cache = _NO_CACHE
+    _output = None           # (shape, dtype) of the last forward's output, if it was one array
+
+    def __init_subclass__(cls, **kwargs):
+        """Wrap each subclass's own forward and backward once, generically: forward records the
+        shape and dtype of its output, and backward refuses a ``dy`` that does not have them."""
+        super().__init_subclass__(**kwargs)
+        if "forward" in vars(cls):
+            cls.forward = _recording_output(vars(cls)["forward"])
+        if "backward" in vars(cls):
+            cls.backward = _checking_gradient(vars(cls)["backward"])
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
@@ -161,8 +193,18 @@ class Module:
     def load_state_dict(self, state: dict) -> None:
         """Copy arrays into the parameters (cast to their dtype, moved to their device).
 
-        Every name must be present with the right shape; otherwise one error lists all mismatches.
+        Every name must be present, with the right shape and finite real numbers; otherwise one
+        error lists all mismatches.
         """
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state, dict):
+            raise TypeError(f"{where}: state must be a dict {{name: array}}; "
+                            f"got {type(state).__name__}")
+        not_arrays = [f"{name}: a {type(v).__name__}, not an array" for name, v in state.items()
+                      if not is_array(v)]
+        if not_arrays:
+            raise ValueError(f"{where}: the state does not fit this model: "
+                             + "; ".join(not_arrays))
         params = dict(self.named_parameters())
         problems = [f"missing {name} {tuple(p.shape)}" for name, p in params.items()
                     if name not in state]
@@ -171,6 +213,8 @@ class Module:
         problems += [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
                      for name, p in params.items()
                      if name in state and tuple(state[name].shape) != tuple(p.shape)]
+        problems += [f"{name}: {not_real_numbers(state[name])}" for name in params
+                     if name in state and not_real_numbers(state[name])]
         if problems:
             raise ValueError(f"{type(self).__name__}.load_state_dict: the state does not fit "
                              f"this model: " + "; ".join(problems))

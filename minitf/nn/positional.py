@@ -3,6 +3,7 @@ produces a learned bias for the attention scores. (RoPE and ALiBi have no parame
 options of MultiHeadAttention, which calls minitf.functional directly.)"""
 import minitf.functional as F
 from minitf.backend import get_array_module, sum_to_shape
+from minitf.functional.positional import check_bucket_settings
 from minitf.nn.module import Module, normal
 
 
@@ -63,6 +64,7 @@ class RelativePositionBias(Module):
 
     def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128,
                  bidirectional: bool = True, std: float = 0.02):
+        check_bucket_settings(num_buckets, max_distance, bidirectional, "RelativePositionBias")
         self.n_heads, self.num_buckets = n_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
         self.table = normal(num_buckets, n_heads, std=std)
