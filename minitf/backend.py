@@ -271,8 +271,29 @@ def erf(x):
     return scipy_erf(x)
 
 
-# Honour MINITF_BACKEND at import time, with the same clear error as use().
+class _Unavailable:
+    """Stands in for the array module MINITF_BACKEND named when it cannot be had: importing
+    minitf (and ``--help``) still works, and the first array made raises the one-line error."""
+
+    def __init__(self, error: BackendUnavailable):
+        self.error = error
+
+    def __getattr__(self, name):
+        raise self.error
+
+
+def environment_error() -> BackendUnavailable | None:
+    """Why MINITF_BACKEND could not be honoured at import (None when it was, or is unset)."""
+    return _environment["error"]
+
+
+# Honour MINITF_BACKEND at import time. A bad value is kept, not raised here: see _Unavailable.
+_environment = {"error": None}
 _requested = os.environ.get("MINITF_BACKEND", "numpy").strip().lower() or "numpy"
-if _requested not in BACKENDS:
-    raise ValueError(f"MINITF_BACKEND must be one of {BACKENDS}; got {_requested!r}")
-use(_requested)
+try:
+    if _requested not in BACKENDS:
+        raise BackendUnavailable(f"backend {_requested!r} does not exist; wanted one of {BACKENDS}")
+    use(_requested)
+except BackendUnavailable as err:
+    _environment["error"] = BackendUnavailable(f"MINITF_BACKEND={_requested}: {err}")
+    _set(_active, name=_requested, xp=_Unavailable(_environment["error"]))

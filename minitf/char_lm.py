@@ -150,6 +150,11 @@ def _train(config: RunConfig, out: Path, log) -> dict:
         raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --steps {config.steps}")
     settings = asdict(replace(config, out=str(out), warmup=warmup))   # what --resume reads back
     train_ids, val_ids = data.split(tokenizer.encode(text))
+    if len(val_ids) < config.context + 1:          # the held-out tenth must hold one window
+        raise ValueError(f"--text {config.text}: {len(text):,} characters hold out "
+                         f"{len(val_ids)} for validation, less than one window of --context "
+                         f"{config.context} + 1; wanted at least {10 * (config.context + 1):,} "
+                         f"characters, or a smaller --context")
     log(f"text: {config.text or 'the default corpus (pydoc_data.topics)'}, {len(text):,} characters, "
         f"vocabulary {tokenizer.vocab_size}; {len(train_ids):,} train / {len(val_ids):,} validation")
 

@@ -38,6 +38,7 @@ from minitf.backend import rng_state, set_rng_state
 from minitf.data import CharTokenizer
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
+from minitf.validate import not_real_numbers
 
 FORMAT = "minitf-checkpoint"
 VERSION = 1
@@ -47,6 +48,49 @@ KEEP = 3                  # checkpoints kept in a run directory
 
 class CheckpointError(ValueError):
     """A checkpoint is missing, incomplete, corrupt, or does not fit the model."""
+
+
+# What checkpoint.json must hold, (key, types, wanted): always, and in a checkpoint that resumes.
+_MODEL_FIELDS = (("kind", str, "a model kind"), ("config", dict, "the model's settings"),
+                 ("rng", dict, "a random-generator state"))
+_RESUME_FIELDS = (("step", int, "the step count"), ("history", dict, "the loss history"),
+                  ("optimizer", dict, "the optimizer's settings"))
+_OPTIMIZER_FIELDS = (("type", str, "the optimizer's class"), ("t", int, "its step count"),
+                     ("lr", (int, float), "its learning rate"))
+
+
+def _check_fields(mapping: dict, fields, where: str, prefix: str = "") -> None:
+    """CheckpointError unless ``mapping`` holds each key of ``fields`` with a value of its type."""
+    for key, types, wanted in fields:
+        if key not in mapping:
+            raise CheckpointError(f"{where}: no {prefix}{key}; wanted {wanted}")
+        value = mapping[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in
+                                (types if isinstance(types, tuple) else (types,)))
+            raise CheckpointError(f"{where}: {prefix}{key} is {str(repr(value))[:40]}; wanted "
+                                  f"{wanted} ({names})")
+
+
+def _check_meta(meta: dict, where: str) -> None:
+    """The parts of checkpoint.json that later code indexes into, checked once, here."""
+    _check_fields(meta, _MODEL_FIELDS, where)
+    if any(key in meta for key, _, _ in _RESUME_FIELDS):      # saved with a trainer: all three
+        _check_fields(meta, _RESUME_FIELDS, where)
+        _check_fields(meta["optimizer"], _OPTIMIZER_FIELDS, where, "optimizer.")
+    try:
+        np.random.default_rng().bit_generator.state = meta["rng"]      # a scratch generator
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
+        raise CheckpointError(f"{where}: rng is not a random-generator state ({err})") from None
+    if meta.get("tokenizer") is not None:
+        try:
+            tokenizer = CharTokenizer.from_json(meta["tokenizer"])
+        except (TypeError, ValueError, AttributeError) as err:
+            raise CheckpointError(f"{where}: tokenizer is corrupt ({err})") from None
+        vocab = meta["config"].get("vocab_size")
+        if vocab is not None and vocab != tokenizer.vocab_size:
+            raise CheckpointError(f"{where}: the tokenizer has {tokenizer.vocab_size} characters; "
+                                  f"wanted config.vocab_size = {vocab}")
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -155,6 +199,7 @@ class Checkpoint:
     tokenizer: CharTokenizer | None
     meta: dict
     arrays: dict = field(repr=False)
+    path: Path | None = None             # the directory it was read from, for error messages
 
 
 def _located(directory) -> Path:
@@ -185,6 +230,7 @@ def _meta_at(found: Path) -> dict:
     if meta.get("version") != VERSION:
         raise CheckpointError(f"{where}: format version {meta.get('version')}; this minitf "
                               f"reads version {VERSION}")
+    _check_meta(meta, f"{where}: {META}")
     return meta
 
 
@@ -204,6 +250,9 @@ def _read(directory):
             arrays = {key: npz[key] for key in npz.files}
     except (ValueError, OSError) as err:
         raise CheckpointError(f"{where}: {WEIGHTS} is corrupt ({err})") from None
+    for key, value in arrays.items():
+        if not_real_numbers(value):
+            raise CheckpointError(f"{where}: {WEIGHTS}: {key} {not_real_numbers(value)}")
     return meta, arrays
 
 
@@ -213,9 +262,13 @@ def load(directory, model: Model | None = None) -> Checkpoint:
     directory = Path(directory)
     meta, arrays = _read(directory)
     if model is None:
-        if meta.get("kind") not in MODELS:
-            raise CheckpointError(f"checkpoint {directory}: unknown model kind {meta.get('kind')!r}")
-        model = MODELS[meta["kind"]](**meta["config"])
+        if meta["kind"] not in MODELS:
+            raise CheckpointError(f"checkpoint {directory}: unknown model kind {meta['kind']!r}")
+        try:
+            model = MODELS[meta["kind"]](**meta["config"])
+        except (TypeError, ValueError) as err:
+            raise CheckpointError(f"checkpoint {directory}: its config does not build a "
+                                  f"{meta['kind']} model ({err})") from None
     state = {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
     try:
         model.load_state_dict(state)
@@ -223,23 +276,29 @@ def load(directory, model: Model | None = None) -> Checkpoint:
         raise CheckpointError(f"checkpoint {directory} does not fit this model: "
                               f"{str(err).split(': ', 2)[-1]}") from None
     tokenizer = CharTokenizer.from_json(meta["tokenizer"]) if meta.get("tokenizer") else None
-    return Checkpoint(model, tokenizer, meta, arrays)
+    return Checkpoint(model, tokenizer, meta, arrays, directory)
 
 
 def resume(checkpoint: Checkpoint, trainer) -> None:
     """Put ``trainer`` (built around checkpoint.model) back where the saved run stopped: step,
     history, optimizer state, and the random generator -- the next batch and dropout mask are the
     ones the uninterrupted run would have drawn."""
-    meta = checkpoint.meta
+    meta, where = checkpoint.meta, f"checkpoint {checkpoint.path or ''}".rstrip()
     if "step" not in meta:
-        raise CheckpointError("this checkpoint holds weights only; it cannot resume training")
+        raise CheckpointError(f"{where} holds weights only; it cannot resume training")
     optimizer: Optimizer = trainer.optimizer
     if meta["optimizer"]["type"] != type(optimizer).__name__:
-        raise CheckpointError(f"the checkpoint was trained with {meta['optimizer']['type']}, "
+        raise CheckpointError(f"{where} was trained with {meta['optimizer']['type']}, "
                               f"not {type(optimizer).__name__}")
+    missing = sorted(set(trainer.history) - set(meta["history"]))
+    if missing:
+        raise CheckpointError(f"{where}: the history has no {', '.join(missing)}")
     saved = {key[len("optimizer/"):]: value for key, value in checkpoint.arrays.items()
              if key.startswith("optimizer/")}
-    optimizer.load_state_dict({"arrays": saved, "t": meta["optimizer"]["t"],
-                               "lr": meta["optimizer"]["lr"]})
+    try:
+        optimizer.load_state_dict({"arrays": saved, "t": meta["optimizer"]["t"],
+                                   "lr": meta["optimizer"]["lr"]})
+    except ValueError as err:
+        raise CheckpointError(f"{where}: {err}") from None
     trainer.step, trainer.history = meta["step"], meta["history"]
     set_rng_state(meta["rng"])

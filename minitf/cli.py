@@ -42,10 +42,12 @@ def _generate(args) -> int:
     if saved.tokenizer is None or saved.meta["kind"] != "lm":
         raise ValueError(f"--checkpoint {args.checkpoint}: not a character language model")
     backend.seed(args.seed)
-    ids = generate(saved.model, saved.tokenizer.encode(args.prompt), args.max_new_tokens,
-                   temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                   greedy=args.greedy, use_cache=not args.no_cache)
-    print(saved.tokenizer.decode(ids[0]))
+    prompt = saved.tokenizer.encode(args.prompt)
+    print(args.prompt, end="", flush=True)             # then each character as it is drawn
+    generate(saved.model, prompt, args.max_new_tokens, temperature=args.temperature,
+             top_k=args.top_k, top_p=args.top_p, greedy=args.greedy, use_cache=not args.no_cache,
+             on_token=lambda ids: print(saved.tokenizer.decode(ids[:1]), end="", flush=True))
+    print()
     return 0
 
 
@@ -67,6 +69,9 @@ def _gradcheck(args) -> int:
 def _info(args) -> int:
     from minitf.cost import format_cost, lm_cost_of
 
+    if args.d_model % args.n_heads:
+        raise ValueError(f"--d-model {args.d_model} is not divisible by --n-heads {args.n_heads}; "
+                         f"wanted d_model = n_heads · d_head")
     config = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
                   n_layers=args.n_layers, d_ff=args.d_ff or 4 * args.d_model,
                   max_len=args.context, positional=args.positional, tie_weights=not args.untied)
@@ -132,6 +137,10 @@ def _checked(convert, accept, wanted: str):
 POSITIVE = _checked(int, lambda n: n >= 1, "an integer ≥ 1")
 NON_NEGATIVE = _checked(int, lambda n: n >= 0, "an integer ≥ 0")
 POSITIVE_REAL = _checked(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
+MAX_NEW_TOKENS = 100_000
+NEW_TOKENS = _checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
+                      f"an integer in [0, {MAX_NEW_TOKENS}]")
+PROBABILITY = _checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -194,13 +203,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "character at a time, with the KV cache.")
     gen.add_argument("--checkpoint", metavar="DIR", required=True, help="a run directory")
     gen.add_argument("--prompt", default="\n", help="the text to continue (default: a newline)")
-    gen.add_argument("--max-new-tokens", type=int, default=300, help="characters to add (300)")
-    gen.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (0.8)")
-    gen.add_argument("--top-k", type=int, help="sample among the k most likely characters")
-    gen.add_argument("--top-p", type=float, help="nucleus sampling: smallest set with mass ≥ p")
+    gen.add_argument("--max-new-tokens", type=NEW_TOKENS, default=300,
+                     help=f"characters to add (300; at most {MAX_NEW_TOKENS:,})")
+    gen.add_argument("--temperature", type=POSITIVE_REAL, default=0.8,
+                     help="sampling temperature (0.8)")
+    gen.add_argument("--top-k", type=POSITIVE, help="sample among the k most likely characters")
+    gen.add_argument("--top-p", type=PROBABILITY,
+                     help="nucleus sampling: smallest set with mass ≥ p")
     gen.add_argument("--greedy", action="store_true", help="always take the most likely one")
     gen.add_argument("--no-cache", action="store_true", help="recompute the whole context each step")
-    gen.add_argument("--seed", type=int, default=0, help="random seed (0)")
+    gen.add_argument("--seed", type=NON_NEGATIVE, default=0, help="random seed (0)")
     _add_backend(gen)
     gen.set_defaults(run=_generate)
 
@@ -220,16 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "block), FLOPs per token, KV-cache bytes (2·L·b·n·d numbers). Give a "
                     "configuration by flags or a checkpoint.")
     info.add_argument("--checkpoint", metavar="DIR", help="read the configuration from a run")
-    info.add_argument("--vocab-size", type=int, default=103)
-    info.add_argument("--d-model", type=int, default=128)
-    info.add_argument("--n-heads", type=int, default=4)
-    info.add_argument("--n-layers", type=int, default=4)
-    info.add_argument("--d-ff", type=int, default=None, help="default 4·d_model")
-    info.add_argument("--context", type=int, default=128, help="n, the context length")
-    info.add_argument("--batch-size", type=int, default=1, help="b, for the KV cache")
+    info.add_argument("--vocab-size", type=POSITIVE, default=103)
+    info.add_argument("--d-model", type=POSITIVE, default=128)
+    info.add_argument("--n-heads", type=POSITIVE, default=4)
+    info.add_argument("--n-layers", type=POSITIVE, default=4)
+    info.add_argument("--d-ff", type=POSITIVE, default=None, help="default 4·d_model")
+    info.add_argument("--context", type=POSITIVE, default=128, help="n, the context length")
+    info.add_argument("--batch-size", type=POSITIVE, default=1, help="b, for the KV cache")
     info.add_argument("--positional", choices=POSITIONAL, default="learned")
     info.add_argument("--untied", action="store_true", help="a separate output layer")
-    info.add_argument("--bytes", type=int, default=4, help="bytes per number (4: float32)")
+    info.add_argument("--bytes", type=POSITIVE, default=4, help="bytes per number (4: float32)")
     info.set_defaults(run=_info)
 
     lesson = commands.add_parser(
@@ -270,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "backend", None):
             backend.use(args.backend)
+        elif backend.environment_error() is not None:
+            raise backend.environment_error()
         return args.run(args)
     except TrainingDiverged as err:
         print(f"minitf {args.command}: {err}", file=sys.stderr)

@@ -1,0 +1,189 @@
+"""Bad input to the ``minitf`` command is one line on stderr -- naming the flag, file or argument,
+what it got and what was wanted -- and exit status 2; a forged or damaged checkpoint is blamed on
+the checkpoint, never a KeyError deep inside."""
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from minitf import backend, checkpoint, cli
+from minitf.data import CharTokenizer
+from minitf.models import DecoderLM
+from minitf.optim import AdamW
+from minitf.train import Trainer
+
+
+def one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+# -- --text ----------------------------------------------------------------------------------------
+
+ENGLISH = "the cat sat on the mat, and the dog sat on the log. " * 20          # 1,040 characters
+
+
+@pytest.mark.parametrize("content, fragments", [
+    (("café " * 40).encode("latin-1"), ("byte 3 (0xe9) is not valid UTF-8", "wanted a UTF-8")),
+    (ENGLISH.encode("utf-16"), ("byte 0 (0xff) is not valid UTF-8",)),
+    (ENGLISH.encode("utf-16-le"), ("byte 1 is a NUL", "not binary or UTF-16")),
+    (bytes(range(256)) * 2, ("byte 128 (0x80) is not valid UTF-8",)),
+    (b"a" * 500, ("one distinct character ('a')", "wanted at least 2")),
+    (ENGLISH[:200].encode(), ("200 characters hold out 20 for validation",
+                              "less than one window of --context 32 + 1",
+                              "wanted at least 330 characters, or a smaller --context")),
+])
+def test_a_text_that_cannot_train_is_refused_naming_the_file(content, fragments, capsys,
+                                                             tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(content)
+    assert cli.main(["train", "--fast", "--no-progress", "--text", str(path),
+                     "--out", str(tmp_path / "run")]) == 2
+    err = one_line(capsys)
+    assert f"--text {path}: " in err and all(f in err for f in fragments), err
+    assert checkpoint.find(tmp_path / "run") is None
+
+
+# -- generate and info flags -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("command, flag, value, wanted", [
+    ("generate", "--max-new-tokens", "-1", "an integer in [0, 100000]"),
+    ("generate", "--max-new-tokens", "100001", "an integer in [0, 100000]"),
+    ("generate", "--temperature", "nan", "a finite number > 0"),
+    ("generate", "--temperature", "0", "a finite number > 0"),
+    ("generate", "--temperature", "-1", "a finite number > 0"),
+    ("generate", "--top-p", "0", "a number in (0, 1]"),
+    ("generate", "--top-p", "1.5", "a number in (0, 1]"),
+    ("generate", "--top-p", "nan", "a number in (0, 1]"),
+    ("generate", "--top-k", "0", "an integer ≥ 1"),
+    ("generate", "--top-k", "2.5", "an integer ≥ 1"),
+    ("info", "--d-model", "-64", "an integer ≥ 1"),
+    ("info", "--n-layers", "-1", "an integer ≥ 1"),
+    ("info", "--vocab-size", "0", "an integer ≥ 1"),
+    ("info", "--bytes", "0", "an integer ≥ 1"),
+])
+def test_a_bad_generate_or_info_flag_is_one_line_naming_it(command, flag, value, wanted, capsys,
+                                                            tmp_path):
+    extra = ["--checkpoint", str(tmp_path)] if command == "generate" else []
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([command, *extra, f"{flag}={value}"])
+    assert exit_.value.code == 2
+    assert f"argument {flag}: got {value!r}; wanted {wanted}" in one_line(capsys)
+
+
+def test_info_refuses_heads_that_do_not_divide_the_width(capsys):
+    assert cli.main(["info", "--d-model", "10", "--n-heads", "3"]) == 2
+    assert "--d-model 10 is not divisible by --n-heads 3" in one_line(capsys)
+
+
+# -- MINITF_BACKEND --------------------------------------------------------------------------------
+
+def _minitf(env_value, *arguments, code=None):
+    env = dict(os.environ, MINITF_BACKEND=env_value)
+    command = ["-c", code] if code else ["-m", "minitf", *arguments]
+    return subprocess.run([sys.executable, *command], env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("garbage", "backend 'garbage' does not exist; wanted one of ('numpy', 'cupy')"),
+    pytest.param("cupy", "backend 'cupy' is not available",
+                 marks=pytest.mark.skipif(backend.cupy_available(), reason="CuPy works here")),
+])
+def test_a_bad_minitf_backend_is_one_line_and_import_and_help_still_work(value, message):
+    assert _minitf(value, code="import minitf, minitf.nn").returncode == 0
+    assert _minitf(value, "--help").returncode == 0
+    result = _minitf(value, "info")
+    assert result.returncode == 2
+    err = result.stderr.strip()
+    assert err.count("\n") == 0 and err.startswith(f"minitf info: MINITF_BACKEND={value}: {message}")
+    assert _minitf(value, "gradcheck", "--only", "relu", "--backend", "numpy").returncode == 0
+
+
+# -- forged and damaged checkpoints ----------------------------------------------------------------
+
+@pytest.fixture
+def run(tmp_path):
+    """A real saved run of a tiny model, to be damaged by each test."""
+    tokenizer = CharTokenizer.fit(ENGLISH)
+    with backend.seed(0):
+        model = DecoderLM(tokenizer.vocab_size, 8, 2, 1, max_len=16)
+    checkpoint.save(tmp_path / "run", model, Trainer(model, AdamW(model, 1e-3), batches=None),
+                    tokenizer)
+    return tmp_path / "run"
+
+
+def forge(run, edit_meta=None, edit_arrays=None) -> None:
+    """Edit the run's checkpoint.json and/or weights.npz (keeping the hash right, as a forger
+    would, so that the edit itself is what gets caught)."""
+    found = checkpoint.find(run)
+    meta = json.loads((found / "checkpoint.json").read_text())
+    if edit_arrays:
+        with np.load(found / "weights.npz") as npz:
+            arrays = dict(npz)
+        edit_arrays(arrays)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        (found / "weights.npz").write_bytes(buffer.getvalue())
+        meta["weights_sha256"] = hashlib.sha256(buffer.getvalue()).hexdigest()
+    if edit_meta:
+        edit_meta(meta)
+    (found / "checkpoint.json").write_text(json.dumps(meta))
+
+
+def _set_nan(arrays):
+    arrays["model/tok_emb.W"][0, 0] = np.nan
+
+
+@pytest.mark.parametrize("edit_meta, edit_arrays, fragments", [
+    (lambda m: m.pop("config"), None, ("checkpoint.json: no config; wanted the model's settings",)),
+    (lambda m: m["config"].pop("vocab_size"), None, ("its config does not build a lm model",
+                                                      "vocab_size")),
+    (lambda m: m.pop("optimizer"), None, ("checkpoint.json: no optimizer",)),
+    (lambda m: m.pop("history"), None, ("checkpoint.json: no history",)),
+    (lambda m: m["optimizer"].pop("lr"), None, ("no optimizer.lr",)),
+    (lambda m: m.update(step="5"), None, ("step is '5'; wanted the step count (int)",)),
+    (lambda m: m["tokenizer"]["chars"].pop(), None,
+     ("the tokenizer has 14 characters; wanted config.vocab_size = 15",)),
+    (lambda m: m["tokenizer"].update(chars="ab"), None, ("tokenizer is corrupt",)),
+    (lambda m: m.update(rng={"bit_generator": "PCG64", "state": 7}), None,
+     ("rng is not a random-generator state",)),
+    (lambda m: m.update(rng=[1, 2]), None, ("rng is [1, 2]; wanted a random-generator state",)),
+    (None, lambda a: a.update({"model/tok_emb.W": a["model/tok_emb.W"].astype(str)}),
+     ("weights.npz: model/tok_emb.W dtype <U", "wanted real numbers")),
+    (None, lambda a: a.update({"model/tok_emb.W": a["model/tok_emb.W"].astype(complex)}),
+     ("weights.npz: model/tok_emb.W dtype complex128",)),
+    (None, _set_nan, ("weights.npz: model/tok_emb.W holds NaN or infinite values",)),
+])
+def test_a_forged_checkpoint_is_one_line_blaming_it(run, edit_meta, edit_arrays, fragments,
+                                                    capsys):
+    forge(run, edit_meta, edit_arrays)
+    assert cli.main(["generate", "--checkpoint", str(run), "--max-new-tokens", "2"]) == 2
+    err = one_line(capsys)
+    assert f"checkpoint {run}" in err and all(f in err for f in fragments), err
+
+
+def test_a_history_missing_a_series_cannot_resume(run):
+    forge(run, lambda m: m["history"].pop("loss"))
+    saved = checkpoint.load(run)
+    trainer = Trainer(saved.model, AdamW(saved.model, 1e-3), batches=None)
+    with pytest.raises(checkpoint.CheckpointError, match=f"checkpoint {run}: the history has no "
+                                                         f"loss"):
+        checkpoint.resume(saved, trainer)
+
+
+def test_generate_prints_each_character_as_it_is_drawn(run, capsys):
+    from minitf.generate import generate
+    saved = checkpoint.load(run)
+    drawn = []
+    ids = generate(saved.model, saved.tokenizer.encode("the "), 5,
+                   on_token=lambda new: drawn.append(int(new[0])))
+    assert drawn == [int(i) for i in ids[0, 4:]]
+    assert cli.main(["generate", "--checkpoint", str(run), "--prompt", "the ",
+                     "--max-new-tokens", "5"]) == 0
+    assert len(capsys.readouterr().out) == len("the ") + 5 + 1
