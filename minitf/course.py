@@ -88,6 +88,18 @@ LESSONS = (
            "T5 buckets and the Toeplitz bias; where the bias goes (a slide slip); ALiBi slopes; "
            "RoPE as a rotation, R_mᵀR_n = R_{n−m}, in LLaMA; Shaw's clipped key and value vectors",
            ("09_relative_biases",), 2.7),
+    Lesson("12_generation_and_kv_cache",
+           "generate token by token; greedy, temperature, top-k, top-p; a KV cache: the same "
+           "logits at O(n) per step",
+           "the autoregressive loop; argmax → index → \"am\"; four decoding rules; cached ≡ "
+           "uncached; 2·L·b·n·d numbers; O(n) per token vs O(n²); the x[:, -1] slip",
+           ("12_sampling", "12_kv_cache"), 8.4),
+    Lesson("16_attention_and_convolution",
+           "heads with one-offset masks form a convolution; splitting wide saves weights but "
+           "isolates the parts",
+           "one softmax picks or averages; a K = 3 convolution as 3 heads; a 3 × 3 one as 9 "
+           "heads; zero padding from masked rows; k parts: fewer weights, no talk; why wide",
+           ("16_conv_heads",), 2.2),
 )
 
 
