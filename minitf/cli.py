@@ -6,6 +6,7 @@
     minitf info        parameters, FLOPs and KV-cache memory of a configuration (the cost model)
     minitf lesson      list the course's lessons, or run one (from the repository root)
     minitf exercise    write minitf's backward passes yourself: list, start NAME, check FILE
+    minitf homework    an instructor's loop: make a student directory, grade a submission
 Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
 """
 from __future__ import annotations
@@ -118,6 +119,27 @@ def _exercise(args) -> int:
     report, status = exercises.check_file(args.file)
     print(report)
     return status
+
+
+def _homework(args) -> int:
+    import json
+    from pathlib import Path
+
+    from minitf import homework
+
+    if args.action == "make":
+        names = [n for n in (args.exercises or "").split(",") if n.strip()]
+        out = homework.make(args.out, names, args.file, args.solutions)
+        graded = [e["name"] for e in homework.manifest(out)["exercises"]]
+        print(f"wrote {out}: {', '.join(graded)} " + ("answered (the key)" if args.solutions else
+              "blank; students run 'python -m minitf homework grade .' inside it"))
+        return 0
+    outcomes = homework.grade(args.dir)
+    print(homework.table(outcomes))
+    if args.json:
+        Path(args.json).write_text(json.dumps(homework.gradescope(outcomes), indent=2,
+                                              ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0 if all(o.result.passed for o in outcomes) else 1
 
 
 def _checked(convert, accept, wanted: str):
@@ -271,6 +293,32 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "softmax_backward.py")
     _add_backend(grade)
     exercise.set_defaults(run=_exercise)
+
+    homework = commands.add_parser(
+        "homework", help="make a student directory with exercises left blank; grade it",
+        description="'make' writes a self-contained student directory: a copy of minitf whose "
+                    "chosen exercises (and every region of each --file) are stubs between their "
+                    "'# BEGIN SOLUTION' / '# END SOLUTION' lines, a README and homework.json. "
+                    "A --file marks its own regions the same way and defines, for each exercise "
+                    "NAME, a function check_NAME() that returns a minitf.gradcheck FunctionCase "
+                    "or ModuleCase (or a dict of them) built from the file's own functions. "
+                    "'grade' grades each exercise on its own by gradient checks, with the "
+                    "directory's function standing in for the reference (exit status 0 only "
+                    "when all pass).")
+    steps = homework.add_subparsers(dest="action", required=True, metavar="ACTION")
+    make = steps.add_parser("make", help="write a student directory")
+    make.add_argument("--exercises", metavar="A,B,...",
+                      help="catalogue exercises to blank, e.g. softmax_backward,attention_backward")
+    make.add_argument("--file", action="append", default=[], metavar="FILE.py",
+                      help="an instructor's own file with marked regions (may be repeated)")
+    make.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) folder")
+    make.add_argument("--solutions", action="store_true",
+                      help="keep the reference bodies: the answered directory (the key)")
+    mark = steps.add_parser("grade", help="grade a homework directory (a submission)")
+    mark.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
+    mark.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json here")
+    _add_backend(mark)
+    homework.set_defaults(run=_homework)
     return parser
 
 

@@ -160,27 +160,41 @@ def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
             result.problems.append((name, problem))
 
 
+def run_cases(exercise, cases, path: Path | None = None) -> Result:
+    """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
+    what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake."""
+    result = Result()
+    for name in cases:
+        try:
+            _grade_case(exercise, name, result)
+        except NotImplementedError as err:
+            result.stopped = _not_written(exercise, err)
+            break
+        except Exception as err:
+            where = f"in case {name!r}, your {exercise.attribute} raised an error"
+            lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
+            result.stopped = "\n".join([where + (":" if len(lines) > 1 else
+                                                 " (raised in minitf, after it returned):"),
+                                        *lines])
+            break
+    return result
+
+
+def _not_written(exercise, err) -> str:
+    """Which body still raises: this exercise's, or (when a learner grades against their own
+    copy of minitf) another exercise's that it calls -- its stub names it before a colon."""
+    named = str(err).split(":", 1)[0].strip()
+    if named and named != exercise.name and " " not in named:
+        return f"{named} is not written yet, and {exercise.name} calls it"
+    return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"
+
+
 def grade(exercise: Exercise, function, path: Path | None = None, cases=None) -> Result:
     """Run the cases that grade ``exercise`` (default: all of them) with ``function`` standing
     in for minitf's own, in float64. ``path``, the learner's file, trims tracebacks to it."""
     cases = grading_cases(exercise) if cases is None else cases
-    result = Result()
     with precision("float64"), standing_in(exercise, function):
-        for name in cases:
-            try:
-                _grade_case(exercise, name, result)
-            except NotImplementedError:
-                result.stopped = f"{exercise.name} is not written yet (its body still raises " \
-                                 f"NotImplementedError)"
-                break
-            except Exception as err:
-                where = f"in case {name!r}, your {exercise.attribute} raised an error"
-                lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
-                result.stopped = "\n".join([where + (":" if len(lines) > 1 else
-                                                     " (raised in minitf, after it returned):"),
-                                            *lines])
-                break
-    return result
+        return run_cases(exercise, cases, path)
 
 
 def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:

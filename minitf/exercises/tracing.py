@@ -49,6 +49,8 @@ def _trace(name: str) -> tuple:
     try:
         with precision("float64"):
             run_backward(case)
+    except NotImplementedError:
+        pass            # a blank body (a homework copy of minitf): the calls up to it are traced
     finally:
         sys.setprofile(previous)
     return top, depths
@@ -81,5 +83,10 @@ def grading_cases(exercise) -> tuple:
 
 def closure(exercise) -> tuple:
     """Every registry case whose backward calls ``exercise`` at any depth."""
-    code = exercise.reference.__code__
-    return tuple(name for name, (_, depths) in traces().items() if code in depths)
+    return reaching({exercise.reference.__code__})
+
+
+def reaching(codes) -> tuple:
+    """Every registry case whose backward calls any of the functions whose ``codes`` are given
+    (a blank helper fails its callers as surely as a blank exercise)."""
+    return tuple(name for name, (_, depths) in traces().items() if set(codes) & set(depths))

@@ -21,8 +21,10 @@ def relu(x):
 
 def relu_backward(dy, cache):
     """dx = dy where x > 0, else 0 (the slope is 1 or 0)."""
+    # BEGIN SOLUTION relu_backward
     positive = cache
     return dy * positive
+    # END SOLUTION
 
 
 def gelu(x, approximate="tanh"):
@@ -49,6 +51,7 @@ def gelu_backward(dy, cache):
     tanh:   with u = √(2/π)(x + 0.044715 x³) and t = tanh u, y = ½ x (1 + t), so
             dy/dx = ½ (1 + t) + ½ x (1 − t²) √(2/π) (1 + 3·0.044715 x²)
     """
+    # BEGIN SOLUTION gelu_backward
     x, saved, approximate = cache
     xp = get_array_module(x)
     if approximate == "none":
@@ -58,6 +61,7 @@ def gelu_backward(dy, cache):
     t = saved
     du_dx = _SQRT_2_OVER_PI * (1.0 + 3.0 * _GELU_CUBIC * x * x)
     return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du_dx)
+    # END SOLUTION
 
 
 def dropout(x, p, training=True):
@@ -77,5 +81,7 @@ def dropout(x, p, training=True):
 
 def dropout_backward(dy, cache):
     """y = x · scale elementwise, so dx = dy · scale (the same mask as the forward)."""
+    # BEGIN SOLUTION dropout_backward
     scale = cache
     return dy if scale is None else dy * scale
+    # END SOLUTION

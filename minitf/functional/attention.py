@@ -86,26 +86,32 @@ def attention_backward(dout, cache):
         dbias   = dscores, summed over the axes the bias was broadcast along (None if no bias)
     Returns (dq, dk, dv, dbias). The mask is a constant and gets no gradient.
     """
+    # BEGIN SOLUTION attention_backward
     dv, dprobs = _values_backward(dout, cache)
     dq, dk, dscores = _scores_backward(dprobs, cache)
     dbias = None if cache.bias_shape is None else sum_to_shape(dscores, cache.bias_shape)
     return dq, dk, dv, dbias
+    # END SOLUTION
 
 
 def _values_backward(dout, cache):
-    """The second stage, out = probs v:  dv = probsᵀ dout (..., n_k, d_v), dprobs = dout vᵀ."""
+    """attention_backward's second stage, out = probs v: dv (..., n_k, d_v), dprobs (..., n_q, n_k)."""
+    # BEGIN SOLUTION attention_backward
     dv = cache.probs.swapaxes(-1, -2) @ dout
     dprobs = dout @ cache.v.swapaxes(-1, -2)                    # (..., n_q, n_k)
     return dv, dprobs
+    # END SOLUTION
 
 
 def _scores_backward(dprobs, cache):
-    """The first stage, probs = softmax(q kᵀ · scale + M + B): dq, dk, dscores (..., n_q, n_k)."""
+    """attention_backward's first stage, probs = softmax(q kᵀ · scale + M + B): dq, dk, dscores."""
+    # BEGIN SOLUTION attention_backward
     q, k, _, probs, scale, _ = cache
     dscores = softmax_backward(dprobs, (probs, -1))
     dq = (dscores @ k) * scale                                  # (..., n_q, d_k)
     dk = (dscores.swapaxes(-1, -2) @ q) * scale                 # (..., n_k, d_k)
     return dq, dk, dscores
+    # END SOLUTION
 
 
 # ----------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ def layer_norm_backward(dy, cache):
     The first mean is the path through μ, the second the path through σ.
         dγ = Σ_positions dy ⊙ x̂,     dβ = Σ_positions dy
     """
+    # BEGIN SOLUTION layer_norm_backward
     x_hat, rstd, gamma = cache
     dx_hat = dy * gamma                                                 # (..., d)
     dx = (dx_hat
@@ -43,3 +44,4 @@ def layer_norm_backward(dy, cache):
     dgamma = (dy * x_hat).sum(axis=positions)                          # (d,)
     dbeta = dy.sum(axis=positions)                                     # (d,)
     return dx, dgamma, dbeta
+    # END SOLUTION

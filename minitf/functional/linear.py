@@ -32,6 +32,7 @@ def linear_backward(dy, cache):
         dW = Σ_positions xᵀ dy            (d_in, d_out)
         db = Σ_positions dy               (d_out,)   -- None when the forward had no bias
     """
+    # BEGIN SOLUTION linear_backward
     x, W, has_bias = cache
     x_rows = x.reshape(-1, x.shape[-1])               # (positions, d_in)
     dy_rows = dy.reshape(-1, dy.shape[-1])            # (positions, d_out)
@@ -39,6 +40,7 @@ def linear_backward(dy, cache):
     dW = x_rows.T @ dy_rows                           # (d_in, d_out)
     db = dy_rows.sum(axis=0) if has_bias else None    # (d_out,)
     return dx, dW, db
+    # END SOLUTION
 
 
 def embedding(ids, W):
@@ -59,11 +61,13 @@ def embedding_backward(dy, cache):
         dW[v] = Σ_{positions p with ids[p] = v} dy[p]
     dy: (..., d)   ->   dW: (vocab, d)    (token ids are integers and have no gradient)
     """
+    # BEGIN SOLUTION embedding_backward
     ids, W_shape = cache
     xp = get_array_module(dy)
     dW = xp.zeros(W_shape, dtype=dy.dtype)
     scatter_add(dW, ids.reshape(-1), dy.reshape(-1, W_shape[1]))
     return dW
+    # END SOLUTION
 
 
 def patches(images, patch_size):
@@ -88,6 +92,8 @@ def patches_backward(dy, cache):
     """The same rearrangement run backwards: each patch's gradient goes back to its pixels.
     dy: (b, N, p·p·C)   ->   dimages: (b, C, H, W)
     """
+    # BEGIN SOLUTION patches_backward
     (b, C, H, W), p = cache
     grid = dy.reshape(b, H // p, W // p, p, p, C).transpose(0, 5, 1, 3, 2, 4)
     return grid.reshape(b, C, H, W)
+    # END SOLUTION

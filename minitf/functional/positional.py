@@ -75,8 +75,10 @@ def rope(x, cos, sin):
 
 def rope_backward(dy, cache):
     """A rotation's gradient is the rotation back: R(θ)ᵀ = R(−θ), so dx = rotate(dy, cos θ, −sin θ)."""
+    # BEGIN SOLUTION rope_backward
     cos, sin = cache
     return _rotate(dy, cos, -sin)
+    # END SOLUTION
 
 
 def alibi_slopes(n_heads):
@@ -182,4 +184,6 @@ def relative_bias_backward(dbias, cache):
     """Undo the transpose, then the embedding's scatter-add into the table.
     dbias: (h, n_q, n_k)   ->   dtable: (num_buckets, h)
     """
+    # BEGIN SOLUTION relative_bias_backward
     return embedding_backward(dbias.transpose(1, 2, 0), cache)
+    # END SOLUTION

@@ -40,8 +40,10 @@ def softmax_backward(dp, cache):
         dx = p ⊙ (dp − Σ_j dp_j p_j)
     A fully masked row has p = 0 and therefore gets zero gradient.
     """
+    # BEGIN SOLUTION softmax_backward
     p, axis = cache
     return p * (dp - (dp * p).sum(axis=axis, keepdims=True))
+    # END SOLUTION
 
 
 def log_softmax(x, axis=-1):
@@ -59,9 +61,11 @@ def log_softmax_backward(dout, cache):
     """log p_i = x_i − log Σ_j exp(x_j), so ∂ log p_i / ∂x_j = δ_ij − p_j and
         dx = dout − p Σ_i dout_i
     """
+    # BEGIN SOLUTION log_softmax_backward
     out, axis = cache
     xp = get_array_module(out)
     return dout - xp.exp(out) * dout.sum(axis=axis, keepdims=True)
+    # END SOLUTION
 
 
 def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
@@ -105,6 +109,7 @@ def cross_entropy_backward(dloss, cache):
     and 0 for ignored positions. Much simpler than chaining the two backward passes.
     dloss: scalar   ->   dlogits: (..., V)
     """
+    # BEGIN SOLUTION cross_entropy_backward
     logp, y, kept, n_kept, label_smoothing, shape = cache
     xp = get_array_module(logp)
     dlogits = xp.exp(logp)                                       # p   (N, V)
@@ -114,3 +119,4 @@ def cross_entropy_backward(dloss, cache):
     weight = kept * (dloss / max(n_kept, 1))                     # (N,)
     dlogits *= weight.astype(dlogits.dtype)[:, None]
     return dlogits.reshape(shape)
+    # END SOLUTION

@@ -84,6 +84,7 @@ class DecoderLM(Model):
         return logits
 
     def backward(self, dlogits):
+        # BEGIN SOLUTION DecoderLM.backward
         dh, dW_head, _ = F.linear_backward(dlogits, self._pop_cache())
         if self.head is None:
             self.tok_emb.W.grad += dW_head.T                    # the embedding's second use
@@ -93,3 +94,4 @@ class DecoderLM(Model):
         if self.pos_emb is not None:
             dx = self.pos_emb.backward(dx)
         return self.tok_emb.backward(dx)
+        # END SOLUTION

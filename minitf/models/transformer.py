@@ -91,6 +91,7 @@ class Transformer(Model):
         return self.decode(tgt, memory, memory_mask)
 
     def backward(self, dlogits):
+        # BEGIN SOLUTION Transformer.backward
         scale = math.sqrt(self.d_model)
         dy = self.out.backward(dlogits)
         if self.decoder_norm is not None:
@@ -101,3 +102,4 @@ class Transformer(Model):
             dmemory = self.encoder_norm.backward(dmemory)
         dx = self.src_drop.backward(self.encoder.backward(dmemory))
         return self.src_emb.backward(self.src_pos.backward(dx) * scale)
+        # END SOLUTION

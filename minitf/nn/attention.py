@@ -188,6 +188,7 @@ class MultiHeadAttention(Module):
         return self.W_o(F.merge_heads((context,)))     # (b, h, n, d_v): concat heads, then W_o
 
     def backward(self, dy):
+        # BEGIN SOLUTION MultiHeadAttention.backward
         saved = self._pop_cache()
         if saved is None:
             raise RuntimeError(f"{type(self).__name__}.backward(): the last forward ran with a "
@@ -213,3 +214,4 @@ class MultiHeadAttention(Module):
             dmemory = self.W_kv.backward(F.merge_heads((dk, dv)))
             return dx, dmemory
         return self.W_qkv.backward(F.merge_heads((dq, dk, dv)))
+        # END SOLUTION

@@ -55,6 +55,7 @@ class Residual(Module):
         return self.norm(x + self.drop(self.layer(x, *context, **options)))
 
     def backward(self, dy):
+        # BEGIN SOLUTION Residual.backward
         if self.pre_ln:
             # y = x + f(LN(x)):  dx = dy + LN'ᵀ f'ᵀ dy
             d_layer, *d_context = as_tuple(self.layer.backward(self.drop.backward(dy)))
@@ -65,6 +66,7 @@ class Residual(Module):
             d_layer, *d_context = as_tuple(self.layer.backward(self.drop.backward(dh)))
             dx = dh + d_layer
         return (dx, *d_context) if d_context else dx
+        # END SOLUTION
 
 
 class EncoderBlock(Module):
@@ -124,9 +126,11 @@ class DecoderBlock(Module):
         return self.ffn(x)
 
     def backward(self, dy):
+        # BEGIN SOLUTION DecoderBlock.backward
         dy = self.ffn.backward(dy)
         dy, dmemory = self.cross_attn.backward(dy)
         return self.self_attn.backward(dy), dmemory
+        # END SOLUTION
 
 
 class Stack(Module):
@@ -149,9 +153,11 @@ class Stack(Module):
         return x
 
     def backward(self, dy):
+        # BEGIN SOLUTION Stack.backward
         d_context = None
         for block in reversed(self.blocks):
             dy, *d_block_context = as_tuple(block.backward(dy))
             d_context = d_block_context if d_context is None else \
                 [total + d for total, d in zip(d_context, d_block_context)]
         return (dy, *d_context) if d_context else dy
+        # END SOLUTION

@@ -49,10 +49,12 @@ class LearnedPositionalEmbedding(Module):
         return x + self.W.data[offset:offset + n]
 
     def backward(self, dy):
+        # BEGIN SOLUTION LearnedPositionalEmbedding.backward
         offset, n = self._pop_cache()
         # The same rows were added to every sequence of the batch: their gradients add up.
         self.W.grad[offset:offset + n] += sum_to_shape(dy, (n, self.d_model))
         return dy
+        # END SOLUTION
 
 
 class RelativePositionBias(Module):

@@ -1,0 +1,16 @@
+"""Homework: an instructor's loop around the exercises.
+
+    minitf homework make --exercises A,B --out hw1/     a student directory: minitf, A and B blank
+    minitf homework make --file my_ops.py --out hw2/    the same for an instructor's own file
+    minitf homework grade hw1/ [--json results.json]    grade each exercise on its own
+
+    regions   the solution regions (# BEGIN SOLUTION / # END SOLUTION) and the edits that blank them
+    handout   the student directory (make)
+    autograde the grader (grade), its table and Gradescope's results.json
+"""
+from minitf.homework.autograde import Outcome, gradescope, grade, manifest, table
+from minitf.homework.handout import MANIFEST, make, plan
+from minitf.homework.regions import find_regions, restore
+
+__all__ = ["Outcome", "gradescope", "grade", "manifest", "table", "MANIFEST", "make", "plan",
+           "find_regions", "restore"]

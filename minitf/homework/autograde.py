@@ -1,0 +1,183 @@
+"""``minitf homework grade DIR``: grade every exercise of a homework directory, each on its own.
+
+A catalogue exercise is graded by minitf.exercises' grader: the function is taken from the
+submitted file (loaded by path, as a module of its own) and stands in for minitf's own only while
+the registry cases that grade it run; everything else is the minitf that runs the grader. Run by
+an instructor, that is the reference, so a blank or wrong softmax_backward never costs the
+attention_backward exercise a point; run by a student inside the directory, it is their copy.
+
+An exercise of an instructor's own file is graded by the file's ``check_<name>()``: it returns a
+minitf.gradcheck FunctionCase or ModuleCase (or a dict of them, by label), built from the
+submitted file, so the backward under test is the student's.
+
+Each exercise scores 1 when every tensor of every case is within minitf's tolerance, else 0;
+``gradescope()`` writes the results in Gradescope's autograder format (results.json).
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from minitf import gradcheck_cases
+from minitf.backend import precision, seed
+from minitf.exercises import find, grade as grade_exercise
+from minitf.exercises.grade import Result, _their_lines, report, run_cases
+from minitf.homework import regions as R
+from minitf.homework.handout import MANIFEST, check_name
+
+_loaded = itertools.count()
+
+
+@dataclass(frozen=True)
+class FileExercise:
+    """What the shared grader needs to know of an exercise from an instructor's file."""
+    name: str
+    mistake: str = "none known; compare each line with your derivation"
+
+    @property
+    def attribute(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Outcome:
+    name: str
+    result: Result
+    report: str
+    seconds: float
+    edited: bool        # the file was changed outside its regions (reported, still graded)
+
+    @property
+    def score(self) -> float:
+        return 1.0 if self.result.passed else 0.0
+
+
+def manifest(folder: Path) -> dict:
+    """The directory's homework.json, or a one-line error saying this is no homework directory."""
+    path = Path(folder) / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["exercises"], data["frames"]        # both there, or this is something else
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{folder}: not a homework directory (no readable {MANIFEST}); wanted "
+                         f"one written by 'minitf homework make'") from None
+    return data
+
+
+def _load(path: Path):
+    """The submitted file as a fresh module of its own (never the package it was copied from)."""
+    spec = importlib.util.spec_from_file_location(f"minitf_homework_{next(_loaded)}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stopped(message: str) -> Result:
+    result = Result()
+    result.stopped = message
+    return result
+
+
+@contextmanager
+def _registered(builders: dict):
+    """Builders in minitf's case registry while the block runs, so the shared grader builds
+    them (float64, seed 0) as it builds minitf's own."""
+    gradcheck_cases.CASES.update(builders)
+    try:
+        yield list(builders)
+    finally:
+        for name in builders:
+            gradcheck_cases.CASES.pop(name, None)
+
+
+def _file_cases(module, name: str) -> dict:
+    """{case name: builder} from the file's check_<name>(), which gives one case or a dict."""
+    check = getattr(module, check_name(name))
+    with precision("float64"), seed(0):        # the inputs minitf's own cases get: fixed
+        built = check()
+    built = built if isinstance(built, dict) else {"": built}
+    return {f"{name}: {label}" if label else name: (lambda case=case: case)
+            for label, case in built.items()}
+
+
+def _grade_one(entry: dict, path: Path) -> tuple:
+    """(result, report) for one exercise of the manifest, graded from the file at ``path``."""
+    catalogue = entry["source"] == "minitf"
+    exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
+    try:
+        module = _load(path)
+        if catalogue:
+            owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method else module
+            result = grade_exercise(exercise, vars(owner)[exercise.attribute], path)
+        else:
+            with precision("float64"), _registered(_file_cases(module, exercise.name)) as cases:
+                result = run_cases(exercise, cases, path)
+    except Exception as err:              # their file does not load, or lost the function
+        result = _stopped("\n".join([f"{path.name} could not be graded:",
+                                     *_their_lines(err, path)]))
+    return result, report(exercise, result, path)
+
+
+def grade(folder) -> list[Outcome]:
+    """Grade every exercise of the homework directory ``folder``, in the manifest's order."""
+    folder = Path(folder).resolve()
+    data = manifest(folder)
+    outcomes = []
+    for entry in data["exercises"]:
+        path = folder / entry["file"]
+        start = time.perf_counter()
+        if not path.is_file():
+            result, text, edited = _stopped(f"{entry['file']}: missing"), "", True
+        else:
+            result, text = _grade_one(entry, path)
+            try:
+                edited = R.frame(path.read_text(encoding="utf-8"), path.name) \
+                    != data["frames"].get(entry["file"])
+            except (ValueError, SyntaxError):
+                edited = True
+        outcomes.append(Outcome(entry["name"], result, text or result.stopped,
+                                time.perf_counter() - start, edited))
+    return outcomes
+
+
+def _verdict(outcome: Outcome) -> str:
+    result = outcome.result
+    if result.passed:
+        return "passed"
+    if result.stopped and result.stopped.startswith(f"{outcome.name} is not written yet"):
+        return "not written"
+    if result.stopped and result.stopped.endswith(f"and {outcome.name} calls it"):
+        return "blocked"                # by another exercise's blank, in a student's own copy
+    return "error" if result.stopped and not result.rows else "failed"
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """One row per exercise: tensors within tolerance, verdict, score, seconds; then the total."""
+    header = ("exercise", "tensors ok", "result", "score", "seconds")
+    rows = [(o.name, f"{sum(r.passed for r in o.result.rows)}/{len(o.result.rows)}",
+             _verdict(o) + (" (file edited outside its regions)" if o.edited else ""),
+             f"{o.score:g}/1", f"{o.seconds:.1f}") for o in outcomes]
+    widths = [max(len(c) for c in column) for column in zip(header, *rows)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+             for row in [header, tuple("-" * w for w in widths), *rows]]
+    total = sum(o.score for o in outcomes)
+    return "\n".join(lines + ["", f"score {total:g} of {len(outcomes)} "
+                                  f"({sum(o.seconds for o in outcomes):.1f} s)"])
+
+
+def gradescope(outcomes: list[Outcome]) -> dict:
+    """Gradescope's results.json: a test per exercise (its report as the output), the total."""
+    tests = [{"name": o.name, "score": o.score, "max_score": 1.0,
+              "status": "passed" if o.result.passed else "failed",
+              "output": o.report + ("\n\nthis file was edited outside its solution regions"
+                                    if o.edited else "")} for o in outcomes]
+    return {"score": sum(o.score for o in outcomes),
+            "execution_time": round(sum(o.seconds for o in outcomes)),
+            "output": f"{len(outcomes)} exercises, each graded on its own by minitf's gradient "
+                      f"checks",
+            "tests": tests}

@@ -1,0 +1,181 @@
+"""``minitf homework make``: the directory an instructor hands out.
+
+It holds a runnable copy of minitf in which the chosen exercises' regions are stubs, the
+instructor's own files (``--file``) blanked the same way, ``homework.json`` (what to grade, and a
+fingerprint of every blanked file outside its regions) and a README for students. Everything is
+written in a fixed order from the reference alone, so two runs give identical directories.
+
+Where the regions come from is minitf's own source: every catalogue exercise's body is marked
+with ``# BEGIN SOLUTION <name>`` / ``# END SOLUTION`` (see minitf.homework.regions). The docstring
+of a catalogue exercise is replaced by the one 'minitf exercise start' writes -- the forward's
+equation, the shapes, a hint -- because minitf's own docstrings state the derivation.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+from pathlib import Path
+
+import minitf
+from minitf.exercises import find
+from minitf.exercises.starter import _docstring
+from minitf.homework import regions as R
+
+MANIFEST = "homework.json"
+PACKAGE = Path(minitf.__file__).parent
+SKIP = {"__pycache__"}
+
+
+def check_name(name: str) -> str:
+    """The function a --file exercise is graded by: check_<name>, dots as underscores."""
+    return "check_" + name.replace(".", "_")
+
+
+def _message(exercise, region: R.Region) -> str:
+    if exercise is None:
+        return f"{region.name}: not written yet (the docstring says what to return)"
+    if region.function != exercise.name:     # a helper that holds part of the exercise's work
+        return (f"{exercise.name}: {region.function} is part of this exercise; its docstring "
+                f"says what it returns")
+    return f"{exercise.name}: {exercise.hint}"
+
+
+def plan(text: str, where: str, names: set, catalogue: bool) -> list[R.Edit]:
+    """The edits that blank the regions named in ``names`` (and, for catalogue exercises,
+    replace their docstrings) in one file's ``text``."""
+    lines = text.splitlines(keepends=True)
+    edits = []
+    for region in R.find_regions(text, where):
+        if region.name not in names:
+            continue
+        exercise = find(region.name) if catalogue else None
+        edits.append(R.Edit(region.begin + 1, region.end,
+                            "".join(lines[region.begin + 1:region.end]),
+                            R.stub(region, _message(exercise, region))))
+        if exercise is not None and region.function == exercise.name:
+            # a function without a docstring gets one, just above its region
+            start, stop = R.docstring_span(text, region.function) or (region.begin,) * 2
+            new = "".join(region.indent + line if line.strip() else line
+                          for line in _docstring(exercise).splitlines(keepends=True))
+            edits.append(R.Edit(start, stop, "".join(lines[start:stop]), new + "\n", False))
+    return edits
+
+
+def _catalogue_files(names: list[str]) -> dict:
+    """{path inside the package: the exercise names whose regions it holds} for the chosen
+    catalogue exercises; an exercise without a region in its module is an error."""
+    files = {}
+    for name in names:
+        exercise = find(name)
+        path = Path(importlib.import_module(exercise.module).__file__)
+        text = path.read_text(encoding="utf-8")
+        if not any(r.name == exercise.name for r in R.find_regions(text, path.name)):
+            raise ValueError(f"{exercise.name}: no '# BEGIN SOLUTION {exercise.name}' region in "
+                             f"{exercise.module}")
+        files.setdefault(path.relative_to(PACKAGE).as_posix(), set()).add(exercise.name)
+    return files
+
+
+def _own_file(path: Path) -> tuple[str, list]:
+    """An instructor's file: its text and its exercises, each with its check_<name> function."""
+    if not path.is_file():
+        raise ValueError(f"--file {path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        found = R.find_regions(text, path.name)
+    except SyntaxError as err:
+        raise ValueError(f"--file {path}: line {err.lineno}: {err.msg}") from None
+    names = sorted({r.name for r in found})
+    if not names:
+        raise ValueError(f"--file {path}: no '# BEGIN SOLUTION' region to blank")
+    defined = {n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    for name in names:
+        if check_name(name) not in defined:
+            raise ValueError(f"--file {path}: exercise {name} has no {check_name(name)}() to "
+                             f"grade it (see 'minitf homework make --help')")
+    return text, names
+
+
+def _readme(entries: list) -> str:
+    rows = "\n".join(f"| `{e['name']}` | `{e['file']}` |" for e in entries)
+    return f"""# Homework
+
+Write the body of each function below, in place of its `raise NotImplementedError(...)`:
+
+| exercise | file |
+|---|---|
+{rows}
+
+Each body sits between a `# BEGIN SOLUTION` and an `# END SOLUTION` line. Keep those two lines as
+they are and change nothing outside them: the grader reads them, and reports a file edited
+elsewhere. The docstring above each body says what comes in and what must come out.
+
+Check your work from this folder (it holds its own copy of minitf; you need NumPy):
+
+    python -m minitf homework grade .
+
+Each exercise is graded by minitf's gradient checks (float64, central differences, a random
+upstream gradient), with your function standing in for minitf's own. One exercise at a time:
+
+    python -m minitf exercise list       # what each exercise teaches, its classic mistake
+
+Your instructor grades the same way, against minitf's reference, so an exercise that calls
+another one you have not finished is graded on its own there.
+"""
+
+
+def _starter(text: str, where: str, names: set, catalogue: bool, solutions: bool) -> str:
+    edits = plan(text, where, names, catalogue)
+    return R.apply(text, [e for e in edits if not (solutions and e.body)])
+
+
+def _copy_package(out: Path, blank: dict, solutions: bool) -> dict:
+    """Copy minitf into out/minitf, blanking the chosen regions; {file: its fingerprint}."""
+    frames = {}
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE)
+        if path.is_dir() or SKIP & set(relative.parts) or path.suffix == ".pyc":
+            continue
+        target = out / "minitf" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        names = blank.get(relative.as_posix())
+        if names is None:
+            target.write_bytes(path.read_bytes())
+            continue
+        text = path.read_text(encoding="utf-8")
+        starter = _starter(text, path.name, names, True, solutions)
+        target.write_text(starter, encoding="utf-8")
+        frames["minitf/" + relative.as_posix()] = R.frame(starter, path.name)
+    return frames
+
+
+def make(out, exercises=(), files=(), solutions=False) -> Path:
+    """Write the homework directory ``out``: the catalogue ``exercises`` by name, and every
+    region of each instructor's file in ``files``. Checks everything before writing anything.
+    ``solutions``: the same directory with the bodies answered (the instructor's key)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out {out}: already exists and is not empty; wanted a new folder")
+    if not exercises and not files:
+        raise ValueError("nothing to blank: give --exercises NAME,... or --file FILE.py")
+    names = list(dict.fromkeys(find(n).name for n in exercises))
+    blank = _catalogue_files(names)
+    own = [(Path(f), *_own_file(Path(f))) for f in files]
+    if len({p.name for p, _, _ in own}) < len(own) or {p.name for p, _, _ in own} & {"minitf"}:
+        raise ValueError("--file: two files of the same name (or one called minitf)")
+
+    entries = [{"name": n, "file": "minitf/" + f, "source": "minitf"}
+               for f, ns in sorted(blank.items()) for n in names if n in ns]
+    out.mkdir(parents=True, exist_ok=True)
+    frames = _copy_package(out, blank, solutions)
+    for path, text, own_names in own:
+        starter = _starter(text, path.name, set(own_names), False, solutions)
+        (out / path.name).write_text(starter, encoding="utf-8")
+        frames[path.name] = R.frame(starter, path.name)
+        entries += [{"name": n, "file": path.name, "source": "file"} for n in own_names]
+    (out / "README.md").write_text(_readme(entries), encoding="utf-8")
+    manifest = {"minitf homework": 1, "exercises": entries, "frames": dict(sorted(frames.items()))}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                encoding="utf-8")
+    return out

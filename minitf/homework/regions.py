@@ -1,0 +1,143 @@
+"""Solution regions in plain Python files, and the edits that turn a reference into a starter.
+
+A region is the lines between two comment lines of their own (the nbgrader and otter-grader
+spelling, so an instructor can paste a region into either tool):
+
+    def softmax_backward(dp, cache):
+        '''…'''
+        # BEGIN SOLUTION softmax_backward
+        …the reference body…
+        # END SOLUTION
+
+The text after BEGIN SOLUTION names the exercise the region belongs to (default: the function
+around it); several regions may share a name, e.g. a backward pass and the private helpers that
+hold half of its work. The markers are comments, so the reference stays plain runnable Python.
+
+The starter keeps both marker lines as a do-not-edit fence and puts a stub between them; nothing
+else moves, except a docstring the caller asks to replace. Every change is an ``Edit`` (the
+reference's text, the starter's text), so the reference comes back by undoing the edits in order.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import dataclass
+
+BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
+KEEP = ("# Your code replaces the next line. Keep the BEGIN/END SOLUTION lines: the grader "
+        "reads them.")
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str        # the exercise it belongs to
+    function: str    # the function around it, as a qualified name: "Residual.backward"
+    begin: int       # index of the BEGIN line (0-based)
+    end: int         # index of the END line
+    indent: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int       # the reference lines [start, stop) ...
+    stop: int
+    old: str         # ... whose text is ``old``, become ``new`` in the starter
+    new: str
+    body: bool = True   # a region's body (False: a docstring replaced)
+
+
+def _marker(line: str) -> str | None:
+    """"begin" or "end" for a marker line, else None. Only a comment line of its own counts."""
+    text = line.strip()
+    if text == END:
+        return "end"
+    if text == BEGIN or text.startswith(BEGIN + " "):
+        return "begin"
+    return None
+
+
+def _functions(tree) -> list:
+    """(qualified name, node) for every function, classes' methods included, outermost first."""
+    found = []
+
+    def visit(nodes, prefix):
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + node.name
+                if not isinstance(node, ast.ClassDef):
+                    found.append((name, node))
+                visit(node.body, name + ".")
+    visit(tree.body, "")
+    return found
+
+
+def find_regions(text: str, where: str) -> list[Region]:
+    """Every region of a file's ``text``; ``where`` (its name) prefixes each error."""
+    lines = text.splitlines()
+    functions = _functions(ast.parse(text, filename=where))
+    regions, opened = [], None
+    for i, line in enumerate(lines):
+        kind = _marker(line)
+        if kind == "begin":
+            if opened is not None:
+                raise ValueError(f"{where}, line {i + 1}: BEGIN SOLUTION inside the region "
+                                 f"opened on line {opened + 1} (regions do not nest)")
+            opened = i
+        elif kind == "end":
+            if opened is None:
+                raise ValueError(f"{where}, line {i + 1}: END SOLUTION without a BEGIN SOLUTION")
+            around = [name for name, node in functions if node.lineno <= opened < node.end_lineno]
+            if not around:
+                raise ValueError(f"{where}, line {opened + 1}: a solution region must sit inside "
+                                 f"a function's body")
+            begin_line = lines[opened]
+            name = begin_line.strip()[len(BEGIN):].strip() or around[-1]
+            regions.append(Region(name, around[-1], opened, i,
+                                  begin_line[:len(begin_line) - len(begin_line.lstrip())]))
+            opened = None
+    if opened is not None:
+        raise ValueError(f"{where}, line {opened + 1}: BEGIN SOLUTION without an END SOLUTION")
+    return regions
+
+
+def stub(region: Region, message: str) -> str:
+    """What the starter holds between the fences: a named, obvious failure (not ``pass``, which
+    would return None and fail later, somewhere confusing)."""
+    literal = json.dumps(message, ensure_ascii=False)   # a valid Python string literal
+    return f"{region.indent}{KEEP}\n{region.indent}raise NotImplementedError({literal})\n"
+
+
+def docstring_span(text: str, function: str) -> tuple[int, int] | None:
+    """(first line index, stop index) of ``function``'s docstring in ``text``, or None."""
+    node = dict(_functions(ast.parse(text)))[function]
+    if ast.get_docstring(node) is None:
+        return None
+    return node.body[0].lineno - 1, node.body[0].end_lineno
+
+
+def apply(text: str, edits: list[Edit]) -> str:
+    """The starter: ``text`` with every edit made (edits may come in any order; none overlap)."""
+    lines = text.splitlines(keepends=True)
+    for edit in sorted(edits, key=lambda e: e.start, reverse=True):
+        lines[edit.start:edit.stop] = [edit.new]
+    return "".join(lines)
+
+
+def restore(starter: str, edits: list[Edit]) -> str:
+    """The reference again: each edit undone, searched for after the previous one."""
+    out, cursor = [], 0
+    for edit in sorted(edits, key=lambda e: e.start):
+        at = starter.index(edit.new, cursor)
+        out += [starter[cursor:at], edit.old]
+        cursor = at + len(edit.new)
+    return "".join(out + [starter[cursor:]])
+
+
+def frame(text: str, where: str) -> str:
+    """A fingerprint of everything outside the regions, fences included: unchanged as long as
+    only the regions' insides are edited."""
+    lines = text.splitlines(keepends=True)
+    for region in reversed(find_regions(text, where)):
+        del lines[region.begin + 1:region.end]
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
