@@ -135,6 +135,8 @@ def _homework(args) -> int:
               "blank; students run 'python -m minitf homework grade .' inside it"))
         return 0
     outcomes = homework.grade(args.dir)
+    reports = homework.failing_reports(outcomes)
+    print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))
     if args.json:
         Path(args.json).write_text(json.dumps(homework.gradescope(outcomes), indent=2,

@@ -264,6 +264,19 @@ def test_grade_prints_a_table_and_writes_gradescope_json(hw1, tmp_path, capsys):
     assert "softmax_backward: passes every check" in data["tests"][2]["output"]
 
 
+def test_grade_shows_what_to_fix_before_the_table(hw1, tmp_path, capsys):
+    folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py"})
+    answer = folder / "minitf/functional/softmax.py"
+    right = "return p * (dp - (dp * p).sum(axis=axis, keepdims=True))"
+    assert right in answer.read_text()
+    answer.write_text(answer.read_text().replace(right, "return p * dp"))
+    assert cli.main(["homework", "grade", str(folder)]) == 1
+    out = capsys.readouterr().out
+    report, summary = out.split("exercise  ", 1)[0], out.rsplit("\n\n", 1)[-1]
+    assert "worst entry" in report and "the classic mistake here: dx = p ⊙ dp" in report
+    assert summary.startswith("score 0 of 3")
+
+
 # -- an instructor's own file ----------------------------------------------------------------------
 
 def test_an_instructors_file_is_blanked_and_graded_by_its_checks(hw2, tmp_path):

@@ -8,9 +8,10 @@
     handout   the student directory (make)
     autograde the grader (grade), its table and Gradescope's results.json
 """
-from minitf.homework.autograde import Outcome, gradescope, grade, manifest, table
+from minitf.homework.autograde import (Outcome, failing_reports, gradescope, grade, manifest,
+                                       table)
 from minitf.homework.handout import MANIFEST, make, plan
 from minitf.homework.regions import find_regions, restore
 
-__all__ = ["Outcome", "gradescope", "grade", "manifest", "table", "MANIFEST", "make", "plan",
+__all__ = ["Outcome", "failing_reports", "gradescope", "grade", "manifest", "table", "MANIFEST", "make", "plan",
            "find_regions", "restore"]

@@ -170,6 +170,13 @@ def table(outcomes: list[Outcome]) -> str:
                                   f"({sum(o.seconds for o in outcomes):.1f} s)"])
 
 
+def failing_reports(outcomes: list[Outcome]) -> str:
+    """The full report of every exercise that ran and failed (the worst entry, both values, the
+    hint), so a student grading their own folder sees what to fix, not only a verdict."""
+    return "\n\n".join(o.report for o in outcomes
+                        if not o.result.passed and _verdict(o) in ("failed", "error"))
+
+
 def gradescope(outcomes: list[Outcome]) -> dict:
     """Gradescope's results.json: a test per exercise (its report as the output), the total."""
     tests = [{"name": o.name, "score": o.score, "max_score": 1.0,
