@@ -100,6 +100,12 @@ LESSONS = (
            "one softmax picks or averages; a K = 3 convolution as 3 heads; a 3 × 3 one as 9 "
            "heads; zero padding from masked rows; k parts: fewer weights, no talk; why wide",
            ("16_conv_heads",), 2.2),
+    Lesson("19_your_first_exercise",
+           "the exercise loop: start softmax_backward, check it, read a failing report, fix it, "
+           "see it pass",
+           "backprop by hand (softmax's σ(z)_i and its backward p ⊙ (dp − Σ dp·p)); how minitf "
+           "grades a student's backward and what its hints mean",
+           ("19_attempts",), 2.5),
 )
 
 
