@@ -327,4 +327,7 @@ print("✓ backprop, then update: the loss falls by what the gradient predicts")
 # * Some true gradients are 0 (the key bias), so the error is measured over the whole tensor.
 # * h = 1e-6 in float64 sits in the bottom of the V between rounding and truncation.
 #
+# Your turn: ``minitf exercise list`` shows 21 backward passes to write yourself, graded by these
+# same checks; lesson 19 walks one of them from a blank body to a pass.
+#
 # Next, lesson 06: several attention heads side by side.
