@@ -94,6 +94,12 @@ LESSONS = (
            "the autoregressive loop; argmax → index → \"am\"; four decoding rules; cached ≡ "
            "uncached; 2·L·b·n·d numbers; O(n) per token vs O(n²); the x[:, -1] slip",
            ("12_sampling", "12_kv_cache"), 8.4),
+    Lesson("14_encoder_decoder",
+           "encoder–decoder: three attentions, teacher forcing in one pass, the top-encoder "
+           "wiring",
+           "encoder self, masked self and cross-attention; teacher forcing (BOS, not <EOS>); "
+           "greedy and beam; the O(N²) + O(M²) + O(NM) quiz; which encoder output each layer reads",
+           ("14_enc_dec_cost", "14_cross_attention"), 10.9),
     Lesson("16_attention_and_convolution",
            "heads with one-offset masks form a convolution; splitting wide saves weights but "
            "isolates the parts",
