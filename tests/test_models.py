@@ -59,6 +59,20 @@ def test_the_decoders_kv_cache_matches_full_recomputation(float64):
     assert greedy_decode(model, src, 6) == greedy_decode(model, src, 6, use_cache=False)
 
 
+def test_decoding_with_and_without_the_cache_agrees_when_a_token_equals_the_pad_id(float64):
+    """A generated token is never padding, even one equal to pad_id: the uncached decoder, which
+    reruns the whole output, must not mask it (the cached one never does)."""
+    backend.seed(2)
+    model = Transformer(12, 12, 16, 2, 2, dropout=0.0)          # pad_id = 0
+    model.out.b.data[0] = 2.0                                   # make the pad id a likely output
+    src = backend.randint(3, 12, (3, 5))
+    cached, cached_logits = greedy_decode(model, src, 8, return_logits=True)
+    full, full_logits = greedy_decode(model, src, 8, use_cache=False, return_logits=True)
+    assert any(0 in tokens[:-1] for tokens in cached)           # pads with tokens after them
+    assert full == cached
+    assert np.abs(full_logits - cached_logits).max() <= 1e-9
+
+
 def test_beam_search_of_width_one_is_greedy(float64):
     model = Transformer(12, 12, 16, 2, 2)
     src = backend.randint(3, 12, (3, 5))
