@@ -137,6 +137,15 @@ def test_the_vision_transformer_cuts_patches_row_by_row():
         model(images[:, :, :3])
 
 
+def test_nan_or_inf_in_the_memory_is_refused_at_the_decoder():
+    """decode is public: its float input, the memory, is checked like a ViT's images."""
+    model = Transformer(7, 6, 8, 2, 1)
+    memory, memory_mask = model.encode(backend.randint(3, 7, (1, 3)))
+    memory[0, 1, 0] = np.inf
+    with pytest.raises(ValueError, match=r"Transformer: memory holds 1 NaN or infinite"):
+        model.decode(backend.to_device(np.array([[1, 4]])), memory, memory_mask)
+
+
 def test_every_model_rebuilds_from_its_config():
     made = [DecoderLM(7, 8, 2, 1, max_len=4), Transformer(7, 6, 8, 2, 1),
             EncoderClassifier(7, 2, 8, 2, 1), VisionTransformer(4, 2, 3, d_model=8, n_heads=2)]

@@ -5,7 +5,7 @@ import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
                        SinusoidalPositionalEncoding, Stack)
-from minitf.validate import check_ids, check_shape
+from minitf.validate import check_finite, check_ids, check_shape
 
 
 class Transformer(Model):
@@ -84,6 +84,7 @@ class Transformer(Model):
         from the decoder. With a cache (generation only) nothing is masked either.
         """
         self._check(tgt, "tgt", self.tgt_emb)
+        check_finite(memory, "memory", type(self).__name__)
         offset = cache[0][0].length if cache else 0
         padding = mask_padding and not cache
         mask = F.padding_mask_from_ids(tgt, self.pad_id) if padding else None
