@@ -146,6 +146,19 @@ def test_nan_or_inf_in_the_memory_is_refused_at_the_decoder():
         model.decode(backend.to_device(np.array([[1, 4]])), memory, memory_mask)
 
 
+@pytest.mark.parametrize("block", [nn.EncoderBlock, nn.DecoderBlock])
+def test_blocks_pass_eps_to_every_layer_norm_and_bias_to_every_projection(block):
+    default, bert = block(8, 2, 16), block(8, 2, 16, eps=1e-12, bias=False)
+    norms = [m for m in bert.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) == (2 if block is nn.EncoderBlock else 3)
+    assert {m.eps for m in norms} == {1e-12}
+    assert {m.eps for m in default.modules() if isinstance(m, nn.LayerNorm)} == {1e-5}
+    linears = [m for m in bert.modules() if isinstance(m, nn.Linear)]
+    assert linears and all(m.b is None for m in linears)      # attention and feed-forward
+    names = {name for name, _ in bert.named_parameters()}
+    assert not {n for n in names if n.endswith(".b")} and {n for n in names if n.endswith(".beta")}
+
+
 def test_every_model_rebuilds_from_its_config():
     made = [DecoderLM(7, 8, 2, 1, max_len=4), Transformer(7, 6, 8, 2, 1),
             EncoderClassifier(7, 2, 8, 2, 1), VisionTransformer(4, 2, 3, d_model=8, n_heads=2)]
