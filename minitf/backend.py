@@ -271,6 +271,13 @@ def erf(x):
     return scipy_erf(x)
 
 
+def float_errors_ignored(*kinds: str):
+    """A ``with`` block in which NumPy does not warn about floating-point ``kinds`` ("over",
+    "invalid" (inf − inf, 0 · inf), "divide"; all three by default): for code that expects them
+    and checks its results for inf and NaN itself. CuPy's kernels never warn; nothing to quiet."""
+    return numpy.errstate(**{kind: "ignore" for kind in kinds or ("over", "invalid", "divide")})
+
+
 class _Unavailable:
     """Stands in for the array module MINITF_BACKEND named when it cannot be had: importing
     minitf (and ``--help``) still works, and the first array made raises the one-line error."""

@@ -104,22 +104,29 @@ def _until_eos(row) -> list:
     return row[:row.index(EOS)] if EOS in row else row
 
 
-def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True) -> list:
+def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
+                  return_logits: bool = False):
     """Translate each source with a Transformer, picking the most likely token at every step.
-    src: (b, m) padded ids  ->  a list of b token lists (BOS and EOS stripped)"""
+    src: (b, m) padded ids  ->  a list of b token lists (BOS and EOS stripped); with
+    return_logits, also the logits of every step on the host, (b, steps, V)"""
     src = _as_batch(src, "src")
     xp = get_array_module(src)
     model.eval()
     memory, memory_mask = model.encode(src)
     out = xp.full((src.shape[0], 1), BOS, dtype=src.dtype)
     cache = model.new_cache() if use_cache else None
+    steps = []
     for _ in range(max_len):
-        logits = model.decode(out[:, -1:] if use_cache else out, memory, memory_mask, cache)
+        # Every token of out is BOS or generated: none is padding, even one equal to pad_id.
+        logits = model.decode(out[:, -1:] if use_cache else out, memory, memory_mask, cache,
+                              mask_padding=False)
+        steps.append(logits[:, -1])
         next_ids = logits[:, -1].argmax(axis=-1)
         out = xp.concatenate([out, next_ids[:, None].astype(out.dtype)], axis=1)
         if bool((out == EOS).any(axis=1).all()):
             break
-    return [_until_eos(row[1:]) for row in to_numpy(out)]
+    tokens = [_until_eos(row[1:]) for row in to_numpy(out)]
+    return (tokens, to_numpy(xp.stack(steps, axis=1))) if return_logits else tokens
 
 
 def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float = 0.6) -> list:

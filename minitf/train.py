@@ -7,8 +7,14 @@
         clip_grad_norm(…); optimizer.lr = schedule(step); optimizer.step()
 
 A Trainer also validates every ``eval_every`` steps, keeps the loss history, shows a progress bar
-(loss, learning rate, tokens/s), and stops with TrainingDiverged, naming the step and the first
-parameter whose gradient is not finite, as soon as a loss or a gradient becomes NaN or inf.
+(loss, learning rate, tokens/s), and stops with TrainingDiverged, naming the step,
+  - as soon as a loss or a gradient becomes NaN or inf (naming the first such parameter), or
+  - once warm-up is over, when the mean loss of the last ``divergence_window`` (10) steps is above
+    ``divergence_factor`` (3) × log V, the loss of guessing uniformly among the V classes.
+    Every model starts near log V; a healthy run only goes down from there, and a loss three
+    times as high means it gives the right answer a probability near V^-3 on average, far worse
+    than not having learned at all: the learning rate is too high and the weights are blowing
+    up -- often on their way to inf and NaN, at times stuck at a huge finite loss for good.
 Setting ``stop_requested`` (minitf train does on Ctrl-C) ends ``fit`` after the step under way:
 a step cut in half, some parameters updated and others not, could not be resumed exactly.
 """
@@ -20,12 +26,12 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from minitf.backend import get_array_module
+from minitf.backend import float_errors_ignored, get_array_module
 from minitf.optim import clip_grad_norm, grad_norm
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss or a gradient became NaN or infinite."""
+    """The loss or a gradient became NaN or infinite, or the loss far above a uniform guess's."""
 
 
 class Trainer:
@@ -34,8 +40,13 @@ class Trainer:
     schedule      step -> learning rate (see minitf.optim); None keeps optimizer.lr
     evaluate      () -> validation loss (float), run every ``eval_every`` steps and at the end
     clip          max global gradient norm (None: no clipping)
+    The divergence rule (see the module docstring) reads ``model.chance_loss`` (log V, which
+    Model.loss records) and the schedule's ``warmup``, if it has one.
     State worth saving (see minitf.checkpoint): ``step``, ``history``, the optimizer, the RNG.
     """
+
+    divergence_factor = 3.0      # × log V: a mean loss above this is divergence, not slow learning
+    divergence_window = 10       # steps averaged: one unlucky batch is not divergence
 
     def __init__(self, model, optimizer, batches: Callable[[], tuple], schedule=None,
                  evaluate: Callable[[], float] | None = None, eval_every: int = 100,
@@ -51,19 +62,43 @@ class Trainer:
         *inputs, targets = self.batches()
         self.model.train()
         self.model.zero_grad()
-        loss, backward = self.model.loss(*inputs, targets)
-        backward()
-        norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
-                else grad_norm(self.model))
+        # A diverging step overflows (inf, then inf − inf = NaN) deep inside the forward and
+        # backward; NumPy would warn at each place. Every such number reaches the loss or the
+        # gradient norm, which are checked right below, so the warnings would only bury the
+        # TrainingDiverged message that names the step.
+        with float_errors_ignored():
+            loss, backward = self.model.loss(*inputs, targets)
+            backward()
+            norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
+                    else grad_norm(self.model))
         if not (math.isfinite(loss) and math.isfinite(norm)):
             raise TrainingDiverged(self._diagnose(loss))
+        self._check_far_above_chance(loss)
         if self.schedule is not None:
             self.optimizer.lr = self.schedule(self.step)
-        self.optimizer.step()
+        with float_errors_ignored():          # huge steps: the next forward reports them
+            self.optimizer.step()
         self.history["step"].append(self.step)
         self.history["loss"].append(loss)
         self.history["lr"].append(self.optimizer.lr)
         return loss, int(targets.size)
+
+    def _check_far_above_chance(self, loss: float) -> None:
+        """TrainingDiverged if, after warm-up, the mean of the last divergence_window losses
+        (this step's included) is above divergence_factor × log V."""
+        chance, past, n = getattr(self.model, "chance_loss", None), self.history["loss"], \
+            self.divergence_window
+        if chance is None or self.step <= getattr(self.schedule, "warmup", 0) or len(past) < n - 1:
+            return
+        window = past[len(past) - (n - 1):] + [loss]
+        mean, limit = sum(window) / len(window), self.divergence_factor * chance
+        if mean > limit:
+            classes = round(math.exp(chance))
+            raise TrainingDiverged(
+                f"training diverged at step {self.step}: the mean loss of the last {len(window)} "
+                f"steps is {mean:.4g}, more than {self.divergence_factor:g} × log({classes}) = "
+                f"{limit:.3g}, where log({classes}) = {chance:.3g} is the loss of guessing "
+                f"uniformly among the {classes} classes (try a lower learning rate)")
 
     def _diagnose(self, loss: float) -> str:
         for name, p in self.model.named_parameters():

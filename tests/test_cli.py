@@ -1,6 +1,8 @@
 """The ``minitf`` command: ``gradcheck`` prints its table and its exit status tells the truth."""
+import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -126,6 +128,18 @@ def test_fast_is_a_small_version_of_the_default_run():
     default, fast = RunConfig(), RunConfig.fast(seed=3)
     assert fast.steps < default.steps and fast.d_model < default.d_model and fast.seed == 3
     assert fast.positional == default.positional and fast.out == default.out
+
+
+def test_a_learning_rate_far_too_high_exits_1_naming_the_step(capsys, tmp_path):
+    """lr 10: the loss climbs into the thousands; it never becomes NaN, and once exited 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # and no NumPy warning buries the message
+        code = cli.main(["train", "--fast", "--lr", "10", "--no-progress",
+                         "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0
+    assert re.fullmatch(r"minitf train: training diverged at step \d+: the mean loss of the last 10 "
+                        r"steps is .* more than 3 × log\(103\) = 13\.9, .*", err), err
 
 
 def test_a_missing_text_file_is_one_line(capsys, tmp_path):

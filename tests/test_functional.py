@@ -1,5 +1,6 @@
 """What the functional ops compute (their gradients are checked in test_gradcheck.py)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -29,6 +30,53 @@ def test_a_fully_masked_row_gives_zeros_not_nan(float64):
     out, cache = F.attention(backend.randn(1, 2, 3), backend.randn(1, 4, 3), backend.randn(1, 4, 5),
                              mask=F.padding_mask([0], 4)[0, 0])
     assert not np.any(host(out)) and not np.any(np.isnan(host(cache.probs)))
+
+
+def test_a_row_holding_inf_shares_its_weight_among_the_inf_entries(float64):
+    """The limit of softmax as those entries grow together: a huge equal value in their place
+    gives the same probabilities and the same gradient, and nothing is NaN."""
+    x = backend.randn(3, 5)
+    x[0, [1, 3]] = math.inf
+    x[2, 4] = math.inf
+    x[2, 0] = -math.inf
+    huge = x.copy()
+    huge[huge == math.inf] = 1e6                         # exp(1 − 1e6) is 0 in float64
+    p, cache = F.softmax(x)
+    assert host(p)[0].tolist() == [0, 0.5, 0, 0.5, 0] and host(p)[2].tolist() == [0, 0, 0, 0, 1]
+    np.testing.assert_allclose(host(p), host(F.softmax(huge)[0]), rtol=1e-12)
+    dp = backend.randn(3, 5)
+    np.testing.assert_allclose(host(F.softmax_backward(dp, cache)),
+                               host(F.softmax_backward(dp, F.softmax(huge)[1])), rtol=1e-12)
+    logp, cache = F.log_softmax(x)
+    np.testing.assert_allclose(host(logp)[0, [1, 3]], [-math.log(2)] * 2, rtol=1e-12)
+    assert np.all(np.isfinite(host(F.log_softmax_backward(dp, cache))))
+    targets = backend.to_device(np.array([3, 2, 4]))
+    loss, cache = F.cross_entropy(x, targets)
+    huge_loss, huge_cache = F.cross_entropy(huge, targets)
+    assert float(loss) == pytest.approx(float(huge_loss), rel=1e-12)     # row 0 costs log 2
+    np.testing.assert_allclose(host(F.cross_entropy_backward(1.0, cache)),
+                               host(F.cross_entropy_backward(1.0, huge_cache)), atol=1e-12)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_cross_entropy_of_logits_at_the_float32_limit_is_finite_and_exact(backend_name,
+                                                                           label_smoothing):
+    """±3e38: x − max overflows in float32, and so would a float32 loss; nothing warns."""
+    logits = backend.to_device(np.array([[3e38, -3e38, 0.0], [-math.inf, 2.0, 3.0],
+                                         [-3e38, 0.0, -3e38]]), dtype="float32")
+    targets = backend.to_device(np.array([1, -100, 0]))    # ignored: weight 0, even times inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss, cache = F.cross_entropy(logits, targets, label_smoothing=label_smoothing)
+        dlogits = host(F.cross_entropy_backward(1.0, cache))
+    eps = label_smoothing
+    row0 = (1 - eps) * 6e38 + eps * (3e38 + 6e38) / 3        # −log p_1, then −mean_c log p_c
+    row2 = (1 - eps) * 3e38 + eps * (3e38 + 0 + 3e38) / 3
+    # The float32 logits are not exactly 3e38; the relative error is the float32 rounding.
+    assert float(loss) == pytest.approx((row0 + row2) / 2, rel=1e-6)
+    assert np.all(np.isfinite(dlogits)) and not np.any(dlogits[1])
+    np.testing.assert_allclose(dlogits[0], [(1 - eps / 3) / 2, (-(1 - eps) - eps / 3) / 2,
+                                            -eps / 3 / 2], rtol=1e-6)
 
 
 def test_log_softmax_is_the_log_of_softmax(float64):

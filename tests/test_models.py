@@ -59,6 +59,20 @@ def test_the_decoders_kv_cache_matches_full_recomputation(float64):
     assert greedy_decode(model, src, 6) == greedy_decode(model, src, 6, use_cache=False)
 
 
+def test_decoding_with_and_without_the_cache_agrees_when_a_token_equals_the_pad_id(float64):
+    """A generated token is never padding, even one equal to pad_id: the uncached decoder, which
+    reruns the whole output, must not mask it (the cached one never does)."""
+    backend.seed(2)
+    model = Transformer(12, 12, 16, 2, 2, dropout=0.0)          # pad_id = 0
+    model.out.b.data[0] = 2.0                                   # make the pad id a likely output
+    src = backend.randint(3, 12, (3, 5))
+    cached, cached_logits = greedy_decode(model, src, 8, return_logits=True)
+    full, full_logits = greedy_decode(model, src, 8, use_cache=False, return_logits=True)
+    assert any(0 in tokens[:-1] for tokens in cached)           # pads with tokens after them
+    assert full == cached
+    assert np.abs(full_logits - cached_logits).max() <= 1e-9
+
+
 def test_beam_search_of_width_one_is_greedy(float64):
     model = Transformer(12, 12, 16, 2, 2)
     src = backend.randint(3, 12, (3, 5))
@@ -121,6 +135,28 @@ def test_the_vision_transformer_cuts_patches_row_by_row():
     assert model(images).shape == (2, 3)
     with pytest.raises(ValueError, match="images"):
         model(images[:, :, :3])
+
+
+def test_nan_or_inf_in_the_memory_is_refused_at_the_decoder():
+    """decode is public: its float input, the memory, is checked like a ViT's images."""
+    model = Transformer(7, 6, 8, 2, 1)
+    memory, memory_mask = model.encode(backend.randint(3, 7, (1, 3)))
+    memory[0, 1, 0] = np.inf
+    with pytest.raises(ValueError, match=r"Transformer: memory holds 1 NaN or infinite"):
+        model.decode(backend.to_device(np.array([[1, 4]])), memory, memory_mask)
+
+
+@pytest.mark.parametrize("block", [nn.EncoderBlock, nn.DecoderBlock])
+def test_blocks_pass_eps_to_every_layer_norm_and_bias_to_every_projection(block):
+    default, bert = block(8, 2, 16), block(8, 2, 16, eps=1e-12, bias=False)
+    norms = [m for m in bert.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) == (2 if block is nn.EncoderBlock else 3)
+    assert {m.eps for m in norms} == {1e-12}
+    assert {m.eps for m in default.modules() if isinstance(m, nn.LayerNorm)} == {1e-5}
+    linears = [m for m in bert.modules() if isinstance(m, nn.Linear)]
+    assert linears and all(m.b is None for m in linears)      # attention and feed-forward
+    names = {name for name, _ in bert.named_parameters()}
+    assert not {n for n in names if n.endswith(".b")} and {n for n in names if n.endswith(".beta")}
 
 
 def test_every_model_rebuilds_from_its_config():

@@ -248,14 +248,19 @@ def test_cross_attention_with_memory_padding(dtype):
 
 
 @pytest.mark.parametrize("pre_ln", [False, True], ids=["post-LN", "pre-LN"])
-@pytest.mark.parametrize("activation", ["relu", "gelu_exact"])
-def test_encoder_block(dtype, pre_ln, activation):
+@pytest.mark.parametrize("activation, eps, bias", [("relu", 1e-5, True), ("gelu_exact", 1e-5, True),
+                                                   ("relu", 1e-12, False)],
+                         ids=["relu", "gelu_exact", "BERT's eps, no biases"])
+def test_encoder_block(dtype, pre_ln, activation, eps, bias):
     theirs = torch_module(torch.nn.TransformerEncoderLayer(
         8, 2, 16, dropout=0.0, activation="relu" if activation == "relu" else "gelu",
-        batch_first=True, norm_first=pre_ln), dtype)
-    ours = nn.EncoderBlock(8, 2, 16, pre_ln=pre_ln, activation=activation)
-    mapping = encoder_map(theirs)
-    copy_weights(ours, mapping)
+        batch_first=True, norm_first=pre_ln, layer_norm_eps=eps, bias=bias), dtype)
+    ours = nn.EncoderBlock(8, 2, 16, pre_ln=pre_ln, activation=activation, eps=eps, bias=bias)
+    # torch's bias=False also takes β from its LayerNorms; ours keep β, held at 0 here.
+    mapping = {name: entry for name, entry in encoder_map(theirs).items() if entry[0] is not None}
+    zero_betas = {name: (torch.zeros(8, dtype=getattr(torch, dtype)), None)
+                  for name, _ in ours.named_parameters() if name.endswith("norm.beta")}
+    copy_weights(ours, {**zero_betas, **mapping})
     lengths = [5, 3]
     padding = torch_padding(lengths, 5)
     run_both(ours, lambda x: theirs(x, src_key_padding_mask=padding), [(2, 5, 8)], dtype,

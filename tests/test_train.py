@@ -1,6 +1,7 @@
 """Training: a resumed run is the same run, bit for bit; divergence is caught and named;
 checkpoints are atomic, never unpickle, and refuse what does not fit."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -54,6 +55,37 @@ def test_a_nan_stops_training_naming_the_step_and_parameter():
     with pytest.raises(TrainingDiverged, match=r"at step 3: loss nan; the first parameter whose "
                                                r"gradient is not finite is tok_emb\.W \(17, 16\)"):
         trainer.fit(5, progress=False)
+
+
+def _fit_quietly(lr, warmup, steps=40):
+    """Train the tiny model at ``lr`` with NumPy's warnings as errors. -> the trainer"""
+    backend.seed(0)
+    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    trainer = Trainer(model, AdamW(model, lr), lambda: data.random_windows(TEXT, 4, 8),
+                      schedule=WarmupCosine(lr, warmup, steps))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # an overflow warning would fail the test
+        trainer.fit(steps, progress=False)
+    return trainer
+
+
+def test_a_loss_far_above_a_uniform_guess_after_warm_up_is_divergence():
+    # lr 10 sends the loss into the thousands without ever reaching inf: the mean of steps 7-16,
+    # the first window after 15 warm-up steps, is far above 3 × log 17 = 8.5.
+    with pytest.raises(TrainingDiverged, match=r"at step 16: the mean loss of the last 10 steps is "
+                                               r"\d+(\.\d+)?, more than 3 × log\(17\) = 8\.5"):
+        _fit_quietly(10.0, warmup=15)
+
+
+def test_an_overflowing_step_is_reported_without_numpy_warnings():
+    with pytest.raises(TrainingDiverged, match="at step 4: loss nan"):
+        _fit_quietly(1e6, warmup=2)
+
+
+def test_a_healthy_run_is_not_divergence():
+    trainer = _fit_quietly(1e-2, warmup=2)
+    losses = trainer.history["loss"]
+    assert len(losses) == 40 and losses[-1] < losses[0]
 
 
 def test_history_records_every_step():

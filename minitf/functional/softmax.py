@@ -4,32 +4,46 @@
     log_softmax:    log p_i = x_i − log Σ_j exp(x_j)
     cross_entropy:  mean over targets of −Σ_c q_c log p_c
 """
-from minitf.backend import get_array_module
+import math
+
+from minitf.backend import float_errors_ignored, get_array_module
 from minitf.validate import check_array, check_ids, check_probability, check_shape
 
 
 def _shifted(x, axis):
-    """x − max(x) along ``axis``, and the row sums of its exponentials.
+    """x − max(x) along ``axis``, the row sums of its exponentials, and the row maxima.
 
     Subtracting the row maximum changes no probability (it cancels between numerator and
-    denominator) but keeps exp() from overflowing. A row that is all −inf -- every key masked --
-    has no finite maximum; it is shifted by 0 instead, so exp() gives zeros rather than NaN.
+    denominator) but keeps exp() from overflowing. Two kinds of row have no finite maximum:
+      all −inf (every key masked): shifted by 0 instead, so exp() gives zeros rather than NaN;
+      holding +inf: x − max would be inf − inf = NaN. Such a row gets the limit of softmax as its
+        +inf entries grow together: equal weight on each of them, 0 elsewhere -- z = 0 at the +inf
+        entries and −inf at the others, which the usual exp and sum turn into exactly that.
+    Only the row maxima are inspected, so ordinary input costs no extra pass over x (on CuPy,
+    one wait for that small answer).
+    An entry more than the float range below its row's maximum overflows to z = −inf: its
+    probability, e^z, is 0 either way, so that overflow is expected and not warned about.
     """
     xp = get_array_module(x)
     row_max = x.max(axis=axis, keepdims=True)
-    row_max = xp.where(xp.isfinite(row_max), row_max, 0)
-    z = x - row_max
+    shift = xp.where(xp.isfinite(row_max), row_max, 0)
+    with float_errors_ignored("over"):
+        z = x - shift
+    if bool(xp.isposinf(row_max).any()):                    # rare: some row holds +inf
+        limit = xp.where(xp.isposinf(x), 0.0, -math.inf)
+        z = xp.where(xp.isposinf(row_max), limit, z).astype(x.dtype, copy=False)
     sums = xp.exp(z).sum(axis=axis, keepdims=True)
-    return z, sums
+    return z, sums, row_max
 
 
 def softmax(x, axis=-1):
-    """p = softmax(x) along ``axis`` (row-wise by default). A fully masked row gives all zeros.
+    """p = softmax(x) along ``axis`` (row-wise by default). A fully masked row gives all zeros;
+    a row holding +inf shares its weight equally among its +inf entries (see _shifted).
 
     x: (...)  ->  p: (...), each row summing to 1 (or 0 if fully masked)
     """
     xp = get_array_module(x)
-    z, sums = _shifted(x, axis)
+    z, sums, _ = _shifted(x, axis)
     p = xp.exp(z)
     p /= xp.where(sums > 0, sums, 1)
     return p, (p, axis)
@@ -38,7 +52,9 @@ def softmax(x, axis=-1):
 def softmax_backward(dp, cache):
     """Jacobian of softmax: ∂p_i/∂x_j = p_i (δ_ij − p_j), so
         dx = p ⊙ (dp − Σ_j dp_j p_j)
-    A fully masked row has p = 0 and therefore gets zero gradient.
+    A fully masked row has p = 0 and therefore gets zero gradient. A row holding +inf gets the
+    same formula at its limiting p (1/m on its m +inf entries): finite, and what a row with those
+    entries merely huge (and equal) gives.
     """
     # BEGIN SOLUTION softmax_backward
     p, axis = cache
@@ -52,7 +68,7 @@ def log_softmax(x, axis=-1):
     x: (...)  ->  log p: (...)
     """
     xp = get_array_module(x)
-    z, sums = _shifted(x, axis)
+    z, sums, _ = _shifted(x, axis)
     out = z - xp.log(xp.where(sums > 0, sums, 1))
     return out, (out, axis)
 
@@ -74,9 +90,11 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
     With p = softmax(logits) and the target distribution q = (1 − ε) onehot(y) + ε / V
     (label smoothing ε spreads a little belief over all V classes; ε = 0 gives plain −log p_y):
         loss = (1 / N_kept) Σ_{kept positions} −Σ_c q_c log p_c
-    If every target is ignored the loss is 0 (with zero gradient) rather than 0/0.
+    If every target is ignored the loss is 0 (with zero gradient) rather than 0/0. The loss is
+    summed in float64, so logits near the float32 limit give a finite, exact loss; a target whose
+    probability is exactly 0 (its logit −inf, or another logit in its row +inf) costs inf.
 
-    logits: (..., V)   targets: (...) integers in [0, V) or ignore_index   ->   loss: 0-d array
+    logits: (..., V)   targets: (...) integers in [0, V) or ignore_index   ->   loss: 0-d float64
     """
     where = "cross_entropy"
     check_shape(logits, "logits", ("...", "V"), where)
@@ -89,18 +107,37 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
     check_ids(targets, "targets", n_classes, where, ignore_index=ignore_index, size_name="V")
 
     xp = get_array_module(logits)
-    logp, _ = log_softmax(logits.reshape(-1, n_classes))         # (N, V)
+    x = logits.reshape(-1, n_classes)                            # (N, V)
+    z, sums, row_max = _shifted(x, -1)
+    log_sums = xp.log(xp.where(sums > 0, sums, 1))               # (N, 1)
+    logp = z - log_sums                                          # log p   (N, V)
     y = targets.reshape(-1)                                      # (N,)
     kept = y != ignore_index                                     # (N,)
     n_kept = int(kept.sum())
     y = xp.where(kept, y, 0)                                     # any valid index; weight is 0
     rows = xp.arange(y.shape[0])
-    per_target = -logp[rows, y]                                  # −log p_y       (N,)
-    if label_smoothing:
-        uniform = -logp.mean(axis=-1)                            # −Σ_c log p_c / V
+    # −log p_y = log Σ exp(z) − z_y in float64, with z_y recomputed from the logits: near the
+    # float32 limit (±3e38) z = x − max overflows to −inf in float32, and the loss (up to 6.8e38)
+    # to inf, while both are finite in float64. That is N numbers, not N × V.
+    log_sums = log_sums[:, 0].astype("float64")
+    row_max = row_max[:, 0]
+    per_target = log_sums - _z64(row_max, x[rows, y], z[rows, y], xp)           # −log p_y  (N,)
+    if label_smoothing:                                          # −Σ_c log p_c / V = lse − mean z
+        mean_x = x.mean(axis=-1, dtype="float64")
+        mean_z = mean_x if bool(xp.isfinite(row_max).all()) else z.mean(axis=-1, dtype="float64")
+        uniform = log_sums - _z64(row_max, mean_x, mean_z, xp)
         per_target = (1.0 - label_smoothing) * per_target + label_smoothing * uniform
-    loss = (per_target * kept).sum() / max(n_kept, 1)
+    # where(), not a product: an ignored row's −log p may be inf, and inf · 0 is NaN.
+    loss = xp.where(kept, per_target, 0).sum() / max(n_kept, 1)
     return loss, (logp, y, kept, n_kept, label_smoothing, logits.shape)
+
+
+def _z64(row_max, x_part, z_part, xp):
+    """z = x − max in float64 for rows with a finite maximum; elsewhere (rows all −inf, or
+    holding +inf) the z that _shifted defined. x_part, z_part: values or means, one per row."""
+    finite = xp.isfinite(row_max)
+    exact = x_part.astype("float64") - xp.where(finite, row_max, 0).astype("float64")
+    return xp.where(finite, exact, z_part.astype("float64"))
 
 
 def cross_entropy_backward(dloss, cache):

@@ -1,4 +1,6 @@
 """What the four models share: a config that rebuilds them, and a loss with its backward."""
+import math
+
 import minitf.functional as F
 from minitf.nn import Module
 
@@ -9,6 +11,8 @@ class Model(Module):
     config   the constructor's arguments, a JSON-able dict: ``type(model)(**model.config)``
              builds the same architecture (checkpoints store it)
     kind     a short name for the model family ("lm", "seq2seq", "classifier", "vit")
+    chance_loss   log V, the loss of a uniform guess among the V classes, once loss() has run:
+             where training starts, and what a diverging run ends far above (see minitf.train)
     """
 
     kind = ""
@@ -22,5 +26,7 @@ class Model(Module):
         """
         *inputs, targets = inputs_and_targets
         logits = self.forward(*inputs)
+        self.chance_loss = math.log(logits.shape[-1])
         loss, cache = F.cross_entropy(logits, targets, ignore_index=self.ignore_index)
         return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))
+

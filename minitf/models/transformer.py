@@ -5,7 +5,7 @@ import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
                        SinusoidalPositionalEncoding, Stack)
-from minitf.validate import check_ids, check_shape
+from minitf.validate import check_finite, check_ids, check_shape
 
 
 class Transformer(Model):
@@ -20,7 +20,8 @@ class Transformer(Model):
     pre-LN (pre_ln=True, with a final LayerNorm after each stack). Embeddings are multiplied by
     √d_model so that the unit-size sinusoidal encodings do not drown them. share_embeddings: one
     table for source and target (same vocabulary); its gradient is the sum of both uses.
-    Tokens equal to pad_id are padding: masked as keys, and not scored as targets.
+    Tokens equal to pad_id are padding: masked as keys (target ones only in training batches, see
+    decode), and not scored as targets.
 
     forward(src, tgt) -> logits;   backward(dlogits) -> None
     Training: tgt = the target with BOS in front, targets = the target with EOS at the end.
@@ -74,12 +75,19 @@ class Transformer(Model):
             memory = self.encoder_norm(memory)
         return memory, memory_mask
 
-    def decode(self, tgt, memory, memory_mask, cache=None):
-        """tgt: (b, n) -> logits (b, n, tgt_vocab). With a cache, tgt holds the new tokens only."""
+    def decode(self, tgt, memory, memory_mask, cache=None, mask_padding: bool = True):
+        """tgt: (b, n) -> logits (b, n, tgt_vocab). With a cache, tgt holds the new tokens only.
+
+        mask_padding: tokens of tgt equal to pad_id are padding, masked as keys -- right for a
+        training batch, padded by the data. Decoding passes False: a generated token is never
+        padding, even one that happens to equal pad_id: masking it would hide part of the prefix
+        from the decoder. With a cache (generation only) nothing is masked either.
+        """
         self._check(tgt, "tgt", self.tgt_emb)
+        check_finite(memory, "memory", type(self).__name__)
         offset = cache[0][0].length if cache else 0
-        # Target padding is masked as keys; during cached generation there is none.
-        mask = None if cache else F.padding_mask_from_ids(tgt, self.pad_id)
+        padding = mask_padding and not cache
+        mask = F.padding_mask_from_ids(tgt, self.pad_id) if padding else None
         y = self.tgt_pos(self.tgt_emb(tgt) * math.sqrt(self.d_model), offset=offset)
         y = self.decoder(self.tgt_drop(y), memory, mask=mask, memory_mask=memory_mask, cache=cache)
         if self.decoder_norm is not None:

@@ -12,17 +12,19 @@ class FeedForward(Module):
 
     Attention mixes information between positions; this layer then transforms each position on
     its own. activation: "relu" (Vaswani), "gelu" (tanh approximation, GPT-2) or "gelu_exact".
+    bias=False drops b_1 and b_2 (PaLM, LLaMA).
     x: (..., d_model)  ->  y: (..., d_model)
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0):
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0,
+                 bias: bool = True):
         if activation not in ACTIVATIONS:
             raise ValueError(f"FeedForward: activation must be one of {tuple(ACTIVATIONS)}; "
                              f"got {activation!r}")
-        self.W_1 = Linear(d_model, d_ff)
+        self.W_1 = Linear(d_model, d_ff, bias)
         self.act = ACTIVATIONS[activation]()
         self.drop = Dropout(dropout)
-        self.W_2 = Linear(d_ff, d_model)
+        self.W_2 = Linear(d_ff, d_model, bias)
 
     def forward(self, x):
         return self.W_2(self.drop(self.act(self.W_1(x))))
@@ -40,12 +42,13 @@ class Residual(Module):
     Pre-LN leaves a clean identity path from the output back to x -- dy reaches x unchanged plus
     the sublayer's contribution -- which is why deep pre-LN stacks train without careful warm-up.
     Extra arguments (the memory of cross-attention, a mask) are passed on to f, and their
-    gradients, if f returns any, are passed back after dx.
+    gradients, if f returns any, are passed back after dx. eps: the LayerNorm's ε.
     """
 
-    def __init__(self, layer: Module, d_model: int, pre_ln: bool = False, dropout: float = 0.0):
+    def __init__(self, layer: Module, d_model: int, pre_ln: bool = False, dropout: float = 0.0,
+                 eps: float = 1e-5):
         self.layer = layer
-        self.norm = LayerNorm(d_model)
+        self.norm = LayerNorm(d_model, eps)
         self.drop = Dropout(dropout)
         self.pre_ln = pre_ln
 
@@ -74,6 +77,9 @@ class EncoderBlock(Module):
 
     With causal=True this is also the block of a decoder-only (GPT-style) language model.
     d_head, d_v: the attention's head sizes (see MultiHeadAttention; default d_model / n_heads).
+    eps: every LayerNorm's ε (default 1e-5, PyTorch's; BERT-family weights were trained with
+    1e-12, and loading them needs it). bias=False: no biases in the attention and feed-forward
+    projections (the LayerNorms keep their β).
     forward(x, mask=None, cache=None): x (b, n, d_model) -> (b, n, d_model);  backward(dy) -> dx
     (cache: a KVCache for the self-attention, during generation)
     """
@@ -81,12 +87,13 @@ class EncoderBlock(Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
                  pre_ln: bool = False, activation: str = "relu", causal: bool = False,
                  positional: str | None = None, d_head: int | None = None,
-                 d_v: int | None = None):
+                 d_v: int | None = None, eps: float = 1e-5, bias: bool = True):
         attention = MultiHeadAttention(d_model, n_heads, d_head=d_head, d_v=d_v, causal=causal,
-                                       positional=positional)
-        self.self_attn = Residual(attention, d_model, pre_ln, dropout)
-        self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
-                            dropout)
+                                       positional=positional, bias=bias)
+        sublayer = dict(pre_ln=pre_ln, dropout=dropout, eps=eps)
+        self.self_attn = Residual(attention, d_model, **sublayer)
+        self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout, bias), d_model,
+                            **sublayer)
 
     def forward(self, x, mask=None, cache=None):
         return self.ffn(self.self_attn(x, mask=mask, cache=cache))
@@ -97,7 +104,8 @@ class EncoderBlock(Module):
 
 class DecoderBlock(Module):
     """Masked self-attention, cross-attention to the encoder's output, feed-forward; each in a
-    Residual. d_head, d_v: the head sizes of both attentions (see MultiHeadAttention).
+    Residual. d_head, d_v: the head sizes of both attentions (see MultiHeadAttention); eps and
+    bias as for EncoderBlock.
 
     forward(x, memory, mask=None, memory_mask=None):
         x: (b, n, d_model) target side;  memory: (b, m, d_model) encoder output
@@ -109,15 +117,17 @@ class DecoderBlock(Module):
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
                  pre_ln: bool = False, activation: str = "relu", positional: str | None = None,
-                 d_head: int | None = None, d_v: int | None = None):
-        heads = {"d_head": d_head, "d_v": d_v}
+                 d_head: int | None = None, d_v: int | None = None, eps: float = 1e-5,
+                 bias: bool = True):
+        heads = {"d_head": d_head, "d_v": d_v, "bias": bias}
         self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional,
                                             **heads)
-        self.self_attn = Residual(self_attention, d_model, pre_ln, dropout)
+        sublayer = dict(pre_ln=pre_ln, dropout=dropout, eps=eps)
+        self.self_attn = Residual(self_attention, d_model, **sublayer)
         self.cross_attn = Residual(MultiHeadAttention(d_model, n_heads, cross=True, **heads),
-                                   d_model, pre_ln, dropout)
-        self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout), d_model, pre_ln,
-                            dropout)
+                                   d_model, **sublayer)
+        self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout, bias), d_model,
+                            **sublayer)
 
     def forward(self, x, memory, mask=None, memory_mask=None, cache=None):
         self_cache, cross_cache = (None, None) if cache is None else cache
