@@ -88,6 +88,12 @@ LESSONS = (
            "T5 buckets and the Toeplitz bias; where the bias goes (a slide slip); ALiBi slopes; "
            "RoPE as a rotation, R_mᵀR_n = R_{n−m}, in LLaMA; Shaw's clipped key and value vectors",
            ("09_relative_biases",), 2.7),
+    Lesson("10_length_generalization",
+           "any length runs, not every length works: ALiBi stays flat past training, sinusoids "
+           "and RoPE degrade",
+           "parameters don't depend on n; the learned table stops at max_len; train short, test "
+           "long for five schemes; why each one breaks or holds; positions in every LLM",
+           ("10_length_generalization",), 24.7),
     Lesson("12_generation_and_kv_cache",
            "generate token by token; greedy, temperature, top-k, top-p; a KV cache: the same "
            "logits at O(n) per step",
