@@ -121,6 +121,17 @@ LESSONS = (
 )
 
 
+# The lessons multiply small matrices, where BLAS threads mostly wait on each other: lesson 10 took
+# 25 s alone with two threads and over 3 minutes beside one other busy process, but 21 s with one
+# thread, steadily. So a lesson runs with one BLAS thread, unless the user chose a number.
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def lesson_environment(**extra) -> dict:
+    """The environment a lesson runs in: this one, one BLAS thread by default, plus ``extra``."""
+    return {**{name: "1" for name in BLAS_THREADS}, **os.environ, **extra}
+
+
 class LessonError(ValueError):
     """A lesson that cannot be found: the message is one line for the command line."""
 
@@ -190,7 +201,8 @@ def run(lesson: Lesson, folder: Path) -> int:
     path = folder / f"{lesson.stem}.py"
     figures = Path(os.environ.get(FIGURES_ENV) or folder.parent / "figures")
     print(f"running lessons/{path.name}: {title(path)}\n", flush=True)
-    status = subprocess.run([sys.executable, str(path)], cwd=folder.parent).returncode
+    status = subprocess.run([sys.executable, str(path)], cwd=folder.parent,
+                            env=lesson_environment()).returncode
     if status == 0:
         print(f"\nlesson {lesson.number:02d} passed its checks; figures in {figures}: "
               + ", ".join(f"{name}.png" for name in lesson.figures))

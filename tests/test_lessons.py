@@ -18,7 +18,7 @@ TIMEOUT_S = 180             # a generous ceiling: the measured runtimes are in l
 
 
 def _run_lesson(path: Path, figures: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MPLBACKEND": "Agg", "MINITF_FIGURES": str(figures)}
+    env = course.lesson_environment(MPLBACKEND="Agg", MINITF_FIGURES=str(figures))
     return subprocess.run([sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT_S)
 
@@ -114,6 +114,13 @@ def test_minitf_lesson_runs_one_and_says_where_its_figures_went(tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"figures in {tmp_path}" in result.stdout
     assert (tmp_path / "01_thinking_machines.png").exists()
+
+
+def test_lessons_run_with_one_blas_thread_unless_the_user_chose(monkeypatch):
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert course.lesson_environment()["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert course.lesson_environment(MPLBACKEND="Agg")["OPENBLAS_NUM_THREADS"] == "4"
 
 
 def test_find_takes_a_number_or_a_name():
