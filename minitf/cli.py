@@ -85,7 +85,19 @@ def _info(args) -> int:
     print("DecoderLM " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
     print(format_cost(lm_cost_of(config, args.batch_size, args.bytes)))
+    if args.table:
+        _print_block_tables(config, args.batch_size, args.bytes)
     return 0
+
+
+def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) -> None:
+    """One block's cost row by row: the whole context at once, then one token with a KV cache."""
+    from minitf.cost import attention_table, format_table
+
+    for decoding in (False, True):
+        table = attention_table(batch_size, config["max_len"], config["d_model"],
+                                config["n_heads"], config["d_ff"], decoding, bytes_per_number)
+        print("\n" + format_table(table))
 
 
 def _lesson(args) -> int:
@@ -266,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--positional", choices=POSITIONAL, default="learned")
     info.add_argument("--untied", action="store_true", help="a separate output layer")
     info.add_argument("--bytes", type=POSITIVE, default=4, help="bytes per number (4: float32)")
+    info.add_argument("--table", action="store_true",
+                      help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
     info.set_defaults(run=_info)
 
     lesson = commands.add_parser(

@@ -9,8 +9,17 @@
                            re-running all n tokens
 A multiply-add counts as 2 FLOPs. ``lm_cost(...)["parameters"]`` is exact: it equals
 ``DecoderLM(...).num_parameters()`` (the tests check it).
+
+One block, operation by operation (``attention_table``): FLOPs, IO (numbers read + written) and
+arithmetic intensity = FLOPs / IO, the FLOPs done per number moved. A matmul of n×m by m×k does
+2·n·m·k FLOPs and moves n·m + m·k + n·k numbers; softmax does a few FLOPs per number it moves, so
+it is bound by memory speed, not by arithmetic.
 """
 from __future__ import annotations
+
+from minitf.validate import check_int
+
+SOFTMAX_FLOPS = 6      # per score: × 1/√d_head, max, −, exp, +, ÷
 
 
 def block_parameters(d_model: int, d_ff: int) -> dict:
@@ -66,23 +75,98 @@ def lm_cost_of(config: dict, batch_size: int = 1, bytes_per_number: int = 4) -> 
 
 def format_cost(cost: dict) -> str:
     """The table ``minitf info`` prints."""
-    def human(x):
-        for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-            if abs(x) >= size:
-                return f"{x / size:.2f}{unit}"
-        return str(x)
-
     rows = [
-        ("parameters (exact)", human(cost["parameters"]), f"{cost['parameters']:,}"),
-        ("  blocks, L·(4d² + 2·d·d_ff)", human(cost["parameters_formula"]), ""),
-        ("  embeddings and head", human(cost["embedding_parameters"]), ""),
-        ("forward FLOPs per token", human(cost["forward_flops_per_token"]), "at full context"),
-        ("training FLOPs per step", human(cost["training_flops_per_step"]), "≈ 3 × forward"),
-        ("KV cache at full context", human(cost["kv_cache_bytes"]) + "B",
+        ("parameters (exact)", _human(cost["parameters"]), f"{cost['parameters']:,}"),
+        ("  blocks, L·(4d² + 2·d·d_ff)", _human(cost["parameters_formula"]), ""),
+        ("  embeddings and head", _human(cost["embedding_parameters"]), ""),
+        ("forward FLOPs per token", _human(cost["forward_flops_per_token"]), "at full context"),
+        ("training FLOPs per step", _human(cost["training_flops_per_step"]), "≈ 3 × forward"),
+        ("KV cache at full context", _human(cost["kv_cache_bytes"]) + "B",
          f"2·L·b·n·d = {cost['kv_cache_numbers']:,} numbers"),
-        ("next token, with KV cache", human(cost["decode_flops_cached"]) + " FLOPs", ""),
-        ("next token, without it", human(cost["decode_flops_uncached"]) + " FLOPs",
+        ("next token, with KV cache", _human(cost["decode_flops_cached"]) + " FLOPs", ""),
+        ("next token, without it", _human(cost["decode_flops_uncached"]) + " FLOPs",
          "re-runs the whole context"),
     ]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{a:<{width}}  {b:>12}  {c}" for a, b, c in rows)
+
+
+def matmul_cost(n: int, m: int, k: int) -> dict:
+    """A (n×m) · B (m×k): FLOPs 2·n·m·k (a multiply and an add per term) and IO, the numbers moved:
+    n·m (read A) + m·k (read B) + n·k (write AB)."""
+    for name, value in (("n", n), ("m", m), ("k", k)):
+        check_int(value, name, "matmul_cost", what="a matrix dimension")
+    return {"flops": 2 * n * m * k, "io": n * m + m * k + n * k}
+
+
+def _row(operation: str, flops: int, io: int, matmul: bool = True) -> dict:
+    return {"operation": operation, "flops": flops, "io": io, "intensity": flops / io,
+            "matmul": matmul}
+
+
+def _batched(count: int, cost: dict) -> dict:
+    """``count`` independent products (b·h heads, or 3 projections): FLOPs and IO add up."""
+    return {key: count * value for key, value in cost.items()}
+
+
+def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
+                    decoding: bool = False, bytes_per_number: int = 4) -> dict:
+    """One Transformer block's cost, row by row as in the lecture's table (no biases, norms,
+    residuals or ReLU).
+
+        rows        x W_q, x W_k, x W_v     3 · (b·q×d)(d×d)             6·b·q·d²
+                    scores Q Kᵀ             b·h · (q×d/h)(d/h×n)        2·b·q·n·d
+                    softmax(S / √(d/h))     b·h·q·n scores, 6 FLOPs each  O(b·h·q·n)
+                    P V                     b·h · (q×n)(n×d/h)          2·b·q·n·d
+                    concat(heads) W_o       (b·q×d)(d×d)                 2·b·q·d²
+                    FFN  Y W_1, then · W_2  (b·q×d)(d×d_ff), (b·q×d_ff)(d_ff×d)   4·b·q·d·d_ff
+        q = n query positions for a full sequence (decoding=False): O(b·n·d² + b·n²·d) FLOPs,
+        O(b·n·d + b·h·n² + d²) IO; q = 1 new token over n cached keys and values (decoding=True):
+        O(b·d² + b·n·d) FLOPs -- "one less n" in every cell.
+
+    -> dict: rows (each: operation, flops, io, intensity, matmul), flops, io, intensity (totals),
+       attention_numbers (b·h·q·n, the probabilities kept for the backward) and attention_bytes.
+    """
+    where = "attention_table"
+    d_ff = d_ff or 4 * d
+    for name, value in (("b", b), ("n", n), ("d", d), ("h", h), ("d_ff", d_ff)):
+        check_int(value, name, where)
+    if d % h:
+        raise ValueError(f"{where}: d={d} is not divisible by h={h}; wanted d = h · d_head")
+    q, d_head = (1 if decoding else n), d // h
+    scores = b * h * q * n                                       # entries of the attention matrix
+    rows = [
+        _row("x W_q, x W_k, x W_v", **_batched(3, matmul_cost(b * q, d, d))),
+        _row("scores Q Kᵀ", **_batched(b * h, matmul_cost(q, d_head, n))),
+        _row("softmax(S / √(d/h))", SOFTMAX_FLOPS * scores, 2 * scores, matmul=False),
+        _row("heads P V", **_batched(b * h, matmul_cost(q, n, d_head))),
+        _row("concat(heads) W_o", **matmul_cost(b * q, d, d)),
+        _row("FFN Y W_1", **matmul_cost(b * q, d, d_ff)),
+        _row("FFN ReLU(·) W_2", **matmul_cost(b * q, d_ff, d)),
+    ]
+    flops, io = sum(r["flops"] for r in rows), sum(r["io"] for r in rows)
+    return {"rows": rows, "flops": flops, "io": io, "intensity": flops / io,
+            "attention_numbers": scores, "attention_bytes": scores * bytes_per_number,
+            "decoding": decoding}
+
+
+def _human(x) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.2f}{unit}"
+    return str(x)
+
+
+def format_table(table: dict) -> str:
+    """``attention_table``'s rows as text: operation, FLOPs, IO, FLOPs per number moved."""
+    head = ("next token, KV cache" if table["decoding"] else "full sequence", "FLOPs", "IO",
+            "FLOPs/IO")
+    lines = [(r["operation"], _human(r["flops"]), _human(r["io"]), f"{r['intensity']:.1f}")
+             for r in table["rows"]]
+    lines.append(("total", _human(table["flops"]), _human(table["io"]),
+                  f"{table['intensity']:.1f}"))
+    width = max(len(line[0]) for line in [head] + lines)
+    text = [f"{a:<{width}}  {b:>9}  {c:>9}  {e:>8}" for a, b, c, e in [head] + lines]
+    text.append(f"attention matrix: b·h·q·n = {table['attention_numbers']:,} numbers, "
+                f"{_human(table['attention_bytes'])}B")
+    return "\n".join(text)

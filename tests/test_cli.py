@@ -116,6 +116,13 @@ def test_info_prints_the_cost_model(capsys, fast_run):
     assert cli.main(["info", "--checkpoint", str(fast_run[0])]) == 0
 
 
+def test_info_table_prints_one_blocks_rows(capsys):
+    assert cli.main(["info", "--d-model", "64", "--context", "32", "--table"]) == 0
+    out = capsys.readouterr().out
+    assert "full sequence" in out and "next token, KV cache" in out and "softmax" in out
+    assert "b·h·q·n = 4,096 numbers" in out                      # 1 · 4 heads · 32 · 32
+
+
 @pytest.mark.parametrize("command", ["train", "generate", "gradcheck", "info"])
 def test_every_command_has_help(command):
     result = subprocess.run([sys.executable, "-m", "minitf", command, "--help"],

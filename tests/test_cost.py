@@ -37,3 +37,66 @@ def test_attention_cost_grows_with_n_squared_per_sequence():
         return lm_cost(10, 64, 1, 256, context=n)["forward_flops_per_token"] * n \
             - lm_cost(10, 64, 1, 256, context=0)["forward_flops_per_token"] * n
     assert attention_part(200) == 4 * attention_part(100)
+
+
+# -- the per-operation table: FLOPs, IO, arithmetic intensity ---------------------------------------
+from minitf import backend  # noqa: E402
+from minitf.cost import attention_table, format_table, matmul_cost  # noqa: E402
+from minitf.nn import MultiHeadAttention  # noqa: E402
+
+
+def test_a_matmul_moves_its_inputs_and_its_output():
+    # A (n×m) B (m×k): the output AB is n×k (one slide writes n×m)
+    assert matmul_cost(3, 5, 7) == {"flops": 2 * 3 * 5 * 7, "io": 3 * 5 + 5 * 7 + 3 * 7}
+
+
+def block_flops_per_token(n, d, h, d_ff):
+    """lm_cost's forward FLOPs per token for one block, without the output head."""
+    return lm_cost(10, d, 1, d_ff, context=n, n_heads=h)["forward_flops_per_token"] - 2 * d * 10
+
+
+@pytest.mark.parametrize("decoding", [False, True])
+def test_the_tables_matmuls_add_up_to_lm_cost(decoding):
+    b, n, d, h, d_ff = 3, 40, 24, 4, 56
+    table = attention_table(b, n, d, h, d_ff, decoding=decoding)
+    matmuls = sum(r["flops"] for r in table["rows"] if r["matmul"])
+    tokens = b if decoding else b * n
+    assert matmuls == tokens * block_flops_per_token(n, d, h, d_ff)
+    assert table["flops"] == sum(r["flops"] for r in table["rows"])
+    assert table["intensity"] == table["flops"] / table["io"]
+
+
+def test_the_lectures_rows_and_totals():
+    b, n, d, h = 2, 64, 32, 4
+    rows = {r["operation"]: r for r in attention_table(b, n, d, h)["rows"]}   # d_ff = 4d
+    assert rows["x W_q, x W_k, x W_v"]["flops"] == 6 * b * n * d * d
+    assert rows["x W_q, x W_k, x W_v"]["io"] == 3 * (2 * b * n * d + d * d)
+    assert rows["scores Q Kᵀ"]["flops"] == rows["heads P V"]["flops"] == 2 * b * n * n * d
+    assert rows["scores Q Kᵀ"]["io"] == 2 * b * n * d + b * h * n * n
+    assert rows["FFN Y W_1"]["flops"] + rows["FFN ReLU(·) W_2"]["flops"] == 16 * b * n * d * d
+    # softmax moves as many numbers as it computes with: far below the matmuls' intensity
+    assert rows["softmax(S / √(d/h))"]["intensity"] < 4 < rows["FFN Y W_1"]["intensity"]
+    # decoding: "one less n" -- the matmul FLOPs of a whole sequence are n times one token's
+    full, one = attention_table(b, n, d, h), attention_table(b, n, d, h, decoding=True)
+    assert sum(r["flops"] for r in full["rows"] if r["matmul"]) == n * sum(
+        r["flops"] for r in one["rows"] if r["matmul"])
+    assert full["attention_numbers"] == n * one["attention_numbers"] == b * h * n * n
+
+
+def test_the_attention_matrix_is_the_modules_probs():
+    b, n, d, h = 2, 9, 12, 3
+    backend.seed(0)
+    attention = MultiHeadAttention(d, h)
+    attention.forward(backend.randn(b, n, d))
+    table = attention_table(b, n, d, h)
+    assert attention.probs.size == table["attention_numbers"]
+    assert table["attention_bytes"] == 4 * attention.probs.size
+
+
+def test_format_table_and_bad_input():
+    text = format_table(attention_table(1, 128, 64, 4, decoding=True))
+    assert text.startswith("next token, KV cache") and "total" in text and "512 numbers" in text
+    with pytest.raises(ValueError, match="d=10 is not divisible by h=4"):
+        attention_table(1, 8, 10, 4)
+    with pytest.raises(ValueError, match="matmul_cost: k must be a positive integer"):
+        matmul_cost(2, 3, 0)

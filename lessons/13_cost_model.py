@@ -1,0 +1,291 @@
+"""
+Counting parameters, FLOPs, IO and memory
+=========================================
+
+Before training a Transformer you can say on paper how big it is, how much arithmetic one pass
+costs, how many numbers it moves through memory, and how much memory its attention matrices
+take. This lesson counts all four with ``minitf.cost``, checks every count against a real
+minitf module or a stopwatch, and ends with the reason attention replaced recurrence: more
+arithmetic, but no chain of sequential steps.
+
+Run it: ``python lessons/13_cost_model.py`` or ``minitf lesson 13`` (a few seconds).
+"""
+
+# %%
+import os
+import time
+
+# One BLAS thread, set before NumPy loads it: the timings below then measure arithmetic, not
+# threads waiting for each other on a busy machine.
+for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(threads, "1")
+
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+
+import minitf.functional as F  # noqa: E402
+from minitf import backend, cost, nn, viz  # noqa: E402
+
+backend.precision("float64")      # exact arithmetic for the counts; timings switch to float32
+backend.seed(0)
+
+
+def best_times(fns, rounds=5):
+    """Seconds of each function: the fastest of ``rounds`` runs, taken in turns, so that a burst
+    of other work on the machine slows every contender rather than one."""
+    times = np.full((rounds, len(fns)), np.inf)
+    for r in range(rounds):
+        for i, fn in enumerate(fns):
+            tic = time.perf_counter()
+            fn()
+            times[r, i] = time.perf_counter() - tic
+    return times.min(axis=0)
+
+
+# %% [markdown]
+# Parameters: 4d² for attention, 2·d·d_ff for the feed-forward
+# ------------------------------------------------------------
+#
+# Self-attention has h heads, each with three d × d/h projections (query, key, value), plus
+# the d × d output projection W_o: 3 · (d · d/h) · h + d² = 4d². The feed-forward network maps
+# d to d_ff and back, 2 · d · d_ff. A block therefore holds about 4d² + 2·d·d_ff weights. The
+# formula leaves out the biases and the two LayerNorms (γ and β); ``block_parameters`` gives
+# both numbers, and a real ``nn.EncoderBlock`` settles which one is exact.
+#
+# None of these counts contains n or b: the same weights process a sequence of any length,
+# one sentence or a batch of a thousand.
+
+# %%
+d, d_ff, h = 512, 2048, 8                               # the base configuration of the lectures
+counts = cost.block_parameters(d, d_ff)
+block = nn.EncoderBlock(d, h, d_ff)
+print(f"4d² + 2·d·d_ff          = {counts['formula']:,}")
+print(f"with biases and norms   = {counts['exact']:,}")
+print(f"EncoderBlock(512, 8, 2048).num_parameters() = {block.num_parameters():,}")
+assert counts["formula"] == 3_145_728, "deck 000: 4·512² + 2·512·2048 = 3,145,728 weights"
+assert block.num_parameters() == counts["exact"] == 3_152_384, \
+    "the exact count adds 4608 biases and 2048 LayerNorm numbers to the formula"
+
+for mult in (2, 4, 8):                                  # d_ff = 2d, 4d, 8d
+    ratio = 4 * d * d / (2 * d * mult * d)              # attention / feed-forward weights
+    print(f"d_ff = {mult}d: attention / FFN parameters = {ratio:.3f} = 2d/d_ff")
+    assert ratio == 2 / mult, "deck 000: the SA/FFN ratio is 2d/d_ff (1, ½, ¼)"
+print("✓ a block holds 4d² + 2·d·d_ff weights; with d_ff = 4d the FFN holds two thirds")
+
+# %% [markdown]
+# FLOPs and IO of one matrix product
+# ----------------------------------
+#
+# Multiplying A (n × m) by B (m × k) fills n·k outputs, each a sum of m products: about m
+# multiplications and m additions, so 2·n·m·k floating-point operations (FLOPs). Arithmetic is
+# not the only cost: the numbers have to come from memory and go back. The product reads A
+# (n·m numbers) and B (m·k) and writes AB (n·k), so its IO is n·m + m·k + n·k.
+#
+# **Erratum.** One slide writes the third term as "n × m (writing AB)". AB is n × k: the two
+# agree only when m = k.
+#
+# Applied to the first step of attention, x W_q with x of shape (b, n, d): per head
+# W_q,i is d × d/h, so the product costs 2·b·n·d·d/h FLOPs and moves b·n·d + d·d/h + b·n·d/h
+# numbers. Over all h heads that is 2·b·n·d² FLOPs; the lectures' IO of O(2bnd + d²) assumes x
+# is read once for all heads, which is exactly what one fused d × d matrix does.
+
+# %%
+n_, m_, k_ = 1024, 512, 64
+ab = cost.matmul_cost(n_, m_, k_)
+print(f"A {n_}×{m_} · B {m_}×{k_}: {ab['flops']:,} FLOPs, {ab['io']:,} numbers moved")
+assert ab["flops"] == 2 * n_ * m_ * k_, "deck 000: AB costs ≈ 2·n·m·k FLOPs"
+assert ab["io"] == n_ * m_ + m_ * k_ + n_ * k_, "IO of AB: read A, read B, write the n×k AB"
+assert ab["io"] != n_ * m_ + m_ * k_ + n_ * m_, "erratum: writing AB moves n×k numbers, not n×m"
+
+b, n = 8, 1024
+per_head = cost.matmul_cost(b * n, d, d // h)           # x W_q,i for one head
+fused = cost.matmul_cost(b * n, d, d)                   # x W_q for all heads at once
+assert h * per_head["flops"] == fused["flops"] == 2 * b * n * d * d, "all heads: O(b·n·d²)"
+assert fused["io"] == 2 * b * n * d + d * d, "all heads, x read once: 2·b·n·d + d² (deck 000)"
+print(f"x W_q: per head {per_head['io']:,} numbers; all heads fused {fused['io']:,} "
+      f"(h separate reads of x would move {h * per_head['io']:,})")
+
+with backend.precision("float32"):                       # what a real run would use
+    x32, W32 = backend.randn(2048, d), backend.randn(d, d)
+    seconds, = best_times([lambda: F.linear(x32, W32)])
+linear_flops = cost.matmul_cost(2048, d, d)["flops"]
+print(f"F.linear (2048×512)·(512×512), float32: {linear_flops / seconds / 1e9:.1f} GFLOP/s "
+      f"on one core of this machine")
+print("✓ 2·n·m·k FLOPs and n·m + m·k + n·k numbers moved; the slide's n×m is n×k")
+
+# %% [markdown]
+# The cost table of one block
+# ---------------------------
+#
+# Counting every product of a block the same way gives the lectures' table. ``attention_table``
+# lists the rows (biases, residuals, norms and ReLU are left out, as in the lectures) with a
+# third column that matters as much as the first two: **arithmetic intensity**, FLOPs per
+# number moved. A processor does many FLOPs in the time it takes to fetch one number from
+# memory (a modern accelerator, a few hundred), so an operation with low intensity waits for
+# memory however fast its arithmetic is. That is the second bottleneck of the lectures.
+#
+# For the whole sequence the totals are O(b·n·d² + b·n²·d) FLOPs and O(b·n·d + b·h·n² + d²)
+# IO. The projections and the FFN (16·b·n·d² with d_ff = 4d) have high intensity. Softmax has
+# almost none: it reads and writes every one of the b·h·n² scores for a handful of FLOPs each.
+#
+# Generating one token with a KV cache (lesson 12), every cell loses one factor of n: the new
+# query meets n cached keys, O(b·d² + b·n·d) FLOPs. The matmuls become matrix-vector products
+# that read every weight for a single use, and the intensity collapses.
+
+# %%
+full = cost.attention_table(b, n, d, h, d_ff)
+step = cost.attention_table(b, n, d, h, d_ff, decoding=True)
+print(cost.format_table(full), "\n")
+print(cost.format_table(step), "\n")
+rows = {r["operation"]: r for r in full["rows"]}
+matmul_flops = sum(r["flops"] for r in full["rows"] if r["matmul"])
+per_token = cost.lm_cost(1, d, 1, d_ff, context=n, n_heads=h)["forward_flops_per_token"] - 2 * d
+assert matmul_flops == b * n * per_token, "the table's matmuls add up to lm_cost's b·n tokens"
+assert rows["FFN Y W_1"]["flops"] + rows["FFN ReLU(·) W_2"]["flops"] == 16 * b * n * d * d, \
+    "deck 000: the FFN costs 16·b·n·d² FLOPs with d_ff = 4d"
+assert min(full["rows"], key=lambda r: r["intensity"])["operation"].startswith("softmax"), \
+    "softmax should have the lowest arithmetic intensity: it only moves numbers"
+assert matmul_flops == n * sum(r["flops"] for r in step["rows"] if r["matmul"]), \
+    "deck 000: decoding with a KV cache has one less n in every cell"
+assert step["intensity"] < full["intensity"] / 10, "one token at a time is memory-bound"
+print(f"intensity: full sequence {full['intensity']:.0f}, one token {step['intensity']:.1f} "
+      f"FLOPs per number moved")
+
+
+def draw_table(ax, table, title):
+    """One cost table as a grid of cells, the intensity column shaded (pale = memory-bound)."""
+    cells = [[r["operation"], f"{r['flops']:.2e}", f"{r['io']:.2e}", f"{r['intensity']:.1f}"]
+             for r in table["rows"] + [dict(table, operation="total")]]
+    colours = matplotlib.colormaps[viz.ATTENTION_CMAP]
+    top = np.log10(max(r["intensity"] for r in full["rows"]))     # the darkest: the FFN
+    shade = [["white"] * 3 + [colours(0.25 + 0.75 * max(np.log10(float(c[3])) / top, 0), 0.55)]
+             for c in cells]
+    grid = ax.table(cellText=cells, cellColours=shade, loc="center", cellLoc="right",
+                    colLabels=["operation", "FLOPs", "IO (numbers)", "FLOPs / IO"],
+                    colWidths=[0.4, 0.2, 0.2, 0.2])
+    grid.auto_set_font_size(False)
+    grid.set_fontsize(9)
+    for (row, column), cell in grid.get_celld().items():
+        if column == 0 and row > 0:
+            cell.set_text_props(ha="left")
+    grid.scale(1, 1.35)
+    ax.axis("off")
+    ax.set_title(title)
+
+
+fig, axes = viz.figure(2, 1, size=(7.5, 6.4))
+draw_table(axes[0], full, f"one block, whole sequence (b={b}, n={n}, d={d}, h={h}, d_ff={d_ff})")
+draw_table(axes[1], step, f"one block, next token with a KV cache of n={n}")
+viz.save(fig, "13_cost_table")
+print("✓ the table's FLOPs match lm_cost; softmax and decoding are limited by memory, not math")
+
+# %% [markdown]
+# Time and memory grow with n²
+# ----------------------------
+#
+# The d² terms are fixed by the architecture; the n² terms grow with the input. Below, one
+# attention call (b = 1, h = 4 heads of 32) runs forward and backward for n from 128 to 1024,
+# in float32. Doubling n multiplies the work by 4, so on log–log axes the time should follow a
+# line of slope 2. A stopwatch is noisier than a count: fixed overheads flatten the small sizes,
+# and once the b·h·n² weights no longer fit in the processor's cache every pass goes out to
+# main memory, which can make the measured slope steeper than 2 (the IO column of the table,
+# showing up as time). So the check only asks that time(1024) / time(512) exceeds 2.5. The
+# probabilities kept for the backward, b·h·n² numbers of 4 bytes each, grow by exactly 4.
+
+# %%
+lengths = np.array([128, 256, 512, 1024])
+
+
+def forward_backward(q, k, v):
+    """One attention call and its backward; returns the cache, whose probs are (b, h, n, n)."""
+    out, attn = F.attention(q, k, v)
+    F.attention_backward(np.ones_like(out), attn)
+    return attn
+
+
+with backend.precision("float32"):
+    inputs = [[backend.randn(1, 4, int(n_keys), 32) for _ in range(3)] for n_keys in lengths]
+    seconds = best_times([lambda qkv=qkv: forward_backward(*qkv) for qkv in inputs])
+    nbytes = np.array([forward_backward(*qkv).probs.nbytes for qkv in inputs])
+for n_keys, nb in zip(lengths, nbytes):
+    assert nb == 4 * 1 * 4 * n_keys ** 2, "float32 attention weights take 4·b·h·n² bytes"
+    assert nb == cost.attention_table(1, int(n_keys), 128, 4)["attention_bytes"], \
+        "attention_table's attention_bytes should be the real probs.nbytes"
+slope = np.polyfit(np.log(lengths), np.log(seconds), 1)[0]
+for n_keys, s, nb in zip(lengths, seconds, nbytes):
+    print(f"n = {n_keys:4d}: forward + backward {1e3 * s:7.1f} ms, probs {nb / 1e6:6.2f} MB")
+print(f"log–log slope of time vs n: {slope:.2f} (ideal 2); "
+      f"time(1024)/time(512) = {seconds[-1] / seconds[-2]:.1f} (ideal 4)")
+assert seconds[-1] / seconds[-2] > 2.5, "doubling n should multiply attention's time by ≈ 4"
+
+fig, axes = viz.figure(1, 2, size=(9.5, 3.8))
+guide = (lengths / lengths[-1]) ** 2                    # n², drawn through the n = 1024 point
+panels = [(1e3 * seconds, "F.attention forward + backward", "time (ms)",
+           f"time vs n (fitted slope {slope:.2f}; n² is 2)"),
+          (nbytes / 1e6, "probs.nbytes", "MB", "attention weights kept: 4·b·h·n² bytes")]
+for ax, (values, label, unit, title) in zip(axes, panels):
+    ax.plot(lengths, values[-1] * guide, "--", color="gray", label="n² guide")
+    viz.curves(ax, lengths, {label: values}, xlabel="sequence length n", ylabel=unit,
+               logx=True, logy=True, title=title)
+    ax.set_xticks(lengths, [str(n_keys) for n_keys in lengths])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+viz.save(fig, "13_attention_scaling")
+print("✓ attention's time and memory are quadratic in n")
+
+# %% [markdown]
+# More arithmetic, fewer steps: attention against recurrence
+# ----------------------------------------------------------
+#
+# A recurrent layer reads the sequence one position at a time, s_t = tanh(x_t W_x + s_(t−1)
+# W_s): about 4·n·d² FLOPs, fewer than attention's 4·n²·d when n > d. But step t needs step
+# t − 1, so the n steps run one after another, and a word n positions back reaches the
+# current one through n steps. Attention computes every output in one batched product, and
+# any two positions are one step apart. The lectures' comparison::
+#
+#     layer            FLOPs per layer    sequential steps    path between two positions
+#     self-attention   O(n²·d)            O(1)                O(1)
+#     recurrent        O(n·d²)            O(n)                O(n)
+#
+# That is why the lectures ask whether LSTMs are still needed: the sequential chain, not the
+# arithmetic, is what stops them using parallel hardware. Below, a small recurrent loop does
+# fewer FLOPs than one attention call over the same 512 positions, and still takes longer.
+
+# %%
+n_rnn, d_rnn = 512, 64
+with backend.precision("float32"):
+    xs = backend.randn(n_rnn, d_rnn)                     # (n, d): one sequence
+    W_x, W_s = backend.randn(d_rnn, d_rnn, std=0.1), backend.randn(d_rnn, d_rnn, std=0.1)
+
+    def recurrent():
+        s = np.zeros((1, d_rnn), dtype=xs.dtype)         # (1, d): the state
+        for t in range(n_rnn):                           # n sequential steps
+            s = np.tanh(F.linear(xs[t:t + 1], W_x)[0] + F.linear(s, W_s)[0])
+        return s
+
+    rnn_seconds, attention_seconds = best_times([recurrent, lambda: F.attention(xs, xs, xs)])
+rnn_flops = n_rnn * 2 * cost.matmul_cost(1, d_rnn, d_rnn)["flops"]           # 4·n·d²
+attention_flops = 2 * cost.matmul_cost(n_rnn, d_rnn, n_rnn)["flops"]         # 4·n²·d
+print(f"recurrent: {rnn_flops / 1e6:5.1f} MFLOPs in {n_rnn} steps, {1e3 * rnn_seconds:.1f} ms")
+print(f"attention: {attention_flops / 1e6:5.1f} MFLOPs in 1 step, "
+      f"{1e3 * attention_seconds:.1f} ms")
+assert rnn_flops * 8 == attention_flops, "n = 8d: the recurrence does 8× fewer FLOPs"
+assert attention_seconds < rnn_seconds, \
+    "decks 000/001: with O(1) sequential steps attention should beat the O(n)-step recurrence"
+print("✓ attention does 8× the arithmetic and still finishes first: no chain of steps")
+
+# %% [markdown]
+# What to remember
+# ----------------
+#
+# * A block holds 4d² + 2·d·d_ff weights (plus small bias and norm terms), independent of n
+#   and b; attention holds 2d/d_ff of the FFN's share.
+# * A·B with A n × m and B m × k costs 2·n·m·k FLOPs and moves n·m + m·k + n·k numbers (not
+#   n·m twice, as one slide has it).
+# * A block costs O(b·n·d² + b·n²·d) FLOPs and O(b·n·d + b·h·n² + d²) IO; with a KV cache one
+#   token costs O(b·d² + b·n·d). ``minitf info --table`` prints both tables for a model.
+# * Arithmetic intensity, FLOPs per number moved, tells whether an operation waits for math or
+#   for memory: softmax and one-token decoding wait for memory.
+# * Attention's time and its b·h·n² stored weights grow with n²; a recurrence does less
+#   arithmetic but needs n steps in a row.
+#
+# Next, lesson 14: the full encoder–decoder Transformer and its three attentions.
