@@ -115,6 +115,15 @@ def _():
                         {"targets": targets, "ignore_index": -100, "label_smoothing": 0.1})
 
 
+@case("cross_entropy, reduction='sum' and ignore_index")
+def _():
+    targets = randint(0, 5, (2, 4))
+    targets[0, 0] = targets[1, 2] = -100
+    return FunctionCase(F.cross_entropy, F.cross_entropy_backward,
+                        {"logits": randn(2, 4, 5)}, ("logits",),
+                        {"targets": targets, "ignore_index": -100, "reduction": "sum"})
+
+
 @case("layer_norm")
 def _():
     return FunctionCase(F.layer_norm, F.layer_norm_backward,
@@ -258,9 +267,9 @@ def _padded_ids(vocab, b, n, lengths):
     return ids * keep
 
 
-def _lm(positional, tie_weights):
-    model = models.DecoderLM(7, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=6,
-                             positional=positional, tie_weights=tie_weights, dropout=0.1)
+def _lm(positional, tie_weights, n_layers=2, **flags):
+    model = models.DecoderLM(7, d_model=8, n_heads=2, n_layers=n_layers, d_ff=12, max_len=6,
+                             positional=positional, tie_weights=tie_weights, dropout=0.1, **flags)
     return ModuleCase(model, {"ids": randint(0, 7, (2, 5))})
 
 
@@ -287,6 +296,11 @@ def _():
 @case("DecoderLM, relative bias")
 def _():
     return _lm("relative", True)
+
+
+@case("DecoderLM, not causal, post-LN (one block)")
+def _():
+    return _lm("learned", True, n_layers=1, causal=False, pre_ln=False)
 
 
 @case("Transformer, post-LN, padding in source and target")

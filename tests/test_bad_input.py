@@ -136,6 +136,8 @@ def test_option_values_are_checked():
         nn.Dropout(1.0)
     with raises(ValueError, "label_smoothing must lie in [0, 1)", "-0.1"):
         F.cross_entropy(backend.randn(2, 5), backend.randint(0, 5, (2,)), label_smoothing=-0.1)
+    with raises(ValueError, "reduction must be one of ('mean', 'sum')", "'none'"):
+        F.cross_entropy(backend.randn(2, 5), backend.randint(0, 5, (2,)), reduction="none")
 
 
 @pytest.mark.parametrize("name, value", [("d_head", 0), ("d_head", 2.5), ("d_v", -3),

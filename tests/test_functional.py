@@ -94,6 +94,16 @@ def test_cross_entropy_by_hand(float64):
     assert not np.any(host(F.cross_entropy_backward(1.0, cache)))
 
 
+def test_a_summed_cross_entropy_is_the_mean_times_the_kept_targets(float64):
+    logits, targets = backend.randn(2, 4, 5), backend.randint(0, 5, (2, 4))
+    targets[1, 2] = -100                                         # 7 targets kept
+    mean, mean_cache = F.cross_entropy(logits, targets)
+    total, sum_cache = F.cross_entropy(logits, targets, reduction="sum")
+    assert float(total) == pytest.approx(7 * float(mean), rel=1e-12)
+    np.testing.assert_allclose(host(F.cross_entropy_backward(1.0, sum_cache)),
+                               7 * host(F.cross_entropy_backward(1.0, mean_cache)), rtol=1e-12)
+
+
 def test_embedding_backward_adds_repeated_tokens(float64):
     xp = backend.get_array_module()
     W = backend.randn(5, 2)

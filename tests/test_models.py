@@ -159,13 +159,31 @@ def test_blocks_pass_eps_to_every_layer_norm_and_bias_to_every_projection(block)
     assert not {n for n in names if n.endswith(".b")} and {n for n in names if n.endswith(".beta")}
 
 
+def test_a_decoder_lm_without_the_causal_mask_lets_a_position_see_the_next_token(float64):
+    ids = backend.randint(0, 9, (1, 5))
+    changed = ids.copy()
+    changed[0, 4] = (ids[0, 4] + 1) % 9                          # only the last token differs
+    for causal in (True, False):
+        model = DecoderLM(9, 8, 2, 2, max_len=5, causal=causal)
+        moved = backend.to_numpy(model(changed)[:, :4]) - backend.to_numpy(model(ids)[:, :4])
+        assert np.any(moved != 0) != causal, f"causal={causal}: positions 0-3 saw token 4"
+
+
+def test_a_post_ln_decoder_lm_has_no_final_norm():
+    post, pre = DecoderLM(7, 8, 2, 1, max_len=4, pre_ln=False), DecoderLM(7, 8, 2, 1, max_len=4)
+    assert post.norm is None and not post.blocks.blocks[0].ffn.pre_ln
+    assert pre.num_parameters() - post.num_parameters() == 2 * 8          # γ and β of the norm
+
+
 def test_every_model_rebuilds_from_its_config():
-    made = [DecoderLM(7, 8, 2, 1, max_len=4), Transformer(7, 6, 8, 2, 1),
+    made = [DecoderLM(7, 8, 2, 1, max_len=4), DecoderLM(7, 8, 2, 1, max_len=4, causal=False,
+                                                        pre_ln=False), Transformer(7, 6, 8, 2, 1),
             EncoderClassifier(7, 2, 8, 2, 1), VisionTransformer(4, 2, 3, d_model=8, n_heads=2)]
     assert {m.kind for m in made} == set(MODELS)
     assert all(isinstance(m, Model) for m in made)
     for model in made:
         again = build(model.kind, model.config)
+        assert again.config == model.config
         assert again.num_parameters() == model.num_parameters()
         again.load_state_dict(model.state_dict())
 

@@ -138,9 +138,9 @@ EXERCISES = (
         "exp(out) is softmax(x)."),
     Exercise(
         "cross_entropy_backward", _F + "softmax", 3, ("cross_entropy",),
-        "loss = (1/N_kept) Σ_kept −Σ_c q_c log p_c,   p = softmax(logits),  "
-        "q = (1 − ε) onehot(y) + ε/V",
-        "dloss: a scalar;  cache: (logp (N, V), y (N,), kept (N,) booleans, N_kept, ε, the shape\n"
+        "loss = (1/D) Σ_kept −Σ_c q_c log p_c,   p = softmax(logits),  "
+        "q = (1 − ε) onehot(y) + ε/V,  D = N_kept (mean) or 1 (sum)",
+        "dloss: a scalar;  cache: (logp (N, V), y (N,), kept (N,) booleans, D, ε, the shape\n"
         "of logits (..., V));  ignored positions have kept False\n->  dlogits: (..., V)",
         "softmax and cross-entropy fused: their gradient together is simply p − q",
         "dividing by all N positions instead of N_kept, or a gradient at ignored positions",
@@ -209,7 +209,8 @@ EXERCISES = (
         "->  None (ids have no gradient); every parameter's gradient added into its .grad",
         "a tied embedding is used twice and gets the sum of both gradients",
         "the head's gradient assigned to the tied table instead of added to the lookup's",
-        "The forward saved the head's linear cache; every layer has its own backward."),
+        "The forward saved the head's linear cache; every layer has its own backward. A post-LN\n"
+        "model (pre_ln=False) has no final norm: self.norm is None."),
     Exercise(
         "Transformer.backward", "minitf.models.transformer", 5, ("encode", "decode", "forward"),
         "memory = Enc(√d E_src[src] + PE);   y = Dec(√d E_tgt[tgt] + PE, memory);   "

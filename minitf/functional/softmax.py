@@ -2,12 +2,14 @@
 
     softmax:        p_i = exp(x_i) / Σ_j exp(x_j)
     log_softmax:    log p_i = x_i − log Σ_j exp(x_j)
-    cross_entropy:  mean over targets of −Σ_c q_c log p_c
+    cross_entropy:  mean (or sum) over targets of −Σ_c q_c log p_c
 """
 import math
 
 from minitf.backend import float_errors_ignored, get_array_module
 from minitf.validate import check_array, check_ids, check_probability, check_shape
+
+REDUCTIONS = ("mean", "sum")
 
 
 def _shifted(x, axis):
@@ -84,12 +86,14 @@ def log_softmax_backward(dout, cache):
     # END SOLUTION
 
 
-def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
-    """Softmax cross-entropy, averaged over the targets that are not ``ignore_index``.
+def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    """Softmax cross-entropy over the targets that are not ``ignore_index``, averaged or summed.
 
     With p = softmax(logits) and the target distribution q = (1 − ε) onehot(y) + ε / V
     (label smoothing ε spreads a little belief over all V classes; ε = 0 gives plain −log p_y):
-        loss = (1 / N_kept) Σ_{kept positions} −Σ_c q_c log p_c
+        L_t  = −Σ_c q_c log p_c                        the loss of one kept position t
+        loss = (1 / N_kept) Σ_{kept t} L_t              reduction="mean" (the default)
+        loss = Σ_{kept t} L_t                           reduction="sum"  (N_kept times the mean)
     If every target is ignored the loss is 0 (with zero gradient) rather than 0/0. The loss is
     summed in float64, so logits near the float32 limit give a finite, exact loss; a target whose
     probability is exactly 0 (its logit −inf, or another logit in its row +inf) costs inf.
@@ -103,6 +107,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
         raise ValueError(f"{where}: targets has shape {tuple(targets.shape)}; wanted "
                          f"{tuple(logits.shape[:-1])}, the shape of logits without its last axis")
     check_probability(label_smoothing, "label_smoothing", where)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{where}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
     n_classes = logits.shape[-1]
     check_ids(targets, "targets", n_classes, where, ignore_index=ignore_index, size_name="V")
 
@@ -113,7 +119,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
     logp = z - log_sums                                          # log p   (N, V)
     y = targets.reshape(-1)                                      # (N,)
     kept = y != ignore_index                                     # (N,)
-    n_kept = int(kept.sum())
+    divisor = max(int(kept.sum()), 1) if reduction == "mean" else 1     # N_kept, or 1 to sum
     y = xp.where(kept, y, 0)                                     # any valid index; weight is 0
     rows = xp.arange(y.shape[0])
     # −log p_y = log Σ exp(z) − z_y in float64, with z_y recomputed from the logits: near the
@@ -128,8 +134,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0):
         uniform = log_sums - _z64(row_max, mean_x, mean_z, xp)
         per_target = (1.0 - label_smoothing) * per_target + label_smoothing * uniform
     # where(), not a product: an ignored row's −log p may be inf, and inf · 0 is NaN.
-    loss = xp.where(kept, per_target, 0).sum() / max(n_kept, 1)
-    return loss, (logp, y, kept, n_kept, label_smoothing, logits.shape)
+    loss = xp.where(kept, per_target, 0).sum() / divisor
+    return loss, (logp, y, kept, divisor, label_smoothing, logits.shape)
 
 
 def _z64(row_max, x_part, z_part, xp):
@@ -142,18 +148,20 @@ def _z64(row_max, x_part, z_part, xp):
 
 def cross_entropy_backward(dloss, cache):
     """Fused gradient of log-softmax and cross-entropy: for each kept position
-        dlogits = (p − q) / N_kept · dloss,     q = (1 − ε) onehot(y) + ε / V
-    and 0 for ignored positions. Much simpler than chaining the two backward passes.
+        dlogits = (p − q) / D · dloss,     q = (1 − ε) onehot(y) + ε / V
+    and 0 for ignored positions, with D = N_kept for reduction="mean" and D = 1 for "sum" (each
+    position's loss then reaches the total with weight 1). Much simpler than chaining the two
+    backward passes.
     dloss: scalar   ->   dlogits: (..., V)
     """
     # BEGIN SOLUTION cross_entropy_backward
-    logp, y, kept, n_kept, label_smoothing, shape = cache
+    logp, y, kept, divisor, label_smoothing, shape = cache
     xp = get_array_module(logp)
     dlogits = xp.exp(logp)                                       # p   (N, V)
     dlogits[xp.arange(y.shape[0]), y] -= 1.0 - label_smoothing
     if label_smoothing:
         dlogits -= label_smoothing / shape[-1]
-    weight = kept * (dloss / max(n_kept, 1))                     # (N,)
+    weight = kept * (dloss / divisor)                            # (N,)
     dlogits *= weight.astype(dlogits.dtype)[:, None]
     return dlogits.reshape(shape)
     # END SOLUTION

@@ -21,6 +21,9 @@ class DecoderLM(Model):
     positional: "learned" or "sinusoidal" (added to the embeddings), "rope", "alibi" or
     "relative" (inside every attention layer).  tie_weights: the output layer reuses the token
     embedding E, transposed; E's gradient is then the sum of its two uses.
+    causal=False drops the causal mask: position t then sees token t+1, the very token it is
+    scored on (data leakage; a demonstration, never a language model). pre_ln=False builds
+    post-LN blocks (the original GPT), which end in a LayerNorm already: no final norm then.
     forward(ids, cache=None) -> logits;  backward(dlogits) -> None (ids have no gradient)
     """
 
@@ -28,7 +31,8 @@ class DecoderLM(Model):
 
     def __init__(self, vocab_size: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int | None = None, max_len: int = 256, positional: str = "learned",
-                 tie_weights: bool = True, dropout: float = 0.0, activation: str = "gelu"):
+                 tie_weights: bool = True, dropout: float = 0.0, activation: str = "gelu",
+                 causal: bool = True, pre_ln: bool = True):
         if positional not in POSITIONAL:
             raise ValueError(f"DecoderLM: positional must be one of {POSITIONAL}; got {positional!r}")
         for name, value, what in (("vocab_size", vocab_size, "the number of tokens"),
@@ -39,7 +43,8 @@ class DecoderLM(Model):
         d_ff = d_ff or 4 * d_model
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,
-                           tie_weights=tie_weights, dropout=dropout, activation=activation)
+                           tie_weights=tie_weights, dropout=dropout, activation=activation,
+                           causal=causal, pre_ln=pre_ln)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.tok_emb = Embedding(vocab_size, d_model)
         if positional == "learned":
@@ -50,10 +55,10 @@ class DecoderLM(Model):
             self.pos_emb = None
         in_attention = positional if positional in ("rope", "alibi", "relative") else None
         self.drop = Dropout(dropout)
-        self.blocks = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=True,
-                                         activation=activation, causal=True,
+        self.blocks = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=pre_ln,
+                                         activation=activation, causal=causal,
                                          positional=in_attention) for _ in range(n_layers))
-        self.norm = LayerNorm(d_model)
+        self.norm = LayerNorm(d_model) if pre_ln else None
         self.head = None if tie_weights else Linear(d_model, vocab_size, bias=False)
 
     def new_cache(self) -> list:
@@ -78,7 +83,7 @@ class DecoderLM(Model):
         if self.pos_emb is not None:
             x = self.pos_emb(x, offset=offset)
         x = self.blocks(self.drop(x), cache=cache)              # (b, n, d_model)
-        h = self.norm(x)
+        h = x if self.norm is None else self.norm(x)
         logits, head_cache = F.linear(h, self._head_weight())   # (b, n, vocab)
         self._save(head_cache)
         return logits
@@ -90,7 +95,8 @@ class DecoderLM(Model):
             self.tok_emb.W.grad += dW_head.T                    # the embedding's second use
         else:
             self.head.W.grad += dW_head
-        dx = self.drop.backward(self.blocks.backward(self.norm.backward(dh)))
+        dx = dh if self.norm is None else self.norm.backward(dh)
+        dx = self.drop.backward(self.blocks.backward(dx))
         if self.pos_emb is not None:
             dx = self.pos_emb.backward(dx)
         return self.tok_emb.backward(dx)

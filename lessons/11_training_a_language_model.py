@@ -1,0 +1,274 @@
+"""
+Training a language model
+=========================
+
+Train a decoder-only Transformer to predict the next token, and see what that takes: the text
+shifted by one to make inputs and targets, a distribution and a loss at every position, a sum
+or a mean of those losses, and the causal mask that keeps the answer out of sight. Without the
+mask the model scores almost perfectly and learns nothing, which we measure. Then we answer the
+lectures' quiz on what training actually changes, and train a small character model that beats
+the one-character-back baseline.
+
+Run it: ``python lessons/11_training_a_language_model.py`` or ``minitf lesson 11`` (about ten
+seconds).
+"""
+
+# %%
+import math
+
+import numpy as np
+
+import minitf.functional as F
+from minitf import backend, data, models, nn, optim, viz
+
+backend.precision("float64")      # exact arithmetic, so every printed digit can be checked
+backend.seed(0)
+
+# %% [markdown]
+# Inputs and targets: the same text, shifted by one
+# -------------------------------------------------
+#
+# A language model is trained to make every position a predictor of the token to its right.
+# No labels have to be written: the text is its own answer key. Cut one copy of the text
+# without its last token and one without its first::
+#
+#     X = text[:, :-1]      the cat sat on  the mat          what the model reads
+#     Y = text[:, 1:]       cat sat on  the mat </s>         what each position must predict
+#
+# Position t reads X up to t and is scored on Y_t = X_(t+1). The end-of-sequence token </s>
+# is a target like any other, so the model also learns when a text stops.
+
+# %%
+vocab = data.WordVocabulary(["the cat sat on the mat </s>"])
+text, _ = vocab.encode(["the cat sat on the mat </s>"])            # (1, 7) word ids
+X, Y = text[:, :-1], text[:, 1:]                                  # (1, 6) each
+for t in range(X.shape[1]):
+    print(f"position {t}: reads {' '.join(vocab.words[i] for i in X[0, :t + 1]):22} "
+          f"-> target {vocab.words[Y[0, t]]!r}")
+assert (Y[:, :-1] == X[:, 1:]).all(), "each target is the next input: Y_t = X_(t+1) (deck 000)"
+
+corpus = data.default_corpus()                       # Python's documentation, shipped with Python
+tok = data.CharTokenizer.fit(corpus)                 # characters as tokens
+train_ids, val_ids = data.split(tok.encode(corpus))
+x, y = data.random_windows(train_ids, 4, 24)         # 4 random windows of 24 + 1 characters
+print(f"a character window: X = {tok.decode(x[0])!r}\n                    Y = {tok.decode(y[0])!r}")
+assert (y[:, :-1] == x[:, 1:]).all(), "random_windows returns X and Y shifted by one"
+print("✓ X = text[:, :-1], Y = text[:, 1:]: every position has a target, no labelling needed")
+
+# %% [markdown]
+# A distribution and a loss at every position
+# -------------------------------------------
+#
+# The model maps the (b, n) input ids to (b, n, V) logits: one score per vocabulary entry at
+# every position. A softmax over the last axis turns each row into a distribution over the
+# next token, and each position pays its own cross-entropy::
+#
+#     L_t = −log p_t(Y_t)                the surprise of position t at the true next token
+#
+# The lectures then **sum** the position losses into one global loss, L = L_cat + L_sat + …,
+# while ``F.cross_entropy`` (and every minitf model's ``loss``) takes the **mean** by default.
+# The two differ by the factor N, the number of scored positions, and so do their gradients:
+# minimizing either finds the same parameters, but with plain SGD the sum needs a learning rate
+# N times smaller. The mean keeps the loss on the same scale (nats per token) whatever the batch
+# and window size, which is why it is the usual default. ``reduction="sum"`` gives the lectures'
+# version. An untrained model is close to a uniform guess, so every L_t starts near log V.
+
+# %%
+lm = models.DecoderLM(vocab.vocab_size, d_model=16, n_heads=2, n_layers=1, max_len=8)
+logits = lm(X)                                                    # (1, 6, V)
+probs, _ = F.softmax(logits)
+log_p, _ = F.log_softmax(logits)
+per_position = -np.take_along_axis(log_p, Y[..., None], axis=-1)[0, :, 0]      # (6,) L_t
+mean, mean_cache = F.cross_entropy(logits, Y)
+total, sum_cache = F.cross_entropy(logits, Y, reduction="sum")
+N = Y.size
+print(f"logits {logits.shape}; V = {vocab.vocab_size}, log V = {math.log(vocab.vocab_size):.3f}")
+print("L_t =", np.round(per_position, 3))
+print(f"sum = {float(total):.4f}   mean = {float(mean):.4f}   N × mean = {N * float(mean):.4f}")
+assert np.allclose(probs.sum(axis=-1), 1.0), "each position's output is a distribution over V"
+assert math.isclose(float(total), per_position.sum(), rel_tol=1e-12), \
+    "the global loss is the sum of the position losses (deck 000)"
+assert math.isclose(float(total), N * float(mean), rel_tol=1e-12), "sum = N × mean"
+assert np.allclose(F.cross_entropy_backward(1.0, sum_cache),
+                   N * F.cross_entropy_backward(1.0, mean_cache), rtol=1e-12), \
+    "the summed loss's gradient is N times the mean's"
+print("✓ one distribution and one loss per position; the sum is N × the mean, gradients too "
+      "(the lectures sum, minitf averages by default)")
+
+# %% [markdown]
+# What do we optimize?
+# --------------------
+#
+# The lectures ask which of these training changes: (1) X and q, (2) W_K and W_V, (3) the
+# softmax, (4) the sine/cosine positional encodings, (5) the embedding matrix. Training changes
+# exactly the tensors a model lists as parameters, so we can read the answer off one. X is the
+# data and q = x W_Q is computed from it; the softmax is a fixed function; the sinusoidal
+# encoding is a formula with nothing to learn. minitf packs W_Q, W_K and W_V side by side in
+# one matrix ``W_qkv`` of shape (d, 3d), whose middle and last thirds are W_K and W_V.
+
+# %%
+gpt = models.DecoderLM(50, d_model=16, n_heads=2, n_layers=1, max_len=8, positional="sinusoidal")
+names = [name for name, _ in gpt.named_parameters()]
+print("\n".join(f"  {name:40} {tuple(p.shape)}" for name, p in gpt.named_parameters()))
+assert "tok_emb.W" in names, "the embedding matrix is learned (answer 5)"
+assert "blocks.blocks.0.self_attn.layer.W_qkv.W" in names, "W_Q, W_K, W_V are learned (answer 2)"
+assert nn.SinusoidalPositionalEncoding(16).num_parameters() == 0, \
+    "the sinusoidal encoding has no parameters (not answer 4)"
+assert not any("softmax" in name or "pos" in name for name in names), \
+    "neither the softmax nor the sinusoidal positions appear among the parameters"
+print("✓ the quiz: answers 2 (W_K, W_V inside W_qkv) and 5 (tok_emb.W); not X, q, softmax, PE")
+
+# %% [markdown]
+# Without the mask, the model copies
+# ----------------------------------
+#
+# "What is the problem with this?", the lectures ask of the unmasked recipe above: position t
+# attends to all of X, and X_(t+1) *is* its target. The model can copy the answer instead of
+# predicting it. To see that it does, train on **random** tokens (V = 16, windows of n = 16):
+# there is nothing to predict, so no honest model can do better than a uniform guess, log 16 =
+# 2.773 nats. We train the same small model twice, once causal and once with
+# ``causal=False``, and score the leaky one two ways:
+#
+# * **teacher-forced**: the whole window at once, as in training (the future is in view);
+# * **prefix-only**: position t sees only X_0 … X_t, as at generation time, when the next token
+#   does not exist yet.
+
+# %%
+V, n, STEPS, EVERY = 16, 16, 200, 20
+noise = backend.to_numpy(backend.randint(0, V, (100_000,)))       # i.i.d. uniform tokens
+test_x, test_y = data.random_windows(noise, 64, n)                # (64, 16) each, held out
+
+
+def position_losses(model, x, y):
+    """Teacher-forced loss at each position, averaged over the windows: (n,)."""
+    log_p, _ = F.log_softmax(model(x))                                          # (b, n, V)
+    return -np.take_along_axis(log_p, y[..., None], axis=-1)[..., 0].mean(axis=0)
+
+
+def prefix_only(model, x, y):
+    """Loss at each position t given X_0 … X_t only, as when generating: (n,)."""
+    return np.array([float(F.cross_entropy(model(x[:, :t + 1])[:, -1], y[:, t])[0])
+                     for t in range(x.shape[1])])
+
+
+def train_on_noise(causal):
+    """200 AdamW steps on random windows; -> the model and its loss curves (each EVERY steps)."""
+    backend.seed(1)                                     # both models: same weights and batches
+    model = models.DecoderLM(V, d_model=32, n_heads=2, n_layers=1, max_len=n, causal=causal)
+    adamw, history = optim.AdamW(model, lr=1e-2), {"teacher-forced": [], "prefix-only": []}
+    for step in range(1, STEPS + 1):
+        model.zero_grad()
+        _, backward = model.loss(*data.random_windows(noise, 16, n))
+        backward()
+        adamw.step()
+        if step % EVERY == 0:
+            history["teacher-forced"].append(model.loss(test_x, test_y)[0])
+            history["prefix-only"].append(prefix_only(model, test_x, test_y).mean())
+    return model, history
+
+
+with backend.precision("float32"):                                # twice as fast; ample here
+    causal, causal_history = train_on_noise(True)
+    leaky, leaky_history = train_on_noise(False)
+causal.to(dtype="float64"), leaky.to(dtype="float64")
+causal_loss = causal.loss(test_x, test_y)[0]
+leaky_forced, leaky_prefix = leaky.loss(test_x, test_y)[0], prefix_only(leaky, test_x, test_y)
+print(f"log V = {math.log(V):.3f};  causal {causal_loss:.3f};  leaky teacher-forced "
+      f"{leaky_forced:.3f}, prefix-only {leaky_prefix.mean():.3f}")
+assert abs(causal_loss / math.log(V) - 1) < 0.01, "on noise the causal model stays at log 16"
+assert leaky_forced < 0.5 * math.log(V), "without the mask the training loss collapses (copying)"
+assert leaky_prefix.mean() > math.log(V), \
+    "the leaky model, denied the future, is worse than a uniform guess: it learned nothing useful"
+print("✓ leakage: a near-perfect training loss on pure noise, worse than chance at generation")
+
+steps = np.arange(EVERY, STEPS + 1, EVERY)
+fig, ax = viz.figure(size=(6.4, 4.0))
+viz.curves(ax, steps, {"causal": causal_history["teacher-forced"],
+                       "leaky, teacher-forced": leaky_history["teacher-forced"],
+                       "leaky, prefix-only": leaky_history["prefix-only"]},
+           hline=(math.log(V), "log V (uniform guess)"), xlabel="training step",
+           ylabel="held-out loss (nats/token)",
+           title="Random tokens (V = 16): leakage fakes a low loss")
+viz.save(fig, "11_leakage")
+
+# %% [markdown]
+# Where the leak is
+# -----------------
+#
+# Scored position by position, the leaky model's teacher-forced loss is near 0 everywhere but at
+# the last position: its target, the token after the window, is not in X, so there is nothing
+# to copy, and it pays the full log V. A window of n positions therefore costs about log V / n =
+# 0.173 on average, the floor the curve above settles on. Given only the prefix, the copier has
+# no next token to look at, and its confident guesses cost more than guessing uniformly.
+
+# %%
+forced_by_position = position_losses(leaky, test_x, test_y)                     # (n,)
+print("leaky, teacher-forced, by position:", np.round(forced_by_position, 2))
+assert forced_by_position[:-1].max() < 0.1 * math.log(V), "every position but the last copies"
+assert abs(forced_by_position[-1] / math.log(V) - 1) < 0.1, "the last position cannot copy"
+assert abs(leaky_forced / (math.log(V) / n) - 1) < 0.15, "the leaky loss ≈ log V / n"
+print("✓ the leak is X_(t+1) in view: all positions but the last are free")
+
+# %% [markdown]
+# A character model against the bigram baseline
+# ---------------------------------------------
+#
+# Now the honest model on real text: a causal ``DecoderLM`` over characters (two blocks,
+# d = 48, RoPE) trained for 300 steps on 32-character windows of Python's documentation. Its
+# competitor is the oldest language model there is, the n-gram: a character **bigram** that
+# predicts the next character from the current one by counting pairs in the training text.
+# Both are scored on the same 16,384 held-out characters. Position 0 sees one character, as
+# the bigram does, so there it can at best match the bigram; later positions see more context,
+# and the loss falls.
+
+# %%
+backend.seed(2)
+with backend.precision("float32"):
+    char_lm = models.DecoderLM(tok.vocab_size, d_model=48, n_heads=4, n_layers=2, max_len=32,
+                               positional="rope")
+    adamw, schedule = optim.AdamW(char_lm, lr=1e-2), optim.WarmupCosine(1e-2, 20, 300)
+    for step in range(1, 301):
+        char_lm.zero_grad()
+        _, backward = char_lm.loss(*data.random_windows(train_ids, 16, 32))
+        backward()
+        optim.clip_grad_norm(char_lm, 1.0)
+        adamw.lr = schedule(step)
+        adamw.step()
+char_lm.to(dtype="float64")
+val_x, val_y = data.evaluation_windows(val_ids, 32, max_windows=512)        # (512, 32) each
+char_by_position = position_losses(char_lm, val_x, val_y)                     # (32,)
+held_out = char_by_position.mean()
+bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tok.vocab_size)  # same characters
+print(f"{tok.vocab_size} characters: held-out loss {held_out:.3f} nats vs bigram {bigram:.3f}; "
+      f"position 0 {char_by_position[0]:.3f}, positions 16-31 {char_by_position[16:].mean():.3f}")
+assert held_out < bigram, "a few seconds of training beat the one-character-back baseline"
+assert char_by_position[16:].mean() < char_by_position[0], "more context, lower loss"
+
+fig, (left, right) = viz.figure(1, 2, size=(11, 4.0))
+viz.curves(left, np.arange(n), {"causal": position_losses(causal, test_x, test_y),
+                                "leaky, teacher-forced": forced_by_position,
+                                "leaky, prefix-only": leaky_prefix},
+           hline=(math.log(V), "log V"), xlabel="position in the window",
+           ylabel="mean loss (nats/token)", title="Random tokens: the leak at every position")
+viz.curves(right, np.arange(32), {"character DecoderLM": char_by_position},
+           hline=(bigram, "character bigram"), xlabel="position in the window",
+           ylabel="mean held-out loss (nats/char)", title="Text: more context, lower loss")
+viz.save(fig, "11_per_position_loss")
+print("✓ the character model beats the bigram, and its loss falls with the context it has")
+
+# %% [markdown]
+# What to remember
+# ----------------
+#
+# * Inputs and targets come from one text shifted by one: X = text[:, :-1], Y = text[:, 1:].
+# * The model outputs a distribution over the vocabulary at every position, and every position
+#   pays −log p(next token). Summed (the lectures) or averaged (minitf's default) they differ by
+#   N, and so do the gradients; ``F.cross_entropy(..., reduction="sum")`` gives the sum.
+# * Training changes the parameters only: the embedding matrix and the projections W_Q, W_K,
+#   W_V (and the rest), never the data, the softmax or a sinusoidal encoding.
+# * Without the causal mask the model copies the next token: a training loss near log V / n on
+#   pure noise, and worse than chance when it has to generate. A loss that looks too good is a
+#   leak until proven otherwise.
+# * A small Transformer trained for seconds already beats the character bigram.
+#
+# Next, lesson 12: generating text with the trained model, and the KV cache that makes it fast.
