@@ -94,6 +94,11 @@ LESSONS = (
            "parameters don't depend on n; the learned table stops at max_len; train short, test "
            "long for five schemes; why each one breaks or holds; positions in every LLM",
            ("10_length_generalization",), 24.7),
+    Lesson("11_training_a_language_model",
+           "training a next-token LM: shift by one, a loss per position, sum vs mean, leakage",
+           "shift by one; a distribution and a loss per position; sum vs mean (a slide slip); "
+           "the \"what do we optimize?\" quiz; leakage without the mask; a character LM vs a bigram",
+           ("11_leakage", "11_per_position_loss"), 10.8),
     Lesson("12_generation_and_kv_cache",
            "generate token by token; greedy, temperature, top-k, top-p; a KV cache: the same "
            "logits at O(n) per step",
