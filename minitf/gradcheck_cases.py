@@ -124,6 +124,12 @@ def _():
                         {"targets": targets, "ignore_index": -100, "reduction": "sum"})
 
 
+@case("mse_loss")
+def _():
+    return FunctionCase(F.mse_loss, F.mse_loss_backward,
+                        {"pred": randn(2, 3, 4), "target": randn(2, 3, 4)}, ("pred", "target"))
+
+
 @case("layer_norm")
 def _():
     return FunctionCase(F.layer_norm, F.layer_norm_backward,
@@ -136,6 +142,12 @@ def _():
     cos, sin = F.rope_angles(4, 6, offset=3)
     return FunctionCase(F.rope, F.rope_backward, {"x": randn(2, 3, 4, 6)}, ("x",),
                         {"cos": cos, "sin": sin})
+
+
+@case("fourier_features")
+def _():
+    return FunctionCase(F.fourier_features, F.fourier_features_backward,
+                        {"coords": randn(2, 5, 2)}, ("coords",), {"n_octaves": 3})
 
 
 @case("relative_bias")

@@ -268,3 +268,14 @@ def test_a_non_finite_image_is_refused_at_the_model(backend_name):
     with raises(ValueError, "VisionTransformer: images holds 1 NaN or infinite value(s) of 32",
                 "wanted finite numbers"):
         model(backend.to_device(images))
+
+
+def test_mse_loss_and_fourier_features_bad_input(backend_name):
+    with raises(ValueError, "mse_loss", "target has shape (4)", "wanted (4, 1), the shape of pred"):
+        F.mse_loss(backend.randn(4, 1), backend.randn(4))
+    with raises(TypeError, "mse_loss", "target has dtype float32", "the dtype of pred"):
+        F.mse_loss(backend.randn(4, dtype="float64"), backend.randn(4, dtype="float32"))
+    with raises(TypeError, "fourier_features", "coords has dtype int64", "float"):
+        F.fourier_features(backend.randint(0, 4, (3, 2)), 4)
+    with raises(ValueError, "fourier_features", "n_octaves must be a positive integer", "got 0"):
+        F.fourier_features(backend.randn(3, 2), 0)

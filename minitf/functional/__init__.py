@@ -16,7 +16,9 @@ from minitf.functional.attention import (AttentionCache, RelativeAttentionCache,
 from minitf.functional.layer_norm import layer_norm, layer_norm_backward
 from minitf.functional.linear import (embedding, embedding_backward, linear, linear_backward,
                                       patches, patches_backward)
+from minitf.functional.loss import mse_loss, mse_loss_backward
 from minitf.functional.positional import (alibi_bias, alibi_slopes, clipped_relative_positions,
+                                          fourier_features, fourier_features_backward,
                                           relative_bias, relative_bias_backward,
                                           relative_position_buckets, rope, rope_angles,
                                           rope_backward, sinusoidal_table)
@@ -33,5 +35,6 @@ __all__ = [
     "sinusoidal_table", "rope_angles", "rope", "rope_backward", "alibi_slopes", "alibi_bias",
     "relative_position_buckets", "relative_bias", "relative_bias_backward",
     "relative_attention", "relative_attention_backward", "RelativeAttentionCache",
-    "clipped_relative_positions",
+    "clipped_relative_positions", "fourier_features", "fourier_features_backward",
+    "mse_loss", "mse_loss_backward",
 ]

@@ -7,6 +7,8 @@ the outputs are shuffled the same way. Order enters only through one of these:
     relative bias     add a learned number per head and distance bucket to the scores (T5)
     Shaw relative     add a learned vector per clipped offset to the keys and values
                       (its ids are here; the attention is functional.attention.relative_attention)
+    Fourier features  the same sines and cosines for real-valued coordinates (a pixel's x, y):
+                      sin(2^k π x), cos(2^k π x) for octaves k = 0 … K−1
 
 Positions are counted from ``offset`` so that a decoder fed one new token at a time (with a KV
 cache) sees the same positions as one fed the whole sequence.
@@ -187,3 +189,35 @@ def relative_bias_backward(dbias, cache):
     # BEGIN SOLUTION relative_bias_backward
     return embedding_backward(dbias.transpose(1, 2, 0), cache)
     # END SOLUTION
+
+
+def fourier_features(coords, n_octaves):
+    """γ(x) = [sin(2^k π x_j) | cos(2^k π x_j)] for every coordinate j and octave k < K: the
+    sinusoidal encoding of token positions, applied to real coordinates (Tancik et al. 2020).
+
+    Octave k completes 2^(k−1) periods across [0, 1], so a layer reading γ(x) can draw detail as
+    fine as 1/2^K without having to build high frequencies out of ReLUs first.
+    coords: (..., c)  ->  (..., 2·c·K): first the c·K sines, then the c·K cosines, each ordered
+    coordinate by coordinate (x at octaves 0 … K−1, then y at octaves 0 … K−1, …)
+    """
+    where = "fourier_features"
+    check_shape(coords, "coords", ("...", "c"), where)
+    if coords.dtype.kind != "f":
+        raise TypeError(f"{where}: coords has dtype {coords.dtype}; wanted a float dtype")
+    check_int(n_octaves, "n_octaves", where, what="the number of frequencies per coordinate")
+    xp = get_array_module(coords)
+    freq = (math.pi * 2.0 ** xp.arange(n_octaves, dtype="float64")).astype(coords.dtype)  # (K,)
+    theta = (coords[..., :, None] * freq).reshape(*coords.shape[:-1], -1)   # 2^k π x_j  (..., c·K)
+    sin, cos = xp.sin(theta), xp.cos(theta)
+    return xp.concatenate([sin, cos], axis=-1), (sin, cos, freq, coords.shape)
+
+
+def fourier_features_backward(dy, cache):
+    """d sin θ = cos θ dθ and d cos θ = −sin θ dθ, with θ_jk = 2^k π x_j, so
+        dx_j = Σ_k 2^k π (cos θ_jk · dy_sin,jk − sin θ_jk · dy_cos,jk)
+    dy: (..., 2·c·K)  ->  dcoords: (..., c)
+    """
+    sin, cos, freq, shape = cache
+    dy_sin, dy_cos = dy[..., : sin.shape[-1]], dy[..., sin.shape[-1]:]            # (..., c·K) each
+    dtheta = (cos * dy_sin - sin * dy_cos).reshape(*shape, -1)                   # (..., c, K)
+    return (dtheta * freq).sum(axis=-1)                                          # (..., c)
