@@ -284,4 +284,4 @@ print("✓ k² fewer parameters, k× fewer FLOPs, and the parts never talk to ea
 # * Splitting D features into k parts with one shared network: k² fewer parameters, k× fewer
 #   FLOPs, and no communication between the parts, which attention restores.
 #
-# Next: a later lesson takes positional encodings beyond text.
+# Next, lesson 17: positional encodings beyond text, for the coordinates of an image.

@@ -123,6 +123,12 @@ LESSONS = (
            "one softmax picks or averages; a K = 3 convolution as 3 heads; a 3 × 3 one as 9 "
            "heads; zero padding from masked rows; k parts: fewer weights, no talk; why wide",
            ("16_conv_heads",), 2.2),
+    Lesson("17_positions_beyond_text",
+           "an implicit image f(x, y) → rgb: raw coordinates blur, Fourier-feature octaves fit "
+           "the edges",
+           "implicit functions ℝ² → ℝ³ (pixel → colour); the MSE loss and PSNR; Fourier features "
+           "as the sinusoidal encoding for real coordinates; spectral bias",
+           ("17_implicit_function",), 9.4),
     Lesson("19_your_first_exercise",
            "the exercise loop: start softmax_backward, check it, read a failing report, fix it, "
            "see it pass",
