@@ -14,8 +14,10 @@ from minitf.gradcheck_cases import case
 # Functional ops
 # ----------------------------------------------------------------------------------------------
 
-def _attention(mask=None, bias=None, n_q=4, n_k=4):
-    inputs = {"q": randn(2, 2, n_q, 3), "k": randn(2, 2, n_k, 3), "v": randn(2, 2, n_k, 5)}
+def _attention(mask=None, bias=None):
+    """b=2, h=3, n_q=4, n_k=5, d_k=6, d_v=7: a different size on every axis, so a backward that
+    swaps two axes raises instead of passing by luck (a student's, in an exercise)."""
+    inputs = {"q": randn(2, 3, 4, 6), "k": randn(2, 3, 5, 6), "v": randn(2, 3, 5, 7)}
     wrt = ("q", "k", "v")
     if bias is not None:
         inputs["bias"] = bias
@@ -25,22 +27,22 @@ def _attention(mask=None, bias=None, n_q=4, n_k=4):
 
 @case("attention")
 def _():
-    return _attention(n_q=3, n_k=5)
+    return _attention()
 
 
 @case("attention, causal mask")
 def _():
-    return _attention(mask=F.causal_mask(4))
+    return _attention(mask=F.causal_mask(4, 5))       # the queries are the last 4 of 5
 
 
 @case("attention, padding mask with a fully masked sequence")
 def _():
-    return _attention(mask=F.padding_mask([3, 0], 4))
+    return _attention(mask=F.padding_mask([3, 0], 5))
 
 
 @case("attention, learned bias")
 def _():
-    return _attention(mask=F.causal_mask(4), bias=randn(2, 4, 4))
+    return _attention(mask=F.causal_mask(4, 5), bias=randn(3, 4, 5))   # (h, n_q, n_k)
 
 
 def _relative_attention(values, mask=None):

@@ -43,7 +43,7 @@ def test_a_missing_scale_is_reported_with_its_factor():
 
     result = grade(find("attention_backward"), unscaled, cases=["attention"])
     assert _failed(result) == {("attention", "q"), ("attention", "k")}
-    assert "your gradient is 1.732 = √3 times the right one" in _hints(result)   # d_k = 3
+    assert "your gradient is 2.449 = √6 times the right one" in _hints(result)   # d_k = 6
 
 
 def test_a_missing_dropout_scale_is_a_constant_factor():
