@@ -64,10 +64,11 @@ def test_the_traced_cases_are_exactly_those_that_call_the_exercise(exercise):
     assert reached == set(exercises.closure(exercise))
 
 
-def test_grading_cases_use_a_different_size_on_every_axis_and_stay_off_relu_kinks():
+def test_grading_cases_use_a_different_size_on_every_axis_a_batch_and_stay_off_relu_kinks():
     """Equal sizes let a swapped axis pass unnoticed: every tensor a grading case differentiates
-    has a different size on every axis."""
-    found = set()
+    has a different size on every axis. And a batch of one hides a gradient not summed over the
+    batch: the first input of every case holds more than one example."""
+    found, unbatched = set(), set()
     with precision("float64"):
         for name in {n for e in EXERCISES for n in grading_cases(e)}:
             case = gradcheck_cases.build(name)
@@ -76,7 +77,11 @@ def test_grading_cases_use_a_different_size_on_every_axis_and_stay_off_relu_kink
                 shape = case.inputs[tensor].shape
                 if len(set(shape)) < len(shape):
                     found.add(name)
+            first = next(iter(case.inputs.values()), None)     # None: only integer arguments
+            if first is not None and (first.ndim < 2 or first.shape[0] < 2):
+                unbatched.add(name)
     assert found == set(), f"cases that repeat a size on some axis: {sorted(found)}"
+    assert unbatched == set(), f"cases whose first input is not a batch: {sorted(unbatched)}"
     for name in grading_cases(find("relu_backward")):
         with precision("float64"):
             x = gradcheck_cases.build(name).inputs["x"]
