@@ -69,12 +69,14 @@ def _gradcheck(args) -> int:
 
 def _info(args) -> int:
     from minitf.cost import format_cost, lm_cost_of
+    from minitf.validate import feed_forward_width
 
     if args.d_model % args.n_heads:
         raise ValueError(f"--d-model {args.d_model} is not divisible by --n-heads {args.n_heads}; "
                          f"wanted d_model = n_heads · d_head")
     config = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
-                  n_layers=args.n_layers, d_ff=args.d_ff or 4 * args.d_model,
+                  n_layers=args.n_layers,
+                  d_ff=feed_forward_width(args.d_ff, args.d_model, "--d-ff"),
                   max_len=args.context, positional=args.positional, tie_weights=not args.untied)
     if args.checkpoint:
         from minitf import checkpoint

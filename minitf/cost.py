@@ -17,7 +17,7 @@ it is bound by memory speed, not by arithmetic.
 """
 from __future__ import annotations
 
-from minitf.validate import check_int
+from minitf.validate import check_int, feed_forward_width
 
 SOFTMAX_FLOPS = 6      # per score: × 1/√d_head, max, −, exp, +, ÷
 
@@ -42,7 +42,7 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
        FLOPs for the last token with and without the cache.
     """
     d, L, n, b = d_model, n_layers, context, batch_size
-    d_ff = d_ff or 4 * d
+    d_ff = feed_forward_width(d_ff, d, "lm_cost")
     block = block_parameters(d, d_ff)
     embedding = vocab_size * d + (context * d if positional == "learned" else 0)
     extra = (relative_buckets * n_heads * L if positional == "relative" else 0) + 2 * d
@@ -128,7 +128,7 @@ def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
        attention_numbers (b·h·q·n, the probabilities kept for the backward) and attention_bytes.
     """
     where = "attention_table"
-    d_ff = d_ff or 4 * d
+    d_ff = feed_forward_width(d_ff, d, "attention_table")
     for name, value in (("b", b), ("n", n), ("d", d), ("h", h), ("d_ff", d_ff)):
         check_int(value, name, where)
     if d % h:

@@ -116,6 +116,15 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
                          f"got {value!r}")
 
 
+def feed_forward_width(d_ff, d_model: int, where: str) -> int:
+    """d_ff, the feed-forward network's hidden width: 4 · d_model when not given (None), as in the
+    original Transformer; otherwise a positive integer (0 is refused, not read as "not given")."""
+    if d_ff is None:
+        return 4 * d_model
+    check_int(d_ff, "d_ff", where, what="the feed-forward network's hidden width")
+    return d_ff
+
+
 def check_real(value, name: str, where: str, low: float | None = None,
                high: float | None = None, low_open: bool = True) -> None:
     """ValueError unless ``value`` is a finite real number in ``(low, high]`` (``[low, high]``

@@ -7,7 +7,8 @@ import pytest
 
 import minitf.functional as F
 import minitf.nn as nn
-from minitf import backend
+import minitf.models as models
+from minitf import backend, cost
 
 
 def raises(error, *fragments):
@@ -279,3 +280,15 @@ def test_mse_loss_and_fourier_features_bad_input(backend_name):
         F.fourier_features(backend.randint(0, 4, (3, 2)), 4)
     with raises(ValueError, "fourier_features", "n_octaves must be a positive integer", "got 0"):
         F.fourier_features(backend.randn(3, 2), 0)
+
+
+@pytest.mark.parametrize("build", [
+    lambda d_ff: models.DecoderLM(11, d_model=8, n_heads=2, n_layers=1, d_ff=d_ff),
+    lambda d_ff: models.Transformer(11, 11, d_model=8, n_heads=2, n_layers=1, d_ff=d_ff),
+    lambda d_ff: cost.lm_cost(11, 8, 1, d_ff=d_ff),
+], ids=["DecoderLM", "Transformer", "lm_cost"])
+def test_d_ff_zero_is_refused_not_read_as_the_default(build):
+    with pytest.raises(ValueError, match=r"d_ff must be a positive integer, the feed-forward "
+                                         r"network's hidden width; got 0"):
+        build(0)
+    assert build(None) is not None          # None still means 4 · d_model

@@ -5,7 +5,7 @@ from minitf.backend import get_array_module
 from minitf.models.base import Model
 from minitf.nn import (ClassToken, Dropout, Embedding, EncoderBlock, LayerNorm,
                        LearnedPositionalEmbedding, Linear, Stack)
-from minitf.validate import check_finite, check_ids, check_shape
+from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
 
 
 class _ClassTokenEncoder(Model):
@@ -52,7 +52,7 @@ class EncoderClassifier(_ClassTokenEncoder):
     def __init__(self, vocab_size: int, n_classes: int, d_model: int = 64, n_heads: int = 4,
                  n_layers: int = 2, d_ff: int | None = None, max_len: int = 64,
                  dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu"):
-        d_ff = d_ff or 4 * d_model
+        d_ff = feed_forward_width(d_ff, d_model, "EncoderClassifier")
         self.config = dict(vocab_size=vocab_size, n_classes=n_classes, d_model=d_model,
                            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, max_len=max_len,
                            dropout=dropout, pad_id=pad_id, activation=activation)
@@ -93,7 +93,7 @@ class VisionTransformer(_ClassTokenEncoder):
         if image_size % patch_size:
             raise ValueError(f"VisionTransformer: image_size={image_size} is not a multiple of "
                              f"patch_size={patch_size}")
-        d_ff = d_ff or 4 * d_model
+        d_ff = feed_forward_width(d_ff, d_model, "VisionTransformer")
         self.config = dict(image_size=image_size, patch_size=patch_size, n_classes=n_classes,
                            channels=channels, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, dropout=dropout, activation=activation)

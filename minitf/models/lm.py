@@ -3,7 +3,7 @@ import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack)
-from minitf.validate import check_ids, check_int, check_shape
+from minitf.validate import check_ids, check_int, check_shape, feed_forward_width
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 
@@ -40,7 +40,7 @@ class DecoderLM(Model):
                                   ("max_len", max_len, "the longest context")):
             check_int(value, name, "DecoderLM", what=what)
         check_int(n_layers, "n_layers", "DecoderLM", low=0, what="the number of blocks")
-        d_ff = d_ff or 4 * d_model
+        d_ff = feed_forward_width(d_ff, d_model, "DecoderLM")
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,
                            tie_weights=tie_weights, dropout=dropout, activation=activation,

@@ -5,7 +5,7 @@ import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
                        SinusoidalPositionalEncoding, Stack)
-from minitf.validate import check_finite, check_ids, check_shape
+from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
 
 
 class Transformer(Model):
@@ -36,7 +36,7 @@ class Transformer(Model):
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(f"Transformer: share_embeddings needs one vocabulary; got "
                              f"src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}")
-        d_ff = d_ff or 4 * d_model
+        d_ff = feed_forward_width(d_ff, d_model, "Transformer")
         self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
                            d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                            dropout=dropout, pre_ln=pre_ln, share_embeddings=share_embeddings,
