@@ -148,7 +148,13 @@ def _homework(args) -> int:
         print(f"wrote {out}: {', '.join(graded)} " + ("answered (the key)" if args.solutions else
               "blank; students run 'python -m minitf homework grade .' inside it"))
         return 0
-    outcomes = homework.grade(args.dir)
+    if args.action == "autograder":
+        from minitf.homework import autograder
+        out = autograder.build(args.dir, args.out)
+        print(f"wrote {out}: upload it as the assignment's autograder on Gradescope (setup.sh "
+              f"and run_autograder at its root; it holds the reference, so keep it private)")
+        return 0
+    outcomes = homework.grade(args.dir, args.submission)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))
@@ -335,7 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
     mark = steps.add_parser("grade", help="grade a homework directory (a submission)")
     mark.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
     mark.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json here")
+    mark.add_argument("--submission", metavar="DIR",
+                      help="take each exercise's file from this folder (a student's upload: the "
+                           "same paths, or the files side by side) instead of from DIR")
     _add_backend(mark)
+    ship = steps.add_parser("autograder", help="write a Gradescope autograder zip for a "
+                                               "homework directory")
+    ship.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
+    ship.add_argument("--out", required=True, metavar="FILE.zip", help="a new .zip file")
     homework.set_defaults(run=_homework)
     return parser
 

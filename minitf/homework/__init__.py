@@ -3,10 +3,12 @@
     minitf homework make --exercises A,B --out hw1/     a student directory: minitf, A and B blank
     minitf homework make --file my_ops.py --out hw2/    the same for an instructor's own file
     minitf homework grade hw1/ [--json results.json]    grade each exercise on its own
+    minitf homework autograder hw1/ --out hw1.zip       the same grading as a Gradescope autograder
 
     regions   the solution regions (# BEGIN SOLUTION / # END SOLUTION) and the edits that blank them
     handout   the student directory (make)
     autograde the grader (grade), its table and Gradescope's results.json
+    autograder the autograder zip (setup.sh, run_autograder, the reference that grades)
 """
 from minitf.homework.autograde import (Outcome, failing_reports, gradescope, grade, manifest,
                                        table)

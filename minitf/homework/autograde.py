@@ -123,16 +123,45 @@ def _grade_one(entry: dict, path: Path) -> tuple:
     return result, report(exercise, result, path)
 
 
-def grade(folder) -> list[Outcome]:
-    """Grade every exercise of the homework directory ``folder``, in the manifest's order."""
+def find_submitted(submission: Path, file: str) -> Path | None:
+    """The student's copy of the homework file ``file`` (e.g. 'minitf/functional/softmax.py') in
+    a submission folder: at that path, or under a folder of its own (an uploaded directory), or
+    the one file of that name anywhere (files uploaded one by one arrive side by side)."""
+    exact = submission / file
+    if exact.is_file():
+        return exact
+    found = sorted(p for p in submission.rglob(Path(file).name) if p.is_file())
+    tails = [p for p in found if p.as_posix().endswith("/" + file)]
+    if len(tails) == 1:
+        return tails[0]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ValueError(f"{file}: the submission has {len(found)} files called "
+                         f"{Path(file).name}; wanted one")
+    return None
+
+
+def grade(folder, submission=None) -> list[Outcome]:
+    """Grade every exercise of the homework directory ``folder``, in the manifest's order; with
+    ``submission``, each exercise's file is taken from that folder instead (see find_submitted)."""
     folder = Path(folder).resolve()
     data = manifest(folder)
+    if submission is not None and not Path(submission).is_dir():
+        raise ValueError(f"--submission {submission}: no such folder")
     outcomes = []
     for entry in data["exercises"]:
-        path = folder / entry["file"]
         start = time.perf_counter()
-        if not path.is_file():
-            result, text, edited = _stopped(f"{entry['file']}: missing"), "", True
+        try:
+            path = (folder / entry["file"] if submission is None
+                    else find_submitted(Path(submission), entry["file"]))
+        except ValueError as err:
+            path, missing = None, str(err)
+        else:
+            missing = f"{entry['file']}: missing" + ("" if submission is None else
+                                                     " from the submission")
+        if path is None or not path.is_file():
+            result, text, edited = _stopped(missing), "", False
         else:
             result, text = _grade_one(entry, path)
             try:

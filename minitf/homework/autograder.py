@@ -1,0 +1,92 @@
+"""``minitf homework autograder DIR --out autograder.zip``: a homework directory as a Gradescope
+autograder.
+
+Gradescope builds an image from a zip with ``setup.sh`` and ``run_autograder`` at its root; the zip
+is unpacked into /autograder/source, each submission lands in /autograder/submission, and
+``run_autograder`` must leave /autograder/results/results.json behind. The zip written here holds:
+
+    setup.sh          installs Python and minitf's runtime dependencies into /autograder/venv
+    run_autograder    grades the submission with 'minitf homework grade --submission'
+    homework/         the student directory's homework.json, README and blanked files
+    reference/minitf  the reference minitf that grades (the zip is the instructor's: it holds
+                      the solutions, as every autograder does; students never see it)
+
+The grading runs from /autograder, never from inside homework/, so ``python -m minitf`` is the
+reference, and each exercise's function comes from the student's file, loaded by path.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import zipfile
+from pathlib import Path
+
+from minitf.homework.autograde import manifest
+from minitf.homework.handout import MANIFEST, PACKAGE, SKIP
+
+# A fixed timestamp for every entry, so the same homework gives the same zip byte for byte.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder's image (Ubuntu).
+set -euo pipefail
+apt-get update
+apt-get install -y python3 python3-venv
+python3 -m venv /autograder/venv
+/autograder/venv/bin/pip install {requirements}
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this once per submission. AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist only so
+# that the same script can be tried on a machine of your own; Gradescope sets neither.
+set -u
+root="${AUTOGRADER_ROOT:-/autograder}"
+python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
+mkdir -p "$root/results"
+cd "$root"      # not homework/: the minitf found there is the student's copy
+PYTHONPATH="$root/source/reference" "$python" -m minitf homework grade "$root/source/homework" \\
+    --submission "$root/submission" --json "$root/results/results.json"
+# A failed exercise is a score of 0 in results.json, not an error of the autograder.
+exit 0
+"""
+
+
+def requirements() -> list[str]:
+    """minitf's runtime dependencies as pip reads them (e.g. 'numpy>=1.24'), extras left out."""
+    declared = importlib.metadata.requires("minitf") or []
+    return sorted(r.split(";")[0].replace(" ", "") for r in declared if "extra ==" not in r)
+
+
+def _add(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+    entry = zipfile.ZipInfo(name, _EPOCH)
+    entry.external_attr = (0o100755 if executable else 0o100644) << 16
+    entry.compress_type = zipfile.ZIP_DEFLATED
+    archive.writestr(entry, data)
+
+
+def _homework_files(folder: Path, data: dict) -> list[str]:
+    """What of the student directory the autograder needs: the manifest, the README and every
+    file that holds an exercise (a submission that lacks one is graded on the blank)."""
+    return sorted({MANIFEST, "README.md", *(e["file"] for e in data["exercises"])} &
+                  {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()})
+
+
+def build(folder, out) -> Path:
+    """Write the Gradescope autograder zip ``out`` for the homework directory ``folder``."""
+    folder, out = Path(folder), Path(out)
+    data = manifest(folder)
+    if (PACKAGE.parent / MANIFEST).is_file():
+        raise ValueError(f"the minitf running this is a homework copy ({PACKAGE}); wanted the "
+                         f"reference, so run the command outside any homework directory")
+    if out.suffix != ".zip" or out.exists():
+        raise ValueError(f"--out {out}: wanted a new file ending in .zip")
+    with zipfile.ZipFile(out, "w") as archive:
+        _add(archive, "setup.sh", SETUP.format(
+            requirements=" ".join(f'"{r}"' for r in requirements())).encode(), executable=True)
+        _add(archive, "run_autograder", RUN.encode(), executable=True)
+        for name in _homework_files(folder, data):
+            _add(archive, f"homework/{name}", (folder / name).read_bytes())
+        for path in sorted(PACKAGE.rglob("*")):
+            relative = path.relative_to(PACKAGE)
+            if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
+                _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
+    return out

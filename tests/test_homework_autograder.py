@@ -1,0 +1,128 @@
+"""The Gradescope autograder zip: laid out as Gradescope unpacks it and run as Gradescope runs it
+(/autograder/source, /autograder/submission, /autograder/results/results.json), in a folder of
+the test's own."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from minitf import cli, homework
+from minitf.homework import autograder
+from minitf.homework.autograde import find_submitted
+
+EXERCISES = ["softmax_backward", "layer_norm_backward"]
+FILES = ["minitf/functional/softmax.py", "minitf/functional/layer_norm.py"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """(the student directory, the key, the autograder zip)."""
+    root = tmp_path_factory.mktemp("gradescope")
+    hw = homework.make(root / "hw", EXERCISES)
+    key = homework.make(root / "key", EXERCISES, solutions=True)
+    return hw, key, autograder.build(hw, root / "hw.zip")
+
+
+def _run(zip_path: Path, tmp_path: Path, submit) -> dict:
+    """Unpack the zip into an /autograder-like folder, let ``submit(folder)`` place the student's
+    files, run run_autograder as Gradescope does, and return results.json."""
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(root / "source")
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    submit(root / "submission")
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    run = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+
+
+def _scores(results: dict) -> dict:
+    return {t["name"]: t["score"] for t in results["tests"]}
+
+
+def test_the_zip_has_setup_and_run_at_its_root_and_is_the_same_each_time(made, tmp_path):
+    hw, _, zip_path = made
+    with zipfile.ZipFile(zip_path) as archive:
+        entries = {e.filename: e for e in archive.infolist()}
+        setup = archive.read("setup.sh").decode()
+    for script in ("setup.sh", "run_autograder"):
+        assert entries[script].external_attr >> 16 & 0o111, f"{script} is not executable"
+    assert {f"homework/{f}" for f in FILES + ["homework.json", "README.md"]} <= set(entries)
+    assert "reference/minitf/functional/softmax.py" in entries
+    assert '"numpy>=' in setup and "/autograder/venv" in setup
+    again = autograder.build(hw, tmp_path / "again.zip")
+    assert again.read_bytes() == zip_path.read_bytes()
+
+
+def test_the_homework_part_of_the_zip_holds_no_solution(made):
+    hw, key, zip_path = made
+    with zipfile.ZipFile(zip_path) as archive:
+        for file in FILES:
+            starter = archive.read(f"homework/{file}")
+            assert starter == (hw / file).read_bytes()
+            assert starter != (key / file).read_bytes()
+
+
+def test_a_correct_submission_scores_full_however_it_was_uploaded(made, tmp_path):
+    _, key, zip_path = made
+
+    def side_by_side(folder):              # files uploaded one by one
+        for file in FILES:
+            shutil.copy(key / file, folder / Path(file).name)
+
+    results = _run(zip_path, tmp_path / "flat", side_by_side)
+    assert results["score"] == 2 and _scores(results) == dict.fromkeys(EXERCISES, 1.0)
+    assert all({"name", "score", "max_score", "output"} <= set(t) for t in results["tests"])
+
+    def a_folder(folder):                  # a directory (or a repository) uploaded whole
+        shutil.copytree(key, folder / "hw1-main")
+
+    assert _run(zip_path, tmp_path / "tree", a_folder)["score"] == 2
+
+
+def test_a_wrong_or_missing_file_scores_zero_for_its_exercise_only(made, tmp_path):
+    _, key, zip_path = made
+
+    def wrong_softmax(folder):
+        text = (key / FILES[0]).read_text(encoding="utf-8")
+        wrong = text.replace("return p * (dp - (dp * p).sum(axis=axis, keepdims=True))",
+                             "return p * dp")
+        assert wrong != text, "the softmax_backward line this test breaks has changed"
+        (folder / "softmax.py").write_text(wrong, encoding="utf-8")
+
+    results = _run(zip_path, tmp_path / "wrong", wrong_softmax)
+    assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 0.0}
+    outputs = {t["name"]: t["output"] for t in results["tests"]}
+    assert "missing from the submission" in outputs["layer_norm_backward"]
+    assert "softmax_backward" in outputs["softmax_backward"]
+    assert "missing from the submission" not in outputs["softmax_backward"]
+    assert "FAIL" in outputs["softmax_backward"] or "failed" in outputs["softmax_backward"]
+
+
+def test_two_files_of_one_name_are_one_clear_error(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "softmax.py").write_text("")
+    with pytest.raises(ValueError, match="2 files called softmax.py; wanted one"):
+        find_submitted(tmp_path, FILES[0])
+    assert find_submitted(tmp_path, FILES[1]) is None
+
+
+def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatch):
+    hw, _, zip_path = made
+    assert cli.main(["homework", "autograder", str(hw), "--out", str(zip_path)]) == 2
+    assert "wanted a new file ending in .zip" in capsys.readouterr().err
+    assert cli.main(["homework", "autograder", str(tmp_path), "--out",
+                     str(tmp_path / "x.zip")]) == 2
+    assert "not a homework directory" in capsys.readouterr().err
+    monkeypatch.setattr(autograder, "PACKAGE", hw / "minitf")      # run from inside a copy
+    assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "y.zip")]) == 2
+    assert "is a homework copy" in capsys.readouterr().err
