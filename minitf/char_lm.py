@@ -6,9 +6,11 @@
 Run it as ``minitf train``; every setting is a flag (``minitf train --help``).
 
 A run is its output directory: checked before training, locked while one run writes it, never
-overwritten by another run. Ctrl-C saves a checkpoint and says how to continue. ``--steps`` is
-the run's total and sets the cosine schedule's end, so ``--resume`` with the same total continues
-the uninterrupted run bit for bit.
+overwritten by another run. A checkpoint is saved every ``--save-every`` steps and at the end;
+Ctrl-C saves one and says how to continue. The learning-rate schedule is fixed by
+``--warmup`` and ``--decay-steps``, never by ``--steps``: so ``--resume`` continues an interrupted
+run bit for bit, and a finished run of 20 steps continued with ``--resume --steps 40`` ends with
+exactly the weights of one run of 40 steps.
 """
 from __future__ import annotations
 
@@ -44,10 +46,12 @@ class RunConfig:
     positional: str = "learned"
     dropout: float = 0.0
     lr: float = 6e-3
-    warmup: int | None = None        # None: min(50, steps // 10), so that short runs work too
+    warmup: int | None = None        # None: min(50, decay_steps // 10)
+    decay_steps: int = 500           # where the cosine reaches lr / 10 (and stays): not --steps
     weight_decay: float = 0.1
     clip: float = 1.0
     eval_every: int = 100
+    save_every: int = 100            # a checkpoint every N steps (0: only at the end)
     seed: int = 0
     out: str | None = None           # None: the --resume directory, else runs/lm
     resume: str | None = None
@@ -59,7 +63,7 @@ class RunConfig:
     def fast(cls, **overrides) -> "RunConfig":
         """A smoke run of a few seconds: the whole pipeline, at toy size."""
         small = dict(steps=30, batch_size=8, context=32, d_model=32, n_heads=2, n_layers=1,
-                     eval_every=15, warmup=5, sample_length=60, samples=1)
+                     eval_every=15, warmup=5, decay_steps=30, sample_length=60, samples=1)
         return cls(**{**small, **overrides})
 
     @classmethod
@@ -69,6 +73,8 @@ class RunConfig:
         saved = checkpoint.read_meta(directory).get("extra", {}).get("run", {})
         inherited = {f.name for f in fields(cls)} - {"out", "resume", "progress"}
         settings = {key: value for key, value in saved.items() if key in inherited}
+        if "decay_steps" not in saved and "steps" in saved:   # saved before --decay-steps:
+            settings["decay_steps"] = saved["steps"]         # its cosine ended at its total
         return cls(**{**settings, **overrides, "resume": str(directory)})
 
 
@@ -145,9 +151,10 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     saved = checkpoint.read_meta(config.resume) if config.resume else None
     if saved is not None:
         _check_resume(config, saved, tokenizer)
-    warmup = min(50, config.steps // 10) if config.warmup is None else config.warmup
-    if not 0 <= warmup < config.steps:
-        raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --steps {config.steps}")
+    warmup = min(50, config.decay_steps // 10) if config.warmup is None else config.warmup
+    if not 0 <= warmup < config.decay_steps:
+        raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --decay-steps "
+                         f"{config.decay_steps}")
     settings = asdict(replace(config, out=str(out), warmup=warmup))   # what --resume reads back
     train_ids, val_ids = data.split(tokenizer.encode(text))
     if len(val_ids) < config.context + 1:          # the held-out tenth must hold one window
@@ -166,15 +173,17 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     quick = slice(0, 16)          # periodic validation on the first 16 windows: fast, always the same
     trainer = Trainer(
         model, optimizer, lambda: data.random_windows(train_ids, config.batch_size, config.context),
-        schedule=WarmupCosine(config.lr, warmup, config.steps, config.lr / 10),
+        schedule=WarmupCosine(config.lr, warmup, config.decay_steps, config.lr / 10),
         evaluate=lambda: _held_out_loss(model, val_x[quick], val_y[quick]),
-        eval_every=config.eval_every, clip=config.clip)
+        eval_every=config.eval_every, clip=config.clip,
+        save=lambda: checkpoint.save(out, model, trainer, tokenizer, extra={"run": settings}),
+        save_every=config.save_every)
     if config.resume:
         checkpoint.resume(checkpoint.load(config.resume, model), trainer)
-        total = saved.get("extra", {}).get("run", {}).get("steps", config.steps)
-        log(f"resumed from {config.resume} at step {trainer.step} of {config.steps}"
-            + (f" (the run was planned for {total}; the cosine schedule now ends at step "
-               f"{config.steps})" if total != config.steps else ""))
+        log(f"resumed from {config.resume} at step {trainer.step} of {config.steps}")
+    if config.steps > config.decay_steps:
+        log(f"the learning rate reaches its lowest, {config.lr / 10:.2g}, at step "
+            f"{config.decay_steps} (--decay-steps) and stays there until step {config.steps}")
     log(f"model: DecoderLM, {model.num_parameters():,} parameters ({config.n_layers} blocks, "
         f"d_model={config.d_model}, {config.n_heads} heads, {config.positional} positions), "
         f"on {backend_name()}")

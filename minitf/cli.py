@@ -213,8 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", help="train on this text file instead")
     train.add_argument("--steps", type=POSITIVE,
-                       help="the run's total optimisation steps, where the cosine schedule ends "
-                            "(default 500; with --resume, the saved run's)")
+                       help="optimisation steps in all (default 500; with --resume, the saved "
+                            "run's); the learning-rate schedule does not depend on it")
     train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 32)")
     train.add_argument("--context", type=POSITIVE,
                        help="characters per window, max_len (default 128)")
@@ -227,8 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--lr", type=POSITIVE_REAL,
                        help="peak learning rate of AdamW (default 6e-3)")
     train.add_argument("--warmup", type=NON_NEGATIVE,
-                       help="steps of linear warm-up (default min(50, steps // 10))")
+                       help="steps of linear warm-up (default min(50, decay-steps // 10))")
+    train.add_argument("--decay-steps", type=POSITIVE,
+                       help="the step where the cosine decay reaches lr / 10 and stays "
+                            "(default 500); fixed apart from --steps, so a finished run continued "
+                            "with --resume --steps N ends as one run of N steps would")
     train.add_argument("--eval-every", type=POSITIVE, help="validate every N steps (default 100)")
+    train.add_argument("--save-every", type=NON_NEGATIVE,
+                       help="save a checkpoint every N steps (default 100; 0: only at the end)")
     train.add_argument("--seed", type=NON_NEGATIVE, help="random seed (default 0)")
     train.add_argument("--out", metavar="DIR",
                        help="run directory (default runs/lm; with --resume, DIR); a directory "

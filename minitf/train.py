@@ -39,6 +39,8 @@ class Trainer:
 
     schedule      step -> learning rate (see minitf.optim); None keeps optimizer.lr
     evaluate      () -> validation loss (float), run every ``eval_every`` steps and at the end
+    save          () -> None, a checkpoint, run every ``save_every`` steps before the last
+                  (a run killed at any moment loses at most save_every steps)
     clip          max global gradient norm (None: no clipping)
     The divergence rule (see the module docstring) reads ``model.chance_loss`` (log V, which
     Model.loss records) and the schedule's ``warmup``, if it has one.
@@ -50,9 +52,11 @@ class Trainer:
 
     def __init__(self, model, optimizer, batches: Callable[[], tuple], schedule=None,
                  evaluate: Callable[[], float] | None = None, eval_every: int = 100,
-                 clip: float | None = 1.0):
+                 clip: float | None = 1.0, save: Callable[[], None] | None = None,
+                 save_every: int = 0):
         self.model, self.optimizer, self.batches = model, optimizer, batches
         self.schedule, self.evaluate, self.eval_every, self.clip = schedule, evaluate, eval_every, clip
+        self.save, self.save_every = save, save_every
         self.step, self.stop_requested = 0, False
         self.history = {"step": [], "loss": [], "lr": [], "val_step": [], "val_loss": []}
 
@@ -128,6 +132,9 @@ class Trainer:
                        "tok/s": f"{tokens / (time.perf_counter() - start):,.0f}"}
             if self.evaluate is not None and (self.step % self.eval_every == 0 or self.step == steps):
                 postfix["val"] = f"{self.validate():.3f}"
+            if self.save is not None and self.save_every and self.step % self.save_every == 0 \
+                    and self.step < steps:      # the last step's checkpoint is the caller's
+                self.save()
             bar.set_postfix(postfix, refresh=False)
             bar.update(1)
         bar.close()

@@ -1,6 +1,7 @@
 """``minitf train`` and its run directory: a bad --out is found before training, one run writes a
 directory at a time and never replaces another's, Ctrl-C saves, and --resume is exact."""
 import errno
+import json
 import os
 import random
 import signal
@@ -89,15 +90,69 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
     err = one_line(capsys)
     assert f"--text {other}" in err and "(2 new: '!Z')" in err and "trained on" in err
 
-    # A longer total continues the run on a cosine re-planned to end at the new total.
-    assert cli.main(["train", "--resume", str(run), "--steps", "30", "--no-progress"]) == 0
-    assert "the cosine schedule now ends at step 30" in capsys.readouterr().out
-    assert checkpoint.read_meta(run)["step"] == 30
+
+
+def _same_run(a_dir, b_dir):
+    """Bit-identical weights, optimizer state and random generator in two run directories."""
+    a, b = checkpoint.load(a_dir), checkpoint.load(b_dir)
+    assert a.meta["step"] == b.meta["step"] and a.arrays.keys() == b.arrays.keys()
+    for key in a.arrays:
+        assert np.array_equal(a.arrays[key], b.arrays[key]), key
+    assert a.meta["rng"] == b.meta["rng"]
+
+
+def test_a_finished_run_continued_to_40_steps_is_one_run_of_40(text, tmp_path):
+    """--steps says how far to train, never how the learning rate moves, so extending a finished
+    run lands exactly where one longer run does (warm-up and cosine come from --decay-steps)."""
+    once, twice = tmp_path / "once", tmp_path / "twice"
+    flags = ["--decay-steps", "60", "--warmup", "5"]
+    assert train(text, "--steps", "40", "--out", str(once), *flags) == 0
+    assert train(text, "--steps", "20", "--out", str(twice), *flags) == 0
+    assert cli.main(["train", "--resume", str(twice), "--steps", "40", "--no-progress"]) == 0
+    _same_run(once, twice)
+    # the defaults too: the schedule is the same whatever --steps says
+    default_once, default_twice = tmp_path / "default_once", tmp_path / "default_twice"
+    assert train(text, "--steps", "12", "--out", str(default_once)) == 0
+    assert train(text, "--steps", "6", "--out", str(default_twice)) == 0
+    assert cli.main(["train", "--resume", str(default_twice), "--steps", "12",
+                     "--no-progress"]) == 0
+    _same_run(default_once, default_twice)
+
+
+def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path):
+    run, straight = tmp_path / "run", tmp_path / "straight"
+    assert train(text, "--steps", "25", "--save-every", "10", "--out", str(run)) == 0
+    assert sorted(p.name for p in run.glob("step-*")) == ["step-000010", "step-000020",
+                                                          "step-000025"]
+    # a run killed after step 20 would resume from step-000020: do that by hand
+    (run / "checkpoints.txt").write_text("step-000020\n")
+    for name in ("step-000025", "step-000010"):
+        for f in (run / name).iterdir():
+            f.unlink()
+        (run / name).rmdir()
+    assert cli.main(["train", "--resume", str(run), "--no-progress"]) == 0
+    assert train(text, "--steps", "25", "--save-every", "0", "--out", str(straight)) == 0
+    assert [p.name for p in straight.glob("step-*")] == ["step-000025"]
+    _same_run(run, straight)
+
+
+def test_a_checkpoint_saved_before_decay_steps_resumes_on_its_own_schedule(text, tmp_path):
+    run = tmp_path / "run"
+    assert train(text, "--steps", "10", "--out", str(run)) == 0
+    meta = checkpoint.read_meta(run)
+    old = {k: v for k, v in meta["extra"]["run"].items() if k != "decay_steps"}
+    (run / "checkpoints.txt").write_text("step-000010\n")
+    path = run / "step-000010" / "checkpoint.json"
+    data = json.loads(path.read_text())
+    data["extra"]["run"] = old
+    path.write_text(json.dumps(data))
+    assert char_lm.RunConfig.resuming(run, steps=20).decay_steps == 10
 
 
 def test_a_warmup_that_does_not_fit_is_one_line(text, tmp_path, capsys):
-    assert train(text, "--steps", "10", "--warmup", "10", "--out", str(tmp_path / "run")) == 2
-    assert "--warmup 10: wanted 0 ≤ warmup < --steps 10" in one_line(capsys)
+    assert train(text, "--steps", "10", "--decay-steps", "10", "--warmup", "10",
+                 "--out", str(tmp_path / "run")) == 2
+    assert "--warmup 10: wanted 0 ≤ warmup < --decay-steps 10" in one_line(capsys)
 
 
 def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys):
