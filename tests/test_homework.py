@@ -238,8 +238,10 @@ def test_each_exercise_is_graded_on_its_own(hw1, tmp_path):
 def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, tmp_path):
     folder = _answered(hw1, tmp_path, only={"minitf/functional/layer_norm.py"})
     path = folder / "minitf/functional/layer_norm.py"
-    path.write_text(path.read_text(encoding="utf-8").replace(
-        "- x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)", "- 0"), encoding="utf-8")
+    right = path.read_text(encoding="utf-8")
+    wrong = right.replace("- x_hat * (row_dot(dx_hat, x_hat) / x_hat.shape[-1])", "- 0")
+    assert wrong != right, "the layer_norm_backward line this test breaks has changed"
+    path.write_text(wrong, encoding="utf-8")
     outcome = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
     assert outcome.score == 0.0 and not outcome.edited
     assert "hint: the classic mistake here: μ or σ treated as constants" in outcome.report
@@ -267,7 +269,7 @@ def test_grade_prints_a_table_and_writes_gradescope_json(hw1, tmp_path, capsys):
 def test_grade_shows_what_to_fix_before_the_table(hw1, tmp_path, capsys):
     folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py"})
     answer = folder / "minitf/functional/softmax.py"
-    right = "return p * (dp - (dp * p).sum(axis=axis, keepdims=True))"
+    right = "return p * (dp - row_dot(dp, p, axis))"
     assert right in answer.read_text()
     answer.write_text(answer.read_text().replace(right, "return p * dp"))
     assert cli.main(["homework", "grade", str(folder)]) == 1

@@ -117,8 +117,8 @@ EXERCISES = (
         "gelu_backward", _F + "activation", 3, ("gelu",),
         "y = x Φ(x);  exact: Φ(x) = ½ (1 + erf(x/√2));  "
         "tanh: Φ(x) ≈ ½ (1 + tanh(√(2/π) (x + 0.044715 x³)))",
-        "dy: (...);  cache: (x, saved, approximate): saved is Φ(x) when approximate == 'none',\n"
-        "t = tanh(√(2/π) (x + 0.044715 x³)) when approximate == 'tanh'\n->  dx: (...)",
+        "dy: (...);  cache: (x, cdf, approximate): cdf is Φ(x), exact or the tanh form "
+        "(for 'tanh', Φ'(u) = ½ (1 − tanh² u) = 2 Φ (1 − Φ))\n->  dx: (...)",
         "the product rule, and the chain rule through Φ (or through tanh)",
         "only Φ(x) kept (the x Φ'(x) term of the product rule dropped), or the chain through x³ missed",
         "Both variants are graded: write the exact one and the tanh one."),

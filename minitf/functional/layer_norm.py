@@ -2,7 +2,7 @@
 
     y = γ ⊙ (x − μ) / √(σ² + ε) + β
 """
-from minitf.backend import get_array_module
+from minitf.backend import get_array_module, row_dot
 from minitf.validate import check_shape
 
 
@@ -20,7 +20,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     xp = get_array_module(x)
     mu = x.mean(axis=-1, keepdims=True)                   # (..., 1)
     centered = x - mu                                     # (..., d)
-    var = (centered * centered).mean(axis=-1, keepdims=True)
+    var = row_dot(centered, centered) / x.shape[-1]       # (..., 1)   mean of (x − μ)²
     rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ
     x_hat = centered * rstd                               # (..., d)   normalized
     return x_hat * gamma + beta, (x_hat, rstd, gamma)
@@ -39,7 +39,7 @@ def layer_norm_backward(dy, cache):
     dx_hat = dy * gamma                                                 # (..., d)
     dx = (dx_hat
           - dx_hat.mean(axis=-1, keepdims=True)
-          - x_hat * (dx_hat * x_hat).mean(axis=-1, keepdims=True)) * rstd
+          - x_hat * (row_dot(dx_hat, x_hat) / x_hat.shape[-1])) * rstd    # row_dot: Σ_i over d
     positions = tuple(range(dy.ndim - 1))
     dgamma = (dy * x_hat).sum(axis=positions)                          # (d,)
     dbeta = dy.sum(axis=positions)                                     # (d,)

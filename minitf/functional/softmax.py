@@ -6,14 +6,14 @@
 """
 import math
 
-from minitf.backend import float_errors_ignored, get_array_module
+from minitf.backend import float_errors_ignored, get_array_module, row_dot
 from minitf.validate import check_array, check_ids, check_probability, check_shape
 
 REDUCTIONS = ("mean", "sum")
 
 
 def _shifted(x, axis):
-    """x − max(x) along ``axis``, the row sums of its exponentials, and the row maxima.
+    """z = x − max(x) along ``axis`` (a new array, free to overwrite) and the row maxima.
 
     Subtracting the row maximum changes no probability (it cancels between numerator and
     denominator) but keeps exp() from overflowing. Two kinds of row have no finite maximum:
@@ -34,8 +34,14 @@ def _shifted(x, axis):
     if bool(xp.isposinf(row_max).any()):                    # rare: some row holds +inf
         limit = xp.where(xp.isposinf(x), 0.0, -math.inf)
         z = xp.where(xp.isposinf(row_max), limit, z).astype(x.dtype, copy=False)
+    return z, row_max
+
+
+def _log_sum(z, axis):
+    """log Σ exp(z) along ``axis`` (0 for a fully masked row, whose Σ is 0)."""
+    xp = get_array_module(z)
     sums = xp.exp(z).sum(axis=axis, keepdims=True)
-    return z, sums, row_max
+    return xp.log(xp.where(sums > 0, sums, 1))
 
 
 def softmax(x, axis=-1):
@@ -45,9 +51,10 @@ def softmax(x, axis=-1):
     x: (...)  ->  p: (...), each row summing to 1 (or 0 if fully masked)
     """
     xp = get_array_module(x)
-    z, sums, _ = _shifted(x, axis)
-    p = xp.exp(z)
-    p /= xp.where(sums > 0, sums, 1)
+    z, _ = _shifted(x, axis)
+    p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
+    sums = p.sum(axis=axis, keepdims=True)
+    p *= 1.0 / xp.where(sums > 0, sums, 1)   # a fully masked row (Σ = 0) stays 0, not NaN
     return p, (p, axis)
 
 
@@ -60,7 +67,7 @@ def softmax_backward(dp, cache):
     """
     # BEGIN SOLUTION softmax_backward
     p, axis = cache
-    return p * (dp - (dp * p).sum(axis=axis, keepdims=True))
+    return p * (dp - row_dot(dp, p, axis))          # row_dot: Σ_j dp_j p_j, one per row
     # END SOLUTION
 
 
@@ -70,8 +77,8 @@ def log_softmax(x, axis=-1):
     x: (...)  ->  log p: (...)
     """
     xp = get_array_module(x)
-    z, sums, _ = _shifted(x, axis)
-    out = z - xp.log(xp.where(sums > 0, sums, 1))
+    z, _ = _shifted(x, axis)
+    out = z - _log_sum(z, axis)
     return out, (out, axis)
 
 
@@ -114,8 +121,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
 
     xp = get_array_module(logits)
     x = logits.reshape(-1, n_classes)                            # (N, V)
-    z, sums, row_max = _shifted(x, -1)
-    log_sums = xp.log(xp.where(sums > 0, sums, 1))               # (N, 1)
+    z, row_max = _shifted(x, -1)
+    log_sums = _log_sum(z, -1)                                   # (N, 1)
     logp = z - log_sums                                          # log p   (N, V)
     y = targets.reshape(-1)                                      # (N,)
     kept = y != ignore_index                                     # (N,)
