@@ -105,13 +105,19 @@ class Adam(Optimizer):
         beta1, beta2 = self.betas
         g = self._gradient(p)
         m, v = self.state["m"][i], self.state["v"][i]
+        xp = get_array_module(v)
         m *= beta1
         m += (1 - beta1) * g
         v *= beta2
         v += (1 - beta2) * (g * g)
-        xp = get_array_module(v)
-        denominator = xp.sqrt(v) / math.sqrt(1 - beta2 ** self.t) + self.eps
-        p.data -= (self.lr / (1 - beta1 ** self.t)) * m / denominator
+        # The step lr · m̂ / (√v̂ + ε), built in one array (each parameter-sized temporary costs
+        # a pass over memory, and these run for every parameter at every step):
+        step = xp.sqrt(v)
+        step *= 1 / math.sqrt(1 - beta2 ** self.t)           # √v̂
+        step += self.eps
+        xp.divide(m, step, out=step)                          # m / (√v̂ + ε)
+        step *= self.lr / (1 - beta1 ** self.t)               # lr · m̂ / (√v̂ + ε)
+        p.data -= step
 
 
 def decayed(module: Module) -> set:
