@@ -129,6 +129,11 @@ LESSONS = (
            "implicit functions ℝ² → ℝ³ (pixel → colour); the MSE loss and PSNR; Fourier features "
            "as the sinusoidal encoding for real coordinates; spectral bias",
            ("17_implicit_function",), 9.4),
+    Lesson("18_annotated_transformer_in_minitf",
+           "the annotated Transformer's classes one by one against minitf's, with exact counts",
+           "clones vs shared weights; embeddings × √d, a PE slice slip; −1e9 vs −inf; 4 linears "
+           "= W_qkv + W_o; norm first; 3,152,384 / 4,204,032; attention dropout; Xavier",
+           ("18_parameter_breakdown",), 4.5),
     Lesson("19_your_first_exercise",
            "the exercise loop: start softmax_backward, check it, read a failing report, fix it, "
            "see it pass",

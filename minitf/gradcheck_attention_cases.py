@@ -14,7 +14,7 @@ from minitf.gradcheck_cases import case
 # Functional ops
 # ----------------------------------------------------------------------------------------------
 
-def _attention(mask=None, bias=None):
+def _attention(mask=None, bias=None, dropout_p=0.0):
     """b=2, h=3, n_q=4, n_k=5, d_k=6, d_v=7: a different size on every axis, so a backward that
     swaps two axes raises instead of passing by luck (a student's, in an exercise)."""
     inputs = {"q": randn(2, 3, 4, 6), "k": randn(2, 3, 5, 6), "v": randn(2, 3, 5, 7)}
@@ -22,7 +22,8 @@ def _attention(mask=None, bias=None):
     if bias is not None:
         inputs["bias"] = bias
         wrt += ("bias",)
-    return FunctionCase(F.attention, F.attention_backward, inputs, wrt, {"mask": mask})
+    return FunctionCase(F.attention, F.attention_backward, inputs, wrt,
+                        {"mask": mask, "dropout_p": dropout_p})
 
 
 @case("attention")
@@ -45,13 +46,19 @@ def _():
     return _attention(mask=F.causal_mask(4, 5), bias=randn(3, 4, 5))   # (h, n_q, n_k)
 
 
-def _relative_attention(values, mask=None):
+@case("attention, attention dropout (one fixed mask), causal")
+def _():
+    return _attention(mask=F.causal_mask(4, 5), dropout_p=0.3)  # every evaluation: the same seed
+
+
+def _relative_attention(values, mask=None, dropout_p=0.0):
     """b=2, h=3, n_q=4, 2K+1=5, n_k=6, d_v=7, d_k=8: offsets j − i run from −5 to 3, K = 2 clips."""
     inputs = {"q": randn(2, 3, 4, 8), "k": randn(2, 3, 6, 8), "v": randn(2, 3, 6, 7),
               "table_k": randn(5, 8)}
     if values:
         inputs["table_v"] = randn(5, 7)
-    options = {"positions": F.clipped_relative_positions(4, 6, max_relative=2), "mask": mask}
+    options = {"positions": F.clipped_relative_positions(4, 6, max_relative=2), "mask": mask,
+               "dropout_p": dropout_p}
     return FunctionCase(F.relative_attention, F.relative_attention_backward, inputs,
                         tuple(inputs), options)
 
@@ -64,6 +71,11 @@ def _():
 @case("relative_attention (Shaw), keys only, causal mask")
 def _():
     return _relative_attention(values=False, mask=F.causal_mask(4, 6))
+
+
+@case("relative_attention (Shaw), keys and values, attention dropout")
+def _():
+    return _relative_attention(values=True, dropout_p=0.3)   # the dropped weights also scale a^V
 
 
 # ----------------------------------------------------------------------------------------------
@@ -87,6 +99,12 @@ def _():
     keep = keep[None, None].repeat(2, axis=0)            # (b, 1, n, n)
     keep[0, 0, 2, :] = False
     return ModuleCase(nn.MultiHeadAttention(8, 2), {"x": randn(2, 4, 8)}, {"mask": keep})
+
+
+@case("MultiHeadAttention, attention dropout, causal + padding mask")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True, attn_dropout=0.3),
+                      {"x": randn(2, 4, 8)}, {"mask": F.padding_mask([4, 2], 4)})
 
 
 @case("MultiHeadAttention, cross (gradient into memory)")
@@ -118,6 +136,11 @@ def _shaw(**options):
 @case("MultiHeadAttention, Shaw, keys and values, causal")
 def _():
     return _shaw(causal=True)
+
+
+@case("MultiHeadAttention, Shaw, keys and values, attention dropout")
+def _():
+    return _shaw(attn_dropout=0.3)
 
 
 @case("MultiHeadAttention, Shaw, keys only")

@@ -292,3 +292,22 @@ def test_d_ff_zero_is_refused_not_read_as_the_default(build):
                                          r"network's hidden width; got 0"):
         build(0)
     assert build(None) is not None          # None still means 4 · d_model
+
+
+def test_attention_dropout_outside_zero_one(backend_name):
+    q = backend.randn(2, 3, 4)
+    with raises(ValueError, "attention: dropout_p must lie in [0, 1); got 1.0"):
+        F.attention(q, q, q, dropout_p=1.0)
+    with raises(ValueError, "MultiHeadAttention: attn_dropout must lie in [0, 1); got -0.1"):
+        nn.MultiHeadAttention(8, 2, attn_dropout=-0.1)
+    with raises(ValueError, "attn_dropout must lie in [0, 1); got 1.5"):
+        models.DecoderLM(10, d_model=8, n_heads=2, n_layers=1, attn_dropout=1.5)
+
+
+def test_unknown_init_scheme():
+    with raises(ValueError, "Transformer: init must be one of ('normal', 'xavier'); got 'he'"):
+        models.Transformer(10, 10, d_model=8, n_heads=2, init="he")
+    with raises(ValueError, "VisionTransformer: init must be one of", "got 'Xavier'"):
+        models.VisionTransformer(8, 4, 2, d_model=8, n_heads=2, init="Xavier")
+    with raises(ValueError, "initialize: init must be one of", "got 'glorot'"):
+        nn.initialize(nn.Linear(3, 4), "glorot")

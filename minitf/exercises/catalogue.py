@@ -163,13 +163,15 @@ EXERCISES = (
         "Write dx̂ = dy ⊙ γ first; then follow x̂ back through x − μ and through σ."),
     Exercise(
         "attention_backward", _F + "attention", 4, ("attention",),
-        "scores = q kᵀ · scale + mask + bias,   probs = softmax(scores),   out = probs v",
-        "dout: (..., n_q, d_v);  cache: AttentionCache (q, k, v, probs, scale, bias_shape)\n"
+        "scores = q kᵀ · scale + mask + bias,   probs = softmax(scores),   out = (probs ⊙ D) v",
+        "dout: (..., n_q, d_v);  cache: AttentionCache (q, k, v, probs, scale, bias_shape,\n"
+        "dropout), dropout the mask D (0 or 1/(1 − p)) or None when there was no dropout\n"
         "->  dq (..., n_q, d_k), dk (..., n_k, d_k), dv (..., n_k, d_v), and dbias (the\n"
-        "bias's shape) or None when there was no bias;  the mask is a constant",
+        "bias's shape) or None when there was no bias;  the masks are constants",
         "the chain through a matmul, a softmax and a matmul; a broadcast bias sums its gradient",
         "the scale left out of dq and dk, or a transpose in the wrong place",
-        "Go backwards one line of the forward at a time; softmax_backward is imported for you."),
+        "Go backwards one line of the forward at a time; softmax_backward and dropout_backward "
+        "are imported for you."),
     Exercise(
         "Residual.backward", "minitf.nn.blocks", 4, ("forward",),
         "post-LN: y = LN(x + Dropout(f(x)));   pre-LN: y = x + Dropout(f(LN(x)))",

@@ -2,7 +2,7 @@
 
     scores = q kᵀ / √d_k + M          M: 0 where a query may look, −inf where it may not
     probs  = softmax(scores)          row-wise: each query's weights over the keys sum to 1
-    out    = probs v
+    out    = (probs ⊙ D) v            D: the dropout mask / (1 − p) in training, else all ones
 
 Relative position representations (Shaw et al.) add a learned vector per query-key offset to the
 keys and the values; ``relative_attention`` computes them with the same two stages.
@@ -12,12 +12,15 @@ import math
 from collections import namedtuple
 
 from minitf.backend import float_dtype, get_array_module, sum_to_shape
+from minitf.functional.activation import dropout, dropout_backward
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.softmax import softmax, softmax_backward
-from minitf.validate import check_array, check_broadcast, check_ids, check_shape
+from minitf.validate import check_array, check_broadcast, check_ids, check_probability, check_shape
 
-AttentionCache = namedtuple("AttentionCache", ["q", "k", "v", "probs", "scale", "bias_shape"])
-AttentionCache.__doc__ = """What attention_backward needs; ``probs`` (..., n_q, n_k) is ready to plot."""
+AttentionCache = namedtuple("AttentionCache",
+                            ["q", "k", "v", "probs", "scale", "bias_shape", "dropout"])
+AttentionCache.__doc__ = """What attention_backward needs; ``probs`` (..., n_q, n_k) is ready to
+plot (before dropout); ``dropout``: D (..., n_q, n_k), entries 0 or 1/(1 − p), or None."""
 
 _SCORES = "the attention scores (..., n_q, n_k)"
 MASK_HINT = ("; a causal mask is (n_q, n_k), a padding mask (b, 1, 1, n_k), "
@@ -39,7 +42,7 @@ def _check_qkv(q, k, v):
         raise ValueError(f"attention: k and v must have the same number of keys n_k; got {shapes}")
 
 
-def attention(q, k, v, mask=None, bias=None, scale=None):
+def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
     """Scaled dot-product attention: every query takes a softmax-weighted average of the values.
 
     Why divide by √d_k: if the entries of q and k have unit variance, q·k has variance d_k, and
@@ -50,10 +53,15 @@ def attention(q, k, v, mask=None, bias=None, scale=None):
     mask: constant added to the scores, broadcastable to (..., n_q, n_k): 0 = look, −inf = don't;
           a boolean mask (True = look) is converted to that form here
     bias: a *learned* term added to the scores (relative position bias); its gradient is returned
+    dropout_p: attention dropout (Vaswani et al.; torch's dropout_p): each weight is zeroed with
+          probability p and the rest scaled by 1/(1 − p), so a query sees a random subset of the
+          keys. The mask D comes from minitf's seeded generator, like F.dropout's; pass 0 when
+          not training. The weights then no longer sum to 1, only their expectation does.
     ->    out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
     A query whose every key is masked gets probs 0 and out 0 (not NaN).
     """
     _check_qkv(q, k, v)
+    check_probability(dropout_p, "dropout_p", "attention")
     scores_shape = (*q.shape[:-1], k.shape[-2])
     if mask is not None:
         check_broadcast(mask, "mask", scores_shape, _SCORES, "attention", MASK_HINT)
@@ -70,16 +78,22 @@ def attention(q, k, v, mask=None, bias=None, scale=None):
     if bias is not None:
         scores += bias
     probs, _ = softmax(scores, axis=-1)          # (..., n_q, n_k)
-    out = probs @ v                              # (..., n_q, d_v)
+    weights, keep = dropout(probs, dropout_p)    # (..., n_q, n_k): probs ⊙ D (probs if p = 0)
+    out = weights @ v                            # (..., n_q, d_v)
     bias_shape = None if bias is None else tuple(bias.shape)
-    return out, AttentionCache(q, k, v, probs, scale, bias_shape)
+    return out, AttentionCache(q, k, v, probs, scale, bias_shape, keep)
+
+
+def _weights(cache):
+    """probs ⊙ D, the weights that multiplied v (..., n_q, n_k): recomputed, not stored twice."""
+    return cache.probs if cache.dropout is None else cache.probs * cache.dropout
 
 
 def attention_backward(dout, cache):
-    """Backward through out = probs v, probs = softmax(scores), scores = q kᵀ · scale + M + B.
+    """Backward through out = (probs ⊙ D) v, probs = softmax(scores), scores = q kᵀs + M + B.
 
-        dv      = probsᵀ dout                (..., n_k, d_v)
-        dprobs  = dout vᵀ                    (..., n_q, n_k)
+        dv      = (probs ⊙ D)ᵀ dout          (..., n_k, d_v)
+        dprobs  = (dout vᵀ) ⊙ D              (..., n_q, n_k)    D = 1 without dropout
         dscores = softmax_backward(dprobs)   (..., n_q, n_k)
         dq      = dscores k · scale          (..., n_q, d_k)
         dk      = dscoresᵀ q · scale         (..., n_k, d_k)
@@ -87,26 +101,29 @@ def attention_backward(dout, cache):
     Returns (dq, dk, dv, dbias). The mask is a constant and gets no gradient.
     """
     # BEGIN SOLUTION attention_backward
-    dv, dprobs = _values_backward(dout, cache)
-    dq, dk, dscores = _scores_backward(dprobs, cache)
+    dv, dweights = _values_backward(dout, cache)
+    dq, dk, dscores = _scores_backward(dweights, cache)
     dbias = None if cache.bias_shape is None else sum_to_shape(dscores, cache.bias_shape)
     return dq, dk, dv, dbias
     # END SOLUTION
 
 
 def _values_backward(dout, cache):
-    """attention_backward's second stage, out = probs v: dv (..., n_k, d_v), dprobs (..., n_q, n_k)."""
+    """attention_backward's second stage, out = weights v with weights = probs ⊙ D:
+    dv (..., n_k, d_v), dweights (..., n_q, n_k)."""
     # BEGIN SOLUTION attention_backward
-    dv = cache.probs.swapaxes(-1, -2) @ dout
-    dprobs = dout @ cache.v.swapaxes(-1, -2)                    # (..., n_q, n_k)
-    return dv, dprobs
+    dv = _weights(cache).swapaxes(-1, -2) @ dout
+    dweights = dout @ cache.v.swapaxes(-1, -2)                  # (..., n_q, n_k)
+    return dv, dweights
     # END SOLUTION
 
 
-def _scores_backward(dprobs, cache):
-    """attention_backward's first stage, probs = softmax(q kᵀ · scale + M + B): dq, dk, dscores."""
+def _scores_backward(dweights, cache):
+    """attention_backward's first stage, weights = softmax(q kᵀ · scale + M + B) ⊙ D: dq, dk,
+    dscores. The dropout mask is a constant: the gradient passes the kept weights only."""
     # BEGIN SOLUTION attention_backward
-    q, k, _, probs, scale, _ = cache
+    q, k, _, probs, scale, _, keep = cache
+    dprobs = dropout_backward(dweights, keep)                   # (..., n_q, n_k)
     dscores = softmax_backward(dprobs, (probs, -1))
     dq = (dscores @ k) * scale                                  # (..., n_q, d_k)
     dk = (dscores.swapaxes(-1, -2) @ q) * scale                 # (..., n_k, d_k)
@@ -128,7 +145,8 @@ class RelativeAttentionCache(namedtuple("RelativeAttentionCache",
         return self.attention.probs
 
 
-def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, scale=None):
+def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, scale=None,
+                       dropout_p=0.0):
     """Attention with relative position representations (Shaw, Uszkoreit & Vaswani, 2018).
 
     Each query-key pair (i, j) looks up learned vectors for its offset, one added to the key and
@@ -136,7 +154,7 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
 
         a^K_ij = w^K[positions[i, j]],   a^V_ij = w^V[positions[i, j]]       (embedding lookups)
         e_ij   = q_i · (k_j + a^K_ij) / √d_k + M_ij
-        out_i  = Σ_j softmax_j(e)_ij (v_j + a^V_ij)
+        out_i  = Σ_j α_ij (v_j + a^V_ij),   α = softmax(e) ⊙ D   (D: attention dropout)
 
     positions[i, j] is clip(j − i, −K, K) + K (see clipped_relative_positions): past K tokens,
     every distance shares one vector. The tables are shared by all heads and batch rows. The
@@ -146,7 +164,7 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
     q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v)
     positions: (n_q, n_k) integers in [0, 2K+1)
     table_k: w^K (2K+1, d_k)   table_v: w^V (2K+1, d_v), or None for keys only
-    mask, scale: as in attention
+    mask, scale, dropout_p: as in attention
     ->  out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
     """
     where = "relative_attention"
@@ -161,16 +179,17 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
 
     a_k, lookup_k = embedding(positions, table_k)                # (n_q, n_k, d_k)
     edge_scores = _edge_dot(q, a_k) * scale                      # (..., n_q, n_k): q_i · a^K_ij
-    out, cache = attention(q, k, v, mask=mask, bias=edge_scores, scale=scale)
+    out, cache = attention(q, k, v, mask=mask, bias=edge_scores, scale=scale,
+                           dropout_p=dropout_p)
     a_v = lookup_v = None
     if table_v is not None:
         a_v, lookup_v = embedding(positions, table_v)            # (n_q, n_k, d_v)
-        out += _edge_sum(cache.probs, a_v)                       # (..., n_q, d_v): Σ_j α_ij a^V_ij
+        out += _edge_sum(_weights(cache), a_v)                   # (..., n_q, d_v): Σ_j α_ij a^V_ij
     return out, RelativeAttentionCache(cache, a_k, a_v, lookup_k, lookup_v)
 
 
 def relative_attention_backward(dout, cache):
-    """attention_backward, plus the two edge terms (s = scale, α = probs, e = scores):
+    """attention_backward plus the two edge terms (s = scale, α = probs ⊙ D, e = scores):
 
         out_i += Σ_j α_ij a^V_ij   ->   dα_ij += dout_i · a^V_ij,     da^V_ij = Σ α_ij dout_i
         e_ij  += q_i · a^K_ij · s  ->   dq_i  += Σ_j de_ij a^K_ij · s,  da^K_ij = Σ de_ij q_i · s
@@ -179,13 +198,13 @@ def relative_attention_backward(dout, cache):
     Returns (dq, dk, dv, dtable_k, dtable_v); dtable_v is None for keys only.
     """
     attention_cache, a_k, a_v, lookup_k, lookup_v = cache
-    q, probs, scale = attention_cache.q, attention_cache.probs, attention_cache.scale
-    dv, dprobs = _values_backward(dout, attention_cache)
+    q, scale = attention_cache.q, attention_cache.scale
+    dv, dweights = _values_backward(dout, attention_cache)
     dtable_v = None
     if a_v is not None:
-        dprobs += _edge_dot(dout, a_v)
-        dtable_v = embedding_backward(_edge_outer(probs, dout), lookup_v)       # (2K+1, d_v)
-    dq, dk, dscores = _scores_backward(dprobs, attention_cache)
+        dweights += _edge_dot(dout, a_v)
+        dtable_v = embedding_backward(_edge_outer(_weights(attention_cache), dout), lookup_v)
+    dq, dk, dscores = _scores_backward(dweights, attention_cache)
     dq += _edge_sum(dscores, a_k) * scale
     dtable_k = embedding_backward(_edge_outer(dscores, q) * scale, lookup_k)    # (2K+1, d_k)
     return dq, dk, dv, dtable_k, dtable_v

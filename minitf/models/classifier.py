@@ -4,7 +4,8 @@ import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.models.base import Model
 from minitf.nn import (ClassToken, Dropout, Embedding, EncoderBlock, LayerNorm,
-                       LearnedPositionalEmbedding, Linear, Stack)
+                       LearnedPositionalEmbedding, Linear, Stack, initialize)
+from minitf.nn.init import check_init
 from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
 
 
@@ -16,14 +17,17 @@ class _ClassTokenEncoder(Model):
     """
 
     def _build_encoder(self, n_tokens, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
-                       activation):
+                       activation, attn_dropout, init):
+        check_init(init, type(self).__name__)
         self.cls = ClassToken(d_model)
         self.pos_emb = LearnedPositionalEmbedding(n_tokens + 1, d_model)
         self.drop = Dropout(dropout)
         self.encoder = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=True,
-                                          activation=activation) for _ in range(n_layers))
+                                          activation=activation, attn_dropout=attn_dropout)
+                             for _ in range(n_layers))
         self.norm = LayerNorm(d_model)
         self.head = Linear(d_model, n_classes)
+        initialize(self, init)
 
     def _classify(self, x, mask=None):
         """x: (b, n, d_model) -> logits (b, n_classes)."""
@@ -51,15 +55,17 @@ class EncoderClassifier(_ClassTokenEncoder):
 
     def __init__(self, vocab_size: int, n_classes: int, d_model: int = 64, n_heads: int = 4,
                  n_layers: int = 2, d_ff: int | None = None, max_len: int = 64,
-                 dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu"):
+                 dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu",
+                 attn_dropout: float = 0.0, init: str = "normal"):
         d_ff = feed_forward_width(d_ff, d_model, "EncoderClassifier")
         self.config = dict(vocab_size=vocab_size, n_classes=n_classes, d_model=d_model,
                            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, max_len=max_len,
-                           dropout=dropout, pad_id=pad_id, activation=activation)
+                           dropout=dropout, pad_id=pad_id, activation=activation,
+                           attn_dropout=attn_dropout, init=init)
         self.vocab_size, self.max_len, self.pad_id = vocab_size, max_len, pad_id
         self.tok_emb = Embedding(vocab_size, d_model)
         self._build_encoder(max_len, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
-                            activation)
+                            activation, attn_dropout, init)
 
     def forward(self, ids):
         where = type(self).__name__
@@ -89,18 +95,20 @@ class VisionTransformer(_ClassTokenEncoder):
 
     def __init__(self, image_size: int, patch_size: int, n_classes: int, channels: int = 1,
                  d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
-                 d_ff: int | None = None, dropout: float = 0.0, activation: str = "gelu"):
+                 d_ff: int | None = None, dropout: float = 0.0, activation: str = "gelu",
+                 attn_dropout: float = 0.0, init: str = "normal"):
         if image_size % patch_size:
             raise ValueError(f"VisionTransformer: image_size={image_size} is not a multiple of "
                              f"patch_size={patch_size}")
         d_ff = feed_forward_width(d_ff, d_model, "VisionTransformer")
         self.config = dict(image_size=image_size, patch_size=patch_size, n_classes=n_classes,
                            channels=channels, d_model=d_model, n_heads=n_heads,
-                           n_layers=n_layers, d_ff=d_ff, dropout=dropout, activation=activation)
+                           n_layers=n_layers, d_ff=d_ff, dropout=dropout, activation=activation,
+                           attn_dropout=attn_dropout, init=init)
         self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
         self.patch_emb = Linear(patch_size * patch_size * channels, d_model)
         self._build_encoder((image_size // patch_size) ** 2, n_classes, d_model, n_heads,
-                            n_layers, d_ff, dropout, activation)
+                            n_layers, d_ff, dropout, activation, attn_dropout, init)
 
     def forward(self, images):
         size = self.image_size

@@ -2,7 +2,9 @@
 import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
-                       LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack)
+                       LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack,
+                       initialize)
+from minitf.nn.init import check_init
 from minitf.validate import check_ids, check_int, check_shape, feed_forward_width
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
@@ -24,6 +26,8 @@ class DecoderLM(Model):
     causal=False drops the causal mask: position t then sees token t+1, the very token it is
     scored on (data leakage; a demonstration, never a language model). pre_ln=False builds
     post-LN blocks (the original GPT), which end in a LayerNorm already: no final norm then.
+    attn_dropout: dropout on the attention weights (training only).  init: "normal" (each layer's
+    own) or "xavier" (Glorot uniform on every Linear's W; see minitf.nn.init).
     forward(ids, cache=None) -> logits;  backward(dlogits) -> None (ids have no gradient)
     """
 
@@ -32,9 +36,11 @@ class DecoderLM(Model):
     def __init__(self, vocab_size: int, d_model: int = 128, n_heads: int = 4, n_layers: int = 4,
                  d_ff: int | None = None, max_len: int = 256, positional: str = "learned",
                  tie_weights: bool = True, dropout: float = 0.0, activation: str = "gelu",
-                 causal: bool = True, pre_ln: bool = True):
+                 causal: bool = True, pre_ln: bool = True, attn_dropout: float = 0.0,
+                 init: str = "normal"):
         if positional not in POSITIONAL:
             raise ValueError(f"DecoderLM: positional must be one of {POSITIONAL}; got {positional!r}")
+        check_init(init, "DecoderLM")
         for name, value, what in (("vocab_size", vocab_size, "the number of tokens"),
                                   ("d_model", d_model, "the model width"),
                                   ("max_len", max_len, "the longest context")):
@@ -44,7 +50,7 @@ class DecoderLM(Model):
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,
                            tie_weights=tie_weights, dropout=dropout, activation=activation,
-                           causal=causal, pre_ln=pre_ln)
+                           causal=causal, pre_ln=pre_ln, attn_dropout=attn_dropout, init=init)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.tok_emb = Embedding(vocab_size, d_model)
         if positional == "learned":
@@ -57,9 +63,11 @@ class DecoderLM(Model):
         self.drop = Dropout(dropout)
         self.blocks = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=pre_ln,
                                          activation=activation, causal=causal,
-                                         positional=in_attention) for _ in range(n_layers))
+                                         positional=in_attention, attn_dropout=attn_dropout)
+                            for _ in range(n_layers))
         self.norm = LayerNorm(d_model) if pre_ln else None
         self.head = None if tie_weights else Linear(d_model, vocab_size, bias=False)
+        initialize(self, init)
 
     def new_cache(self) -> list:
         """An empty KV cache: one KVCache per block."""

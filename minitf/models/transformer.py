@@ -4,7 +4,8 @@ import math
 import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
-                       SinusoidalPositionalEncoding, Stack)
+                       SinusoidalPositionalEncoding, Stack, initialize)
+from minitf.nn.init import check_init
 from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
 
 
@@ -21,7 +22,9 @@ class Transformer(Model):
     √d_model so that the unit-size sinusoidal encodings do not drown them. share_embeddings: one
     table for source and target (same vocabulary); its gradient is the sum of both uses.
     Tokens equal to pad_id are padding: masked as keys (target ones only in training batches, see
-    decode), and not scored as targets.
+    decode), and not scored as targets. attn_dropout: dropout on the attention weights of every
+    attention layer (training only).  init: "normal" (each layer's own) or "xavier" (Glorot
+    uniform on every Linear's W, as the paper's well-known annotated re-telling does).
 
     forward(src, tgt) -> logits;   backward(dlogits) -> None
     Training: tgt = the target with BOS in front, targets = the target with EOS at the end.
@@ -32,7 +35,9 @@ class Transformer(Model):
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 64,
                  n_heads: int = 4, n_layers: int = 2, d_ff: int | None = None,
                  dropout: float = 0.1, pre_ln: bool = False, share_embeddings: bool = False,
-                 pad_id: int = 0, activation: str = "relu"):
+                 pad_id: int = 0, activation: str = "relu", attn_dropout: float = 0.0,
+                 init: str = "normal"):
+        check_init(init, "Transformer")
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(f"Transformer: share_embeddings needs one vocabulary; got "
                              f"src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}")
@@ -40,7 +45,8 @@ class Transformer(Model):
         self.config = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
                            d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff,
                            dropout=dropout, pre_ln=pre_ln, share_embeddings=share_embeddings,
-                           pad_id=pad_id, activation=activation)
+                           pad_id=pad_id, activation=activation, attn_dropout=attn_dropout,
+                           init=init)
         self.d_model, self.pad_id, self.ignore_index = d_model, pad_id, pad_id
         self.src_emb = Embedding(src_vocab_size, d_model)
         self.tgt_emb = Embedding(tgt_vocab_size, d_model)
@@ -49,13 +55,15 @@ class Transformer(Model):
         self.src_pos = SinusoidalPositionalEncoding(d_model)
         self.tgt_pos = SinusoidalPositionalEncoding(d_model)
         self.src_drop, self.tgt_drop = Dropout(dropout), Dropout(dropout)
-        block = dict(dropout=dropout, pre_ln=pre_ln, activation=activation)
+        block = dict(dropout=dropout, pre_ln=pre_ln, activation=activation,
+                     attn_dropout=attn_dropout)
         self.encoder = Stack(EncoderBlock(d_model, n_heads, d_ff, **block) for _ in range(n_layers))
         self.decoder = Stack(DecoderBlock(d_model, n_heads, d_ff, **block) for _ in range(n_layers))
         # Pre-LN stacks end un-normalised (the residual stream only grows): normalise once at the end.
         self.encoder_norm = LayerNorm(d_model) if pre_ln else None
         self.decoder_norm = LayerNorm(d_model) if pre_ln else None
         self.out = Linear(d_model, tgt_vocab_size)
+        initialize(self, init)
 
     def new_cache(self) -> list:
         """An empty KV cache for decoding: (self-attention, cross-attention) per decoder block."""

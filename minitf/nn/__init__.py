@@ -1,6 +1,7 @@
 """Layers with parameters: each keeps what its forward computed and writes its own backward."""
 from minitf.nn.attention import KVCache, MultiHeadAttention
 from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, Stack
+from minitf.nn.init import INITS, initialize, xavier_uniform
 from minitf.nn.layers import GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU
 from minitf.nn.module import Module, Parameter
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
@@ -11,4 +12,5 @@ __all__ = [
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",
+    "INITS", "initialize", "xavier_uniform",
 ]

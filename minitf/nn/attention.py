@@ -5,7 +5,7 @@ from minitf.functional.attention import MASK_HINT
 from minitf.nn.layers import Linear
 from minitf.nn.module import Module, normal
 from minitf.nn.positional import RelativePositionBias
-from minitf.validate import check_broadcast, check_int
+from minitf.validate import check_broadcast, check_int, check_probability
 
 POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
 
@@ -52,7 +52,7 @@ class MultiHeadAttention(Module):
         q, k, v = x W_q, x W_k, x W_v        self-attention (one fused projection W_qkv)
         q = x W_q;  k, v = memory W_kv       cross-attention (keys and values from the encoder)
         split into h heads:  q, k (b, h, n, d_head)   v (b, h, n, d_v)
-        head_i = softmax(q_i k_iᵀ / √d_head + M) v_i        (b, n, d_v) each
+        head_i = dropout(softmax(q_i k_iᵀ / √d_head + M)) v_i    (b, n, d_v) each
         out    = concat(head_1, …, head_h) W_o              (b, n, h·d_v) -> (b, n, d_model)
 
     Head sizes: d_head (per head, of q and k) defaults to d_model / h, and d_v (of v) to d_head;
@@ -68,6 +68,8 @@ class MultiHeadAttention(Module):
         max_relative, shaw_values   for "shaw": offsets j − i are clipped to ±max_relative, each
                     with a vector in table_k (2K+1, d_head) -- and in table_v (2K+1, d_v) unless
                     shaw_values=False (keys only); both tables are shared by all heads
+        attn_dropout  the probability of dropping each attention weight, in training mode
+                    only (off in eval mode and when decoding with a cache); 0 = none
     After each forward, ``probs`` holds the attention weights (b, h, n_q, n_k) for plotting.
 
     forward(x, memory=None, mask=None, cache=None):
@@ -81,8 +83,9 @@ class MultiHeadAttention(Module):
                  d_v: int | None = None, cross: bool = False, causal: bool = False,
                  positional: str | None = None, bias: bool = True, rope_base: float = 10000.0,
                  num_buckets: int = 32, max_distance: int = 128, max_relative: int = 16,
-                 shaw_values: bool = True):
+                 shaw_values: bool = True, attn_dropout: float = 0.0):
         where = "MultiHeadAttention"
+        check_probability(attn_dropout, "attn_dropout", where)
         if d_head is None:
             if n_heads < 1 or d_model % n_heads:
                 raise ValueError(f"{where}: d_model={d_model} is not divisible by n_heads="
@@ -105,7 +108,7 @@ class MultiHeadAttention(Module):
                       what="the largest offset with its own vector")
         self.d_model, self.n_heads, self.d_head, self.d_v = d_model, n_heads, d_head, d_v
         self.cross, self.causal, self.positional, self.rope_base = cross, causal, positional, rope_base
-        self.max_relative = max_relative
+        self.max_relative, self.attn_dropout = max_relative, attn_dropout
         if cross:
             self.W_q = Linear(d_model, n_heads * d_head, bias)
             self.W_kv = Linear(d_model, n_heads * (d_head + d_v), bias)
@@ -174,14 +177,17 @@ class MultiHeadAttention(Module):
             k, v = cache.append(k, v)                            # (b, h, offset + n, ·)
         n_k = k.shape[2]
         mask = self._mask(mask, (b, h, n, n_k), x.dtype, xp)
+        dropout_p = self.attn_dropout if self.training and cache is None else 0.0
         if self.positional == "shaw":                            # the new queries are the last n
             positions = F.clipped_relative_positions(n, n_k, self.max_relative, xp)
             table_v = None if self.table_v is None else self.table_v.data
             context, attention_cache = F.relative_attention(q, k, v, positions, self.table_k.data,
-                                                            table_v, mask=mask)
+                                                            table_v, mask=mask,
+                                                            dropout_p=dropout_p)
         else:
             bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
-            context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias)
+            context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias,
+                                                   dropout_p=dropout_p)
         self.probs = attention_cache.probs
         # A cached forward is for generation: its keys came from earlier calls, so no backward.
         self._save(None if cache is not None else (attention_cache, rope_cache))

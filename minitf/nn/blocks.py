@@ -79,7 +79,8 @@ class EncoderBlock(Module):
     d_head, d_v: the attention's head sizes (see MultiHeadAttention; default d_model / n_heads).
     eps: every LayerNorm's ε (default 1e-5, PyTorch's; BERT-family weights were trained with
     1e-12, and loading them needs it). bias=False: no biases in the attention and feed-forward
-    projections (the LayerNorms keep their β).
+    projections (the LayerNorms keep their β). attn_dropout: dropout on the attention weights
+    (see MultiHeadAttention), apart from ``dropout`` on each sublayer's output and in the FFN.
     forward(x, mask=None, cache=None): x (b, n, d_model) -> (b, n, d_model);  backward(dy) -> dx
     (cache: a KVCache for the self-attention, during generation)
     """
@@ -87,9 +88,11 @@ class EncoderBlock(Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
                  pre_ln: bool = False, activation: str = "relu", causal: bool = False,
                  positional: str | None = None, d_head: int | None = None,
-                 d_v: int | None = None, eps: float = 1e-5, bias: bool = True):
+                 d_v: int | None = None, eps: float = 1e-5, bias: bool = True,
+                 attn_dropout: float = 0.0):
         attention = MultiHeadAttention(d_model, n_heads, d_head=d_head, d_v=d_v, causal=causal,
-                                       positional=positional, bias=bias)
+                                       positional=positional, bias=bias,
+                                       attn_dropout=attn_dropout)
         sublayer = dict(pre_ln=pre_ln, dropout=dropout, eps=eps)
         self.self_attn = Residual(attention, d_model, **sublayer)
         self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout, bias), d_model,
@@ -104,8 +107,8 @@ class EncoderBlock(Module):
 
 class DecoderBlock(Module):
     """Masked self-attention, cross-attention to the encoder's output, feed-forward; each in a
-    Residual. d_head, d_v: the head sizes of both attentions (see MultiHeadAttention); eps and
-    bias as for EncoderBlock.
+    Residual. d_head, d_v: the head sizes of both attentions (see MultiHeadAttention); eps, bias
+    and attn_dropout as for EncoderBlock.
 
     forward(x, memory, mask=None, memory_mask=None):
         x: (b, n, d_model) target side;  memory: (b, m, d_model) encoder output
@@ -118,8 +121,8 @@ class DecoderBlock(Module):
     def __init__(self, d_model: int, n_heads: int, d_ff: int, *, dropout: float = 0.0,
                  pre_ln: bool = False, activation: str = "relu", positional: str | None = None,
                  d_head: int | None = None, d_v: int | None = None, eps: float = 1e-5,
-                 bias: bool = True):
-        heads = {"d_head": d_head, "d_v": d_v, "bias": bias}
+                 bias: bool = True, attn_dropout: float = 0.0):
+        heads = {"d_head": d_head, "d_v": d_v, "bias": bias, "attn_dropout": attn_dropout}
         self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional,
                                             **heads)
         sublayer = dict(pre_ln=pre_ln, dropout=dropout, eps=eps)
