@@ -258,10 +258,10 @@ print("✓ 3,152,384 and 4,204,032 per block; 82,063,496 in all")
 # that this mattered. Xavier picks the variance 2/(fan_in + fan_out), halfway between what
 # keeps activations steady on the way forward (1/fan_in) and gradients steady on the way back
 # (1/fan_out); a uniform U(−a, a) has variance a²/3, so a = √(6/(fan_in + fan_out)). minitf's
-# ``init="xavier"`` applies it to every linear layer. One difference stays: the fused W_qkv is
-# one (d, 3d) matrix, so its bound is √(6/4d), narrower than the √(6/2d) of three separate
-# d × d matrices. Below, one block at the base width (with a small vocabulary, to stay quick)
-# is built with both switched on.
+# ``init="xavier"`` applies it to every linear layer, and draws the fused W_qkv as the three
+# d × d maps it holds side by side, so each gets the bound √(6/2d) it would have had alone.
+# Below, one block at the base width (with a small vocabulary, to stay quick) is built with
+# both switched on.
 
 # %%
 q, k, v = backend.randn(64, 4, 6), backend.randn(64, 6, 6), backend.randn(64, 6, 3)
@@ -281,7 +281,8 @@ base = Transformer(1000, 1000, d_model=d, n_heads=h, n_layers=1, d_ff=d_ff, drop
                    attn_dropout=0.1, share_embeddings=True, init="xavier")
 W_qkv = as_np(base.encoder.blocks[0].self_attn.layer.W_qkv.W.data)        # (512, 1536)
 W_1 = as_np(base.encoder.blocks[0].ffn.layer.W_1.W.data)                  # (512, 2048)
-for name, W in (("W_qkv", W_qkv), ("W_1", W_1)):
+for name, W in (("W_q", W_qkv[:, :d]), ("W_k", W_qkv[:, d:2 * d]), ("W_v", W_qkv[:, 2 * d:]),
+                ("W_1", W_1)):
     fan_in, fan_out = W.shape
     print(f"{name} {W.shape}: variance {W.var():.3e} vs 2/(fan_in + fan_out) = "
           f"{2 / (fan_in + fan_out):.3e}; largest |w| {np.abs(W).max():.4f} ≤ "

@@ -45,9 +45,14 @@ def test_models_xavier_redraws_every_linear_weight_and_nothing_else(build):
     assert linears
     for layer in linears:
         w = backend.to_numpy(layer.W.data)
-        bound = math.sqrt(6 / (layer.d_in + layer.d_out))
-        assert np.abs(w).max() <= bound, "a Linear weight outside ±√(6/(fan_in + fan_out))"
-        assert np.abs(w).max() > 0.9 * bound, "a Linear weight not drawn by Xavier"
+        start = 0
+        for width in layer.parts or (layer.d_out,):       # a fused W_qkv: each map on its own
+            part = w[:, start:start + width]
+            start += width
+            bound = math.sqrt(6 / (layer.d_in + width))
+            assert np.abs(part).max() <= bound, "a weight outside ±√(6/(fan_in + fan_out))"
+            assert np.abs(part).max() > 0.9 * bound, "a Linear weight not drawn by Xavier"
+        assert start == layer.d_out
     untouched = {name: backend.to_numpy(p.data) for name, p in model.named_parameters()
                  if not name.endswith(".W") or "norm" in name}
     for name, value in untouched.items():
@@ -58,6 +63,16 @@ def test_models_xavier_redraws_every_linear_weight_and_nothing_else(build):
     assert model.config["init"] == "xavier"
     rebuilt = type(model)(**model.config)                        # what a checkpoint does
     assert rebuilt.config == model.config
+
+
+def test_a_fused_projection_is_drawn_as_the_maps_it_holds():
+    """W_qkv (d, 3d) holds W_q, W_k, W_v: each gets the variance of a (d, d) layer, 1/d, not
+    that of one (d, 3d) layer, 1/(2d) -- as if the three had been built apart."""
+    attention = nn.initialize(nn.MultiHeadAttention(96, 4), "xavier")
+    w = backend.to_numpy(attention.W_qkv.W.data)                 # (96, 288)
+    for i in range(3):
+        part = w[:, 96 * i:96 * (i + 1)]
+        assert abs(part.var() * 96 - 1) < 0.05, f"part {i}: variance {part.var():.4g}"
 
 
 def test_normal_is_the_default_and_draws_what_it_always_drew():

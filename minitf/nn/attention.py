@@ -112,8 +112,10 @@ class MultiHeadAttention(Module):
         if cross:
             self.W_q = Linear(d_model, n_heads * d_head, bias)
             self.W_kv = Linear(d_model, n_heads * (d_head + d_v), bias)
+            self.W_kv.parts = (n_heads * d_head, n_heads * d_v)                  # W_k | W_v
         else:
             self.W_qkv = Linear(d_model, n_heads * (2 * d_head + d_v), bias)
+            self.W_qkv.parts = (n_heads * d_head, n_heads * d_head, n_heads * d_v)  # W_q|W_k|W_v
         self.W_o = Linear(n_heads * d_v, d_model, bias)
         if positional == "relative":
             self.relative_bias = RelativePositionBias(n_heads, num_buckets, max_distance,

@@ -9,12 +9,13 @@ takes the compromise Var(W) = 2/(fan_in + fan_out); a uniform U(−a, a) has var
 a = √(6/(fan_in + fan_out)). The original Transformer and its well-known annotated re-telling
 start from it. Only the weight matrices of Linear layers are re-drawn (fan_in = d_in,
 fan_out = d_out): biases stay 0, LayerNorm's γ, β stay 1, 0, and embedding tables keep theirs.
-A fused projection such as W_qkv (d_model, 3·d_model) counts as one matrix: its bound is that of a
-(d_model, 3·d_model) layer, narrower than that of three separate (d_model, d_model) ones.
+A fused projection such as W_qkv (d_model, 3·d_model) is drawn as the separate maps it holds
+(``Linear.parts``): each of W_q, W_k, W_v gets the bound of a (d_model, d_model) layer, exactly
+as if the three had been built apart.
 """
 import math
 
-from minitf.backend import rand
+from minitf.backend import get_array_module, rand
 from minitf.nn.layers import Linear
 from minitf.nn.module import Module
 
@@ -42,6 +43,9 @@ def initialize(module: Module, init: str = "normal") -> Module:
     if init == "xavier":
         for layer in module.modules():
             if isinstance(layer, Linear):
-                layer.W.data = xavier_uniform(layer.d_in, layer.d_out).astype(layer.W.data.dtype,
-                                                                              copy=False)
+                xp = get_array_module(layer.W.data)
+                blocks = [xavier_uniform(layer.d_in, width)                 # (d_in, width)
+                          for width in (layer.parts or (layer.d_out,))]
+                layer.W.data = xp.concatenate(blocks, axis=1).astype(layer.W.data.dtype,
+                                                                     copy=False)
     return module

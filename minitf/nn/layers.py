@@ -12,7 +12,11 @@ class Linear(Module):
     """y = x W + b.     x: (..., d_in)  ->  y: (..., d_out)
 
     W starts as N(0, 1/d_in): each output then has about the variance of one input feature.
+    ``parts``: the widths of the separate maps a fused W holds side by side (W_qkv is q, k and v
+    in one matrix); None for one map. Only an initialisation by fan-out (Xavier) reads it.
     """
+
+    parts = None
 
     def __init__(self, d_in: int, d_out: int, bias: bool = True):
         check_int(d_in, "d_in", "Linear", what="the width of its input")
