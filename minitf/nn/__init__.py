@@ -3,6 +3,7 @@ from minitf.nn.attention import KVCache, MultiHeadAttention
 from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, Stack
 from minitf.nn.layers import GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU
 from minitf.nn.module import Module, Parameter
+from minitf.nn.recurrent import LSTM, RNN
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
                                   SinusoidalPositionalEncoding)
 
@@ -11,4 +12,5 @@ __all__ = [
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",
+    "RNN", "LSTM",
 ]
