@@ -95,6 +95,14 @@ def seq2seq_cost(src_len: int, tgt_len: int, src_vocab_size: int, tgt_vocab_size
             "forward_flops": projections + sum(attention.values()) + 2 * b * M * d * tgt_vocab_size}
 
 
+def seq2seq_cost_of(config: dict, src_len: int, tgt_len: int, batch_size: int = 1) -> dict:
+    """``seq2seq_cost`` of a Transformer given by its ``config`` (``model.config``, a checkpoint's)."""
+    c = config
+    return seq2seq_cost(src_len, tgt_len, c["src_vocab_size"], c["tgt_vocab_size"], c["d_model"],
+                        c["n_heads"], c["n_layers"], c["d_ff"], c["pre_ln"],
+                        c["share_embeddings"], batch_size)
+
+
 def encoder_cost(n_tokens: int, d_model: int, n_heads: int, n_layers: int, d_ff: int,
                  n_classes: int, embedding_parameters: int, batch_size: int = 1) -> dict:
     """A CLS-token encoder (EncoderClassifier, VisionTransformer) on n tokens (+1 for CLS):
@@ -130,9 +138,7 @@ def describe_cost(kind: str, config: dict, batch_size: int = 1, bytes_per_number
         ])
     if kind == "seq2seq":
         n = context
-        cost = seq2seq_cost(n, n, c["src_vocab_size"], c["tgt_vocab_size"], c["d_model"],
-                            c["n_heads"], c["n_layers"], c["d_ff"], c["pre_ln"],
-                            c["share_embeddings"], b)
+        cost = seq2seq_cost_of(c, n, n, b)
         return format_rows([_parameters(cost["parameters"]),
                             ("forward FLOPs", cost["forward_flops"], f"N = M = {n} tokens")]
                            + [(f"  {kind} scores", count, "b·h·L·" + pair) for (kind, count), pair

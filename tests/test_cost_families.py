@@ -5,7 +5,7 @@ import pytest
 
 from minitf import backend, cli
 from minitf.cost_families import (describe_cost, encoder_cost, layer_comparison, rnn_cost,
-                                  seq2seq_cost)
+                                  seq2seq_cost, seq2seq_cost_of)
 from minitf.models import RNNLM, EncoderClassifier, Transformer, VisionTransformer
 
 
@@ -37,6 +37,7 @@ def test_the_encoder_decoder_count_and_its_three_attention_terms(pre_ln, shared)
     model = Transformer(9, 9, d_model=8, n_heads=h, n_layers=L, d_ff=12, pre_ln=pre_ln,
                         share_embeddings=shared)
     cost = seq2seq_cost(N, M, 9, 9, 8, h, L, 12, pre_ln, shared, batch_size=b)
+    assert seq2seq_cost_of(model.config, N, M, b) == cost
     assert cost["parameters"] == model.num_parameters()
     model(backend.randint(1, 9, (b, N)), backend.randint(1, 9, (b, M)))
     probs = {"encoder self-attention": [blk.self_attn.layer.probs for blk in model.encoder.blocks],
