@@ -66,5 +66,6 @@ class RNNLM(Model):
         return self.head(H)                                     # (b, n, vocab)
 
     def backward(self, dlogits):
-        dx = self.rnn.backward(self.head.backward(dlogits))[0]
-        return self.tok_emb.backward(dx)
+        dH = self.head.backward(dlogits)                        # (b, n, d_hidden)
+        dx, *_ = self.rnn.backward(dH)                          # (b, n, d_model); and the zero
+        self.tok_emb.backward(dx)                               # initial states' gradients
