@@ -290,6 +290,7 @@ corpus = data.default_corpus()[:200_000]
 tokenizer = data.CharTokenizer.fit(corpus)
 train_ids, _ = data.split(tokenizer.encode(corpus))
 V, n_chars, steps = tokenizer.vocab_size, 64, 120
+backend.seed(0)                      # the batches both models see, from a seed of their own
 batches = [data.random_windows(train_ids, 16, n_chars) for _ in range(steps)]
 builders = {"Transformer": lambda: models.DecoderLM(V, 48, 2, 1, max_len=n_chars),
             "RNN": lambda: models.RNNLM(V, 64, 96, max_len=n_chars)}

@@ -20,9 +20,9 @@ from minitf.validate import check_same, check_shape
 
 def _check(x, states, W_x, W_h, b, gates: int, where: str) -> None:
     """x: (b, n, d_in); every state (b, d_h); W_x (d_in, gates·d_h); W_h (d_h, gates·d_h)."""
-    check_shape(W_h, "W_h", ("d_h", "gates·d_h"), where)
+    check_shape(W_h, "W_h", ("d_h", "gates·d_h"), where)       # two axes before reading d_h
     d_h = W_h.shape[0]
-    check_shape(W_h, "W_h", (("d_h", d_h), (f"{gates}·d_h", gates * d_h)), where)
+    check_shape(W_h, "W_h", ("d_h", (f"{gates}·d_h", gates * d_h)), where)
     check_shape(W_x, "W_x", ("d_in", (f"{gates}·d_h", gates * d_h)), where)
     check_shape(b, "b", ((f"{gates}·d_h", gates * d_h),), where)
     check_shape(x, "x", ("b", "n", ("d_in", W_x.shape[0])), where)
