@@ -68,7 +68,8 @@ def test_the_rnn_language_model_matches_torch(dtype):
         logits.reshape(-1, 11), torch.from_numpy(backend.to_numpy(targets)).reshape(-1))
     their_loss.backward()
     assert abs(loss - their_loss.item()) <= TOLERANCE[dtype] * abs(loss), "loss"
-    for ours_p, their_grad in ((ours.tok_emb.W, emb.grad), (ours.rnn.W_x, rnn.weight_ih_l0.grad.T),
-                               (ours.rnn.W_h, rnn.weight_hh_l0.grad.T), (ours.head.W, W.grad),
-                               (ours.head.b, b.grad)):
-        assert_close(ours_p.grad, their_grad, dtype, f"d{ours_p}")
+    theirs = {"tok_emb.W": emb.grad, "rnn.W_x": rnn.weight_ih_l0.grad.T,
+              "rnn.W_h": rnn.weight_hh_l0.grad.T, "rnn.b": rnn.bias_ih_l0.grad,
+              "head.W": W.grad, "head.b": b.grad}
+    for name, p in ours.named_parameters():
+        assert_close(p.grad, theirs[name], dtype, f"d {name}")
