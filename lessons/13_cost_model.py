@@ -6,7 +6,8 @@ Before training a Transformer you can say on paper how big it is, how much arith
 costs, how many numbers it moves through memory, and how much memory its attention matrices
 take. This lesson counts all four with ``minitf.cost``, checks every count against a real
 minitf module or a stopwatch, and ends with the reason attention replaced recurrence: more
-arithmetic, but no chain of sequential steps.
+arithmetic, but no chain of sequential steps -- and a recurrent language model trained beside a
+Transformer to show what that chain costs and what it does not.
 
 Run it: ``python lessons/13_cost_model.py`` or ``minitf lesson 13`` (a few seconds).
 """
@@ -24,7 +25,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 import minitf.functional as F  # noqa: E402
-from minitf import backend, cost, nn, viz  # noqa: E402
+from minitf import backend, cost, cost_families, nn, viz  # noqa: E402
 
 backend.precision("float64")      # exact arithmetic for the counts; timings switch to float32
 backend.seed(0)
@@ -236,42 +237,131 @@ print("✓ attention's time and memory are quadratic in n")
 # More arithmetic, fewer steps: attention against recurrence
 # ----------------------------------------------------------
 #
-# A recurrent layer reads the sequence one position at a time, s_t = tanh(x_t W_x + s_(t−1)
-# W_s): about 4·n·d² FLOPs, fewer than attention's 4·n²·d when n > d. But step t needs step
-# t − 1, so the n steps run one after another, and a word n positions back reaches the
-# current one through n steps. Attention computes every output in one batched product, and
-# any two positions are one step apart. The lectures' comparison::
+# A recurrent layer reads the sequence one position at a time, h_t = tanh(x_t W_x + h_(t−1)
+# W_h + b) (``minitf.nn.RNN``): about 4·n·d² FLOPs, fewer than attention's 4·n²·d when n > d.
+# But step t needs step t − 1, so the n steps run one after another, and a word n positions
+# back reaches the current one through n − 1 steps of the recurrence. Attention computes every
+# output in one batched product, and any two positions are one step apart. The lectures'
+# comparison, which ``cost_families.layer_comparison`` counts::
 #
 #     layer            FLOPs per layer    sequential steps    path between two positions
 #     self-attention   O(n²·d)            O(1)                O(1)
 #     recurrent        O(n·d²)            O(n)                O(n)
 #
 # That is why the lectures ask whether LSTMs are still needed: the sequential chain, not the
-# arithmetic, is what stops them using parallel hardware. Below, a small recurrent loop does
-# fewer FLOPs than one attention call over the same 512 positions, and still takes longer.
+# arithmetic, is what stops them using parallel hardware. Below, minitf's RNN layer does
+# fewer FLOPs than one attention call over the same 256 positions, and still takes longer.
 
 # %%
-n_rnn, d_rnn = 512, 64
+n_rnn, d_rnn = 256, 32
+table = cost_families.layer_comparison(n_rnn, d_rnn)
+for layer, row in table.items():
+    print(f"{layer:>14}: {row['flops'] / 1e6:5.1f} MFLOPs, {row['sequential_steps']:3d} "
+          f"sequential steps, path {row['path_length']} steps")
 with backend.precision("float32"):
-    xs = backend.randn(n_rnn, d_rnn)                     # (n, d): one sequence
-    W_x, W_s = backend.randn(d_rnn, d_rnn, std=0.1), backend.randn(d_rnn, d_rnn, std=0.1)
-
-    def recurrent():
-        s = np.zeros((1, d_rnn), dtype=xs.dtype)         # (1, d): the state
-        for t in range(n_rnn):                           # n sequential steps
-            s = np.tanh(F.linear(xs[t:t + 1], W_x)[0] + F.linear(s, W_s)[0])
-        return s
-
-    rnn_seconds, attention_seconds = best_times([recurrent, lambda: F.attention(xs, xs, xs)])
-rnn_flops = n_rnn * 2 * cost.matmul_cost(1, d_rnn, d_rnn)["flops"]           # 4·n·d²
-attention_flops = 2 * cost.matmul_cost(n_rnn, d_rnn, n_rnn)["flops"]         # 4·n²·d
-print(f"recurrent: {rnn_flops / 1e6:5.1f} MFLOPs in {n_rnn} steps, {1e3 * rnn_seconds:.1f} ms")
-print(f"attention: {attention_flops / 1e6:5.1f} MFLOPs in 1 step, "
-      f"{1e3 * attention_seconds:.1f} ms")
-assert rnn_flops * 8 == attention_flops, "n = 8d: the recurrence does 8× fewer FLOPs"
+    xs = backend.randn(1, n_rnn, d_rnn)                  # (1, n, d): one sequence
+    rnn_layer = nn.RNN(d_rnn, d_rnn)
+    rnn_seconds, attention_seconds = best_times([lambda: rnn_layer(xs),
+                                                 lambda: F.attention(xs, xs, xs)])
+print(f"recurrent: {1e3 * rnn_seconds:.1f} ms;  attention: {1e3 * attention_seconds:.1f} ms")
+assert table["recurrent"]["flops"] * 8 == table["self-attention"]["flops"], \
+    "n = 8d: the recurrence does 8× fewer FLOPs"
+assert (table["recurrent"]["sequential_steps"], table["recurrent"]["path_length"]) == \
+    (n_rnn, n_rnn - 1) and table["self-attention"]["path_length"] == 1, "O(n) steps vs O(1)"
 assert attention_seconds < rnn_seconds, \
     "decks 000/001: with O(1) sequential steps attention should beat the O(n)-step recurrence"
 print("✓ attention does 8× the arithmetic and still finishes first: no chain of steps")
+
+# %% [markdown]
+# A recurrent language model against a Transformer
+# ------------------------------------------------
+#
+# Counting is one thing; training is another. ``models.RNNLM`` is a character language model
+# with the same ``loss(x, y)`` as ``DecoderLM``: an embedding, one RNN layer, a linear head.
+# Causal by construction (h_t has read tokens ≤ t only), with no positional encoding: order
+# lives in the recurrence. Below both models, of about the same parameter count, train in the
+# same ``Trainer`` on the very same batches of 64-character windows, for the same 120 steps.
+
+# %%
+from minitf import data, models, optim  # noqa: E402
+from minitf.train import Trainer  # noqa: E402
+
+corpus = data.default_corpus()[:200_000]
+tokenizer = data.CharTokenizer.fit(corpus)
+train_ids, _ = data.split(tokenizer.encode(corpus))
+V, n_chars, steps = tokenizer.vocab_size, 64, 120
+backend.seed(0)                      # the batches both models see, from a seed of their own
+batches = [data.random_windows(train_ids, 16, n_chars) for _ in range(steps)]
+builders = {"Transformer": lambda: models.DecoderLM(V, 48, 2, 1, max_len=n_chars),
+            "RNN": lambda: models.RNNLM(V, 64, 96, max_len=n_chars)}
+runs = {}
+for name, build in builders.items():
+    backend.seed(1)
+    with backend.precision("float32"):
+        lm = build()
+        feed = iter(batches)
+        trainer = Trainer(lm, optim.AdamW(lm, 3e-3, weight_decay=0.0), lambda: next(feed))
+        tic = time.perf_counter()
+        trainer.fit(steps, progress=False)
+    runs[name] = dict(model=lm, loss=trainer.history["loss"],
+                      ms_per_step=1e3 * (time.perf_counter() - tic) / steps)
+rnn_lm = runs["RNN"]["model"]
+shape = cost_families.rnn_cost(V, 64, 96, context=n_chars)
+paths = {"Transformer": (1, 1), "RNN": (shape["sequential_steps"], shape["path_length"])}
+for name, run in runs.items():
+    last = float(np.mean(run["loss"][-10:]))
+    print(f"{name:>11}: {run['model'].num_parameters():,} parameters, loss {run['loss'][0]:.2f} "
+          f"→ {last:.2f}, {run['ms_per_step']:.0f} ms/step, sequential steps {paths[name][0]}, "
+          f"path {paths[name][1]}")
+sizes = [run["model"].num_parameters() for run in runs.values()]
+assert shape["parameters"] == rnn_lm.num_parameters(), "rnn_cost counts the model's parameters"
+assert max(sizes) < 1.25 * min(sizes), "the two models should be of about the same size"
+assert all(np.mean(run["loss"][-10:]) < np.log(V) - 1.5 for run in runs.values()), \
+    "both models should learn far below chance, log V, in 120 steps"
+print("✓ same data, same loop, similar size: both learn; only the RNN needs 64 steps in a row")
+
+# %% [markdown]
+# At this size, on a CPU, the recurrence is no handicap: a CPU runs one small product after
+# another anyway, and a small RNN is a strong baseline on short windows. Attention's advantage
+# is elsewhere: its n positions are one batched product that fills a parallel device, and its
+# path between two positions is one step. The path shows in the gradient. Below, the gradient
+# of the last position's output is sent back into each trained model's inputs; its size at
+# position t is how much token t can still be learned from. Through the recurrence it passes
+# n − t times through W_hᵀ and the tanh slopes and fades; through attention it arrives in one
+# step, at every distance alike.
+
+# %%
+window, _ = data.random_windows(train_ids, 1, n_chars)
+reach = {}
+with backend.precision("float32"):
+    for name, run in runs.items():
+        lm = run["model"].eval()
+        layer = lm.rnn if name == "RNN" else lm.blocks
+        x = lm.tok_emb(window)                             # (1, n, d): the layer's input
+        y = layer(x)
+        dy = np.zeros_like(y)
+        dy[:, -1] = backend.randn(y.shape[-1])             # a gradient at the last position only
+        dx = layer.backward(dy)
+        dx = dx[0] if isinstance(dx, tuple) else dx        # the RNN also returns dh0
+        reach[name] = np.linalg.norm(dx[0], axis=-1)[::-1]   # by distance n − t = 0 … n − 1
+far, near = slice(32, None), slice(0, 4)
+for name, r in reach.items():
+    print(f"{name:>11}: |dx| at distance 0–3 {r[near].mean():.2e}, at 32–63 {r[far].mean():.2e}")
+assert reach["RNN"][far].mean() < 1e-3 * reach["RNN"][near].mean(), \
+    "deck 001: through n − t recurrent steps the gradient from a far token should vanish"
+assert reach["Transformer"][far].mean() > 1e-2 * reach["Transformer"][near].mean(), \
+    "attention reaches every earlier token in one step: no such decay"
+print("✓ the recurrence's gradient fades with distance; attention's does not")
+
+fig, axes = viz.figure(1, 2, size=(11, 4))
+viz.curves(axes[0], np.arange(1, steps + 1), {n: r["loss"] for n, r in runs.items()},
+           xlabel="training step", ylabel="loss (nats per character)", marker="",
+           hline=(np.log(V), "chance, log V"),
+           title=f"Same {steps} batches, ~{min(sizes) // 1000}k parameters each")
+viz.curves(axes[1], np.arange(n_chars), reach, xlabel="distance back from the last position",
+           ylabel="‖∂ out_n / ∂ xₜ‖", logy=True, marker="",
+           title="How far back the gradient reaches")
+viz.save(fig, "13_rnn_vs_transformer")
 
 # %% [markdown]
 # What to remember
@@ -286,6 +376,7 @@ print("✓ attention does 8× the arithmetic and still finishes first: no chain 
 # * Arithmetic intensity, FLOPs per number moved, tells whether an operation waits for math or
 #   for memory: softmax and one-token decoding wait for memory.
 # * Attention's time and its b·h·n² stored weights grow with n²; a recurrence does less
-#   arithmetic but needs n steps in a row.
+#   arithmetic but needs n steps in a row, and its gradient from a far token fades over the
+#   n − t steps between. A small RNN is still a fair baseline on short windows.
 #
 # Next, lesson 14: the full encoder–decoder Transformer and its three attentions.

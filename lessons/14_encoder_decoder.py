@@ -17,7 +17,7 @@ one short training).
 import numpy as np
 
 import minitf.functional as F
-from minitf import backend, data, viz
+from minitf import backend, cost_families, data, viz
 from minitf.generate import beam_search, greedy_decode
 from minitf.models import Transformer
 from minitf.optim import AdamW, WarmupCosine
@@ -171,7 +171,8 @@ print("✓ generation meets its own mistakes, teacher forcing never does")
 #
 # Count instead of guessing: run the trained model on a source of N = 20 symbols and a decoder
 # input of M = 7 tokens, and read the shape of every attention matrix, ``probs``, which is
-# (batch, heads, queries, keys).
+# (batch, heads, queries, keys). Then ask ``cost_families.seq2seq_cost``, which counts the
+# same three terms from the configuration alone, summed over heads and layers.
 
 # %%
 N, M = 20, 7
@@ -189,6 +190,11 @@ for kind, probs in kinds.items():
 assert entries == {"encoder self-attention": {N * N}, "decoder self-attention": {M * M},
                    "cross-attention": {N * M}}, \
     "per head and layer: N² = 400, M² = 49 and N·M = 140 scores (deck 000's three terms)"
+predicted = cost_families.seq2seq_cost_of(model.config, N, M)["attention_scores"]
+print("seq2seq_cost, without running the model: "
+      + ", ".join(f"{kind} {count}" for kind, count in predicted.items()), "(b·h·L·…)")
+assert predicted == {kind: sum(p.size for p in probs) for kind, probs in kinds.items()}, \
+    "the cost model's three terms, b·h·L·N², b·h·L·M² and b·h·L·M·N, are the models' scores"
 causal = kinds["decoder self-attention"][-1][0, 0]
 assert (causal[np.triu_indices(M, 1)] == 0).all(), "the decoder never attends to later tokens"
 print("✓ the answer is (c): O(N²) encoder self + O(M²) decoder self + O(NM) cross")

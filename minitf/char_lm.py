@@ -1,7 +1,8 @@
 """The main job: train a character-level language model on a text and show what it learned.
 
     text -> CharTokenizer -> ids -> 90 % train / 10 % validation (contiguous)
-    DecoderLM trained by teacher forcing on random windows, AdamW, warm-up + cosine
+    DecoderLM (or, with --model rnn / lstm, the recurrent baseline RNNLM) trained by teacher
+    forcing on random windows, AdamW, warm-up + cosine
     at the end: held-out loss beside a character-bigram model's, a few samples, a checkpoint
 Run it as ``minitf train``; every setting is a flag (``minitf train --help``).
 
@@ -25,11 +26,12 @@ import minitf.functional as F
 from minitf import checkpoint, data, rundir
 from minitf.backend import backend_name, seed, to_device
 from minitf.generate import generate
-from minitf.models import DecoderLM
+from minitf.models import DecoderLM, RNNLM
 from minitf.optim import AdamW, WarmupCosine
 from minitf.train import Trainer
 
 DEFAULT_OUT = "runs/lm"
+MODEL_CHOICES = ("transformer", "rnn", "lstm")
 
 
 @dataclass
@@ -44,6 +46,7 @@ class RunConfig:
     n_layers: int = 4
     d_ff: int | None = None
     positional: str = "learned"
+    model: str = "transformer"       # or "rnn", "lstm": RNNLM, d_model wide (heads, blocks unused)
     dropout: float = 0.0
     lr: float = 6e-3
     warmup: int | None = None        # None: min(50, decay_steps // 10)
@@ -165,9 +168,7 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     log(f"text: {config.text or 'the default corpus (pydoc_data.topics)'}, {len(text):,} characters, "
         f"vocabulary {tokenizer.vocab_size}; {len(train_ids):,} train / {len(val_ids):,} validation")
 
-    model = DecoderLM(tokenizer.vocab_size, config.d_model, config.n_heads, config.n_layers,
-                      config.d_ff, max_len=config.context, positional=config.positional,
-                      dropout=config.dropout)
+    model = _build_model(config, tokenizer.vocab_size)
     optimizer = AdamW(model, config.lr, betas=(0.9, 0.95), weight_decay=config.weight_decay)
     val_x, val_y = data.evaluation_windows(val_ids, config.context)
     quick = slice(0, 16)          # periodic validation on the first 16 windows: fast, always the same
@@ -184,9 +185,7 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     if config.steps > config.decay_steps:
         log(f"the learning rate reaches its lowest, {config.lr / 10:.2g}, at step "
             f"{config.decay_steps} (--decay-steps) and stays there until step {config.steps}")
-    log(f"model: DecoderLM, {model.num_parameters():,} parameters ({config.n_layers} blocks, "
-        f"d_model={config.d_model}, {config.n_heads} heads, {config.positional} positions), "
-        f"on {backend_name()}")
+    log(f"model: {_describe(model)}, on {backend_name()}")
 
     start = time.perf_counter()
     with _stop_on_ctrl_c(trainer):
@@ -220,11 +219,31 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     return figures
 
 
+def _build_model(config: RunConfig, vocab_size: int):
+    """The DecoderLM the flags describe, or the recurrent baseline for --model rnn / lstm."""
+    if config.model not in MODEL_CHOICES:
+        raise ValueError(f"--model {config.model!r}: wanted one of {MODEL_CHOICES}")
+    if config.model != "transformer":
+        return RNNLM(vocab_size, config.d_model, cell=config.model, max_len=config.context)
+    return DecoderLM(vocab_size, config.d_model, config.n_heads, config.n_layers, config.d_ff,
+                     max_len=config.context, positional=config.positional, dropout=config.dropout)
+
+
+def _describe(model) -> str:
+    c = model.config
+    if isinstance(model, RNNLM):
+        return (f"RNNLM, {model.num_parameters():,} parameters (one {c['cell']} layer, "
+                f"d_model={c['d_model']}, d_hidden={c['d_hidden']})")
+    return (f"DecoderLM, {model.num_parameters():,} parameters ({c['n_layers']} blocks, "
+            f"d_model={c['d_model']}, {c['n_heads']} heads, {c['positional']} positions)")
+
+
 def _report(config, figures, model, tokenizer, held_out: str, n_val: int, log) -> None:
     """The held-out loss beside the bigram model's, and a few samples."""
     change = figures["improvement_over_bigram"]
     log(f"\nheld-out loss (nats/char) on {n_val:,} validation characters:\n"
-        f"  Transformer  {figures['val_loss']:.3f}\n  bigram       {figures['bigram_val_loss']:.3f}\n"
+        f"  {'Transformer' if config.model == 'transformer' else config.model.upper():<11}  "
+        f"{figures['val_loss']:.3f}\n  bigram       {figures['bigram_val_loss']:.3f}\n"
         f"  {100 * abs(change):.1f}% {'lower' if change >= 0 else 'HIGHER'} than the bigram model\n"
         f"train loss (last 20 steps) {figures['train_loss']:.3f}; {figures['seconds']:.0f} s, "
         f"{figures['tokens_per_second']:,} tokens/s")

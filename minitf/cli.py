@@ -19,6 +19,7 @@ from dataclasses import fields
 from minitf import backend
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
+MODEL_CHOICES = ("transformer", "rnn", "lstm")          # minitf.char_lm's (a test keeps them equal)
 
 
 def _train(args) -> int:
@@ -40,7 +41,7 @@ def _generate(args) -> int:
     from minitf.generate import generate
 
     saved = checkpoint.load(args.checkpoint)
-    if saved.tokenizer is None or saved.meta["kind"] != "lm":
+    if saved.tokenizer is None or saved.meta["kind"] not in ("lm", "rnn"):
         raise ValueError(f"--checkpoint {args.checkpoint}: not a character language model")
     backend.seed(args.seed)
     prompt = saved.tokenizer.encode(args.prompt)
@@ -68,7 +69,7 @@ def _gradcheck(args) -> int:
 
 
 def _info(args) -> int:
-    from minitf.cost import format_cost, lm_cost_of
+    from minitf.cost_families import describe_cost
     from minitf.validate import feed_forward_width
 
     if args.d_model % args.n_heads:
@@ -78,16 +79,17 @@ def _info(args) -> int:
                   n_layers=args.n_layers,
                   d_ff=feed_forward_width(args.d_ff, args.d_model, "--d-ff"),
                   max_len=args.context, positional=args.positional, tie_weights=not args.untied)
+    kind, name = "lm", "DecoderLM"
     if args.checkpoint:
         from minitf import checkpoint
-        saved = checkpoint.load(args.checkpoint)
-        if saved.meta["kind"] != "lm":
-            raise ValueError(f"--checkpoint {args.checkpoint}: the cost model covers language models")
-        config = saved.meta["config"]
-    print("DecoderLM " + ", ".join(f"{k}={v}" for k, v in config.items())
+        from minitf.models import MODELS
+        meta = checkpoint.read_meta(args.checkpoint)
+        kind, config = meta["kind"], meta["config"]
+        name = MODELS[kind].__name__ if kind in MODELS else kind
+    print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
-    print(format_cost(lm_cost_of(config, args.batch_size, args.bytes)))
-    if args.table:
+    print(describe_cost(kind, config, args.batch_size, args.bytes, args.context))
+    if args.table and kind == "lm":
         _print_block_tables(config, args.batch_size, args.bytes)
     return 0
 
@@ -223,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--n-layers", type=POSITIVE, help="blocks (default 4)")
     train.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
     train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
+    train.add_argument("--model", choices=MODEL_CHOICES,
+                       help="the Transformer (default), or the recurrent baseline: rnn or lstm")
     train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
     train.add_argument("--lr", type=POSITIVE_REAL,
                        help="peak learning rate of AdamW (default 6e-3)")
@@ -277,10 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_gradcheck)
 
     info = commands.add_parser(
-        "info", help="parameters, FLOPs and KV-cache size of a language model",
+        "info", help="parameters, FLOPs and KV-cache size of a model",
         description="The analytic cost model of a DecoderLM: parameters (4d² + 2·d·d_ff per "
                     "block), FLOPs per token, KV-cache bytes (2·L·b·n·d numbers). Give a "
-                    "configuration by flags or a checkpoint.")
+                    "configuration by flags, or a checkpoint of any model family (the "
+                    "recurrent, encoder–decoder and classifier ones get their own table).")
     info.add_argument("--checkpoint", metavar="DIR", help="read the configuration from a run")
     info.add_argument("--vocab-size", type=POSITIVE, default=103)
     info.add_argument("--d-model", type=POSITIVE, default=128)

@@ -87,8 +87,14 @@ def format_cost(cost: dict) -> str:
         ("next token, without it", _human(cost["decode_flops_uncached"]) + " FLOPs",
          "re-runs the whole context"),
     ]
+    return format_rows(rows)
+
+
+def format_rows(rows) -> str:
+    """(label, value, note) rows, aligned; a number as value is written short (1.23M)."""
+    rows = [(a, b if isinstance(b, str) else _human(b), c) for a, b, c in rows]
     width = max(len(r[0]) for r in rows)
-    return "\n".join(f"{a:<{width}}  {b:>12}  {c}" for a, b, c in rows)
+    return "\n".join(f"{a:<{width}}  {b:>12}  {c}".rstrip() for a, b, c in rows)
 
 
 def matmul_cost(n: int, m: int, k: int) -> dict:

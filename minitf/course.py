@@ -109,8 +109,9 @@ LESSONS = (
            "counting parameters, FLOPs, IO and memory; arithmetic intensity; n² attention vs a "
            "sequential recurrence",
            "4d² + 2d·d_ff and the 2d/d_ff ratio; 2nmk FLOPs and nm + mk + nk IO (a slide slip); "
-           "the per-operation cost tables; n² time and memory; self-attention vs RNN steps",
-           ("13_cost_table", "13_attention_scaling"), 4.4),
+           "the per-operation cost tables; n² time and memory; self-attention vs RNN steps; an RNN "
+           "LM trained beside a Transformer; the vanishing gradient over distance",
+           ("13_cost_table", "13_attention_scaling", "13_rnn_vs_transformer"), 9.1),
     Lesson("14_encoder_decoder",
            "encoder–decoder: three attentions, teacher forcing in one pass, the top-encoder "
            "wiring",

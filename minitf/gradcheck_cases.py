@@ -3,8 +3,9 @@ in float64. ``python -m minitf gradcheck`` prints them as a table; the test suit
 cases on every available backend, and checks that no op or module is missing from this list.
 
 Each case is a small function that builds its inputs; ``build(name)`` runs it in float64 with a
-fixed seed, on the active backend. The attention cases live in gradcheck_attention_cases.py and
-register into the same CASES when this module imports it.
+fixed seed, on the active backend. The attention cases live in gradcheck_attention_cases.py, the
+recurrent ones in gradcheck_recurrent_cases.py; they register into the same CASES when this
+module imports them.
 """
 from __future__ import annotations
 
@@ -158,10 +159,11 @@ def _():
 
 
 # ----------------------------------------------------------------------------------------------
-# Attention: its ops and MultiHeadAttention, registered here from their own module
+# Attention and recurrence: their ops, layers and models, registered here from their own modules
 # ----------------------------------------------------------------------------------------------
 
 from minitf import gradcheck_attention_cases  # noqa: E402, F401  (registers its cases in CASES)
+from minitf import gradcheck_recurrent_cases  # noqa: E402, F401  (the RNN, the LSTM, RNNLM)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -174,3 +174,25 @@ def test_a_bad_train_flag_is_one_line_naming_it(flag, value, wanted, capsys, tmp
     assert exit_.value.code == 2 and err.count("\n") == 0
     assert f"argument {flag}: got {value!r}; wanted {wanted}" in err
     assert not (tmp_path / "run").exists()                  # refused before anything ran
+
+
+def test_train_model_rnn_runs_the_same_loop_and_its_checkpoint_generates(tmp_path, capsys):
+    from minitf.char_lm import MODEL_CHOICES as trained
+    assert cli.MODEL_CHOICES == trained
+    out = tmp_path / "rnn"
+    assert cli.main(["train", "--fast", "--model", "lstm", "--no-progress", "--steps", "10",
+                     "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "model: RNNLM" in stdout and "one lstm layer" in stdout and "LSTM " in stdout
+    assert cli.main(["generate", "--checkpoint", str(out), "--prompt", "The ",
+                     "--max-new-tokens", "10"]) == 0
+    assert capsys.readouterr().out.startswith("The ")
+    assert cli.main(["info", "--checkpoint", str(out)]) == 0
+    assert "sequential steps" in capsys.readouterr().out
+
+
+def test_a_bad_model_choice_is_one_line(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--model", "gru"])
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--model" in err and "'gru'" in err

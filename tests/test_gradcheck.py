@@ -42,7 +42,7 @@ def test_registry_covers_every_op():
 LAYERS = {nn.Linear, nn.Embedding, nn.LayerNorm, nn.Dropout, nn.ReLU, nn.GELU,
           nn.MultiHeadAttention, nn.FeedForward, nn.SinusoidalPositionalEncoding,
           nn.LearnedPositionalEmbedding, nn.RelativePositionBias, nn.Residual,
-          nn.EncoderBlock, nn.DecoderBlock, nn.ClassToken, nn.Stack}
+          nn.EncoderBlock, nn.DecoderBlock, nn.ClassToken, nn.Stack, nn.RNN, nn.LSTM}
 
 
 def test_registry_covers_every_module():

@@ -22,6 +22,7 @@ from minitf.functional.positional import (alibi_bias, alibi_slopes, clipped_rela
                                           relative_bias, relative_bias_backward,
                                           relative_position_buckets, rope, rope_angles,
                                           rope_backward, sinusoidal_table)
+from minitf.functional.recurrent import lstm, lstm_backward, rnn, rnn_backward
 from minitf.functional.softmax import (cross_entropy, cross_entropy_backward, log_softmax,
                                        log_softmax_backward, softmax, softmax_backward)
 
@@ -36,5 +37,5 @@ __all__ = [
     "relative_position_buckets", "relative_bias", "relative_bias_backward",
     "relative_attention", "relative_attention_backward", "RelativeAttentionCache",
     "clipped_relative_positions", "fourier_features", "fourier_features_backward",
-    "mse_loss", "mse_loss_backward",
+    "mse_loss", "mse_loss_backward", "rnn", "rnn_backward", "lstm", "lstm_backward",
 ]

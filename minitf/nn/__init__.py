@@ -4,6 +4,7 @@ from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, 
 from minitf.nn.init import INITS, initialize, xavier_uniform
 from minitf.nn.layers import GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU
 from minitf.nn.module import Module, Parameter
+from minitf.nn.recurrent import LSTM, RNN
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
                                   SinusoidalPositionalEncoding)
 
@@ -12,5 +13,5 @@ __all__ = [
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",
-    "INITS", "initialize", "xavier_uniform",
+    "INITS", "initialize", "xavier_uniform", "RNN", "LSTM",
 ]

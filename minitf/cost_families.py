@@ -1,0 +1,158 @@
+"""The cost model of the other model families: the recurrent baseline, the encoder–decoder
+Transformer, and the CLS-token encoders -- and one table for any checkpoint (``minitf info``).
+
+    recurrent layer    FLOPs O(n·d²)   sequential steps O(n)   path between two positions O(n)
+    self-attention     FLOPs O(n²·d)   sequential steps O(1)   path between two positions O(1)
+
+A recurrent layer does less arithmetic than attention once n > d, but its n steps must run one
+after the other (step t needs h_{t−1}), and a signal from token 1 reaches position n only through
+n − 1 steps of the recurrence; attention connects any two positions in one step.
+
+The encoder–decoder Transformer, N source and M target tokens, pays three attention terms per
+layer: N² (encoder self-attention), M² (decoder self-attention) and M·N (cross-attention: M
+queries, N keys). Parameter counts are exact: the tests compare them with num_parameters().
+"""
+from __future__ import annotations
+
+from minitf.cost import block_parameters, format_cost, format_rows, lm_cost_of, matmul_cost
+from minitf.validate import check_int, feed_forward_width
+
+GATES = {"rnn": 1, "lstm": 4}          # stacked weight blocks: tanh; i, f, g, o
+
+
+def layer_comparison(n: int, d: int) -> dict:
+    """One layer over n positions of width d, counted as the lectures' table does:
+    {"self-attention": …, "recurrent": …}, each with flops, sequential_steps, path_length.
+
+    self-attention: q kᵀ and P v, two (n×d)(d×n)-sized products: 4·n²·d FLOPs, all at once.
+    recurrent: n steps of x_t W_x + h_{t−1} W_h, two (1×d)(d×d) products each: 4·n·d² FLOPs.
+    """
+    for name, value in (("n", n), ("d", d)):
+        check_int(value, name, "layer_comparison")
+    return {"self-attention": {"flops": 2 * matmul_cost(n, d, n)["flops"],
+                               "sequential_steps": 1, "path_length": 1},
+            "recurrent": {"flops": n * 2 * matmul_cost(1, d, d)["flops"],
+                          "sequential_steps": n, "path_length": n - 1}}
+
+
+def rnn_cost(vocab_size: int, d_model: int, d_hidden: int | None = None, cell: str = "rnn",
+             context: int = 256, batch_size: int = 1) -> dict:
+    """Parameters, FLOPs, sequential steps and state size of ``RNNLM`` with this configuration.
+
+    -> dict with parameters (exact), forward FLOPs per token (2·g·(d·d_h + d_h²) + 2·d_h·V, g
+       gates), training FLOPs per step of batch_size × context tokens, sequential_steps (n: one
+       per token), path_length (n − 1 steps from the first token to the last position), and
+       state_numbers: what generation carries, b·d_h (·2 for an LSTM's cell), whatever n is.
+    """
+    if cell not in GATES:
+        raise ValueError(f"rnn_cost: cell must be one of {tuple(GATES)}; got {cell!r}")
+    d, h, n, b = d_model, d_model if d_hidden is None else d_hidden, context, batch_size
+    g = GATES[cell]
+    recurrent = g * (d * h + h * h + h)                         # W_x, W_h, b
+    forward = 2 * g * (d * h + h * h) + 2 * h * vocab_size      # per token: the layer, the head
+    return {"parameters": vocab_size * d + recurrent + h * vocab_size + vocab_size,
+            "recurrent_parameters": recurrent,
+            "forward_flops_per_token": forward,
+            "training_flops_per_step": 3 * forward * b * n,
+            "sequential_steps": n, "path_length": n - 1,
+            "state_numbers": b * h * (2 if cell == "lstm" else 1),
+            "decode_flops": b * forward}
+
+
+def _decoder_block_parameters(d: int, d_ff: int) -> int:
+    """Self-attention, cross-attention (4d² + 4d each), the FFN, three LayerNorms."""
+    encoder = block_parameters(d, d_ff)["exact"]                # self-attention, FFN, two norms
+    return encoder + 4 * d * d + 4 * d + 2 * d
+
+
+def seq2seq_cost(src_len: int, tgt_len: int, src_vocab_size: int, tgt_vocab_size: int,
+                 d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int | None = None,
+                 pre_ln: bool = False, share_embeddings: bool = False,
+                 batch_size: int = 1) -> dict:
+    """The encoder–decoder ``Transformer`` on N = src_len source and M = tgt_len target tokens.
+
+    -> dict with parameters (exact); attention_scores, per kind, the entries of the attention
+       matrices (b·h·L·N², b·h·L·M², b·h·L·M·N); attention_flops, per kind, the FLOPs of q kᵀ
+       and P v (4·b·L·N²·d, 4·b·L·M²·d, 4·b·L·M·N·d); and forward_flops, these plus every
+       projection, FFN and the output layer.
+    """
+    N, M, d, L, b = src_len, tgt_len, d_model, n_layers, batch_size
+    for name, value in (("src_len", N), ("tgt_len", M), ("d_model", d), ("n_heads", n_heads)):
+        check_int(value, name, "seq2seq_cost")
+    d_ff = feed_forward_width(d_ff, d, "seq2seq_cost")
+    embeddings = src_vocab_size * d + (0 if share_embeddings else tgt_vocab_size * d)
+    parameters = (embeddings + L * (block_parameters(d, d_ff)["exact"]
+                                    + _decoder_block_parameters(d, d_ff))
+                  + (4 * d if pre_ln else 0) + d * tgt_vocab_size + tgt_vocab_size)
+    pairs = {"encoder self-attention": N * N, "decoder self-attention": M * M,
+             "cross-attention": M * N}
+    scores = {kind: b * n_heads * L * count for kind, count in pairs.items()}
+    attention = {kind: 4 * b * L * count * d for kind, count in pairs.items()}
+    projections = 2 * b * L * (N * (4 * d * d + 2 * d * d_ff)                # encoder blocks
+                               + M * (6 * d * d + 2 * d * d_ff)              # q, o ×2; self k, v
+                               + N * 2 * d * d)                              # cross k, v: memory
+    return {"parameters": parameters, "attention_scores": scores, "attention_flops": attention,
+            "forward_flops": projections + sum(attention.values()) + 2 * b * M * d * tgt_vocab_size}
+
+
+def seq2seq_cost_of(config: dict, src_len: int, tgt_len: int, batch_size: int = 1) -> dict:
+    """``seq2seq_cost`` of a Transformer given by its ``config`` (``model.config``, a checkpoint's)."""
+    c = config
+    return seq2seq_cost(src_len, tgt_len, c["src_vocab_size"], c["tgt_vocab_size"], c["d_model"],
+                        c["n_heads"], c["n_layers"], c["d_ff"], c["pre_ln"],
+                        c["share_embeddings"], batch_size)
+
+
+def encoder_cost(n_tokens: int, d_model: int, n_heads: int, n_layers: int, d_ff: int,
+                 n_classes: int, embedding_parameters: int, batch_size: int = 1) -> dict:
+    """A CLS-token encoder (EncoderClassifier, VisionTransformer) on n tokens (+1 for CLS):
+    parameters (exact, given the embedding's own) and the b·h·L·(n+1)² attention scores."""
+    n, d = n_tokens + 1, d_model
+    parameters = (embedding_parameters + d + n * d + n_layers * block_parameters(d, d_ff)["exact"]
+                  + 2 * d + d * n_classes + n_classes)     # CLS, positions, blocks, norm, head
+    return {"parameters": parameters, "attention_scores": batch_size * n_heads * n_layers * n * n}
+
+
+def _parameters(count: int) -> tuple:
+    return ("parameters (exact)", count, f"{count:,}")
+
+
+def describe_cost(kind: str, config: dict, batch_size: int = 1, bytes_per_number: int = 4,
+                  context: int = 128) -> str:
+    """The table ``minitf info`` prints for a model of family ``kind`` built from ``config``;
+    ``context`` is N = M, the source and target lengths, for the encoder–decoder (its config
+    sets no limit); the other families read theirs from the config."""
+    c, b = config, batch_size
+    if kind == "lm":
+        return format_cost(lm_cost_of(c, b, bytes_per_number))
+    if kind == "rnn":
+        cost = rnn_cost(c["vocab_size"], c["d_model"], c["d_hidden"], c["cell"], c["max_len"], b)
+        n = c["max_len"]
+        return format_rows([
+            _parameters(cost["parameters"]),
+            ("forward FLOPs per token", cost["forward_flops_per_token"], "any context"),
+            ("training FLOPs per step", cost["training_flops_per_step"], "≈ 3 × forward"),
+            ("sequential steps", cost["sequential_steps"], f"one per token (n = {n})"),
+            ("path, first to last token", cost["path_length"], "steps of the recurrence"),
+            ("state carried", cost["state_numbers"], "numbers, whatever the context"),
+        ])
+    if kind == "seq2seq":
+        n = context
+        cost = seq2seq_cost_of(c, n, n, b)
+        return format_rows([_parameters(cost["parameters"]),
+                            ("forward FLOPs", cost["forward_flops"], f"N = M = {n} tokens")]
+                           + [(f"  {kind} scores", count, "b·h·L·" + pair) for (kind, count), pair
+                              in zip(cost["attention_scores"].items(), ("N²", "M²", "M·N"))])
+    if kind in ("classifier", "vit"):
+        if kind == "classifier":
+            n, embedding = c["max_len"], c["vocab_size"] * c["d_model"]
+        else:
+            n = (c["image_size"] // c["patch_size"]) ** 2
+            embedding = (c["patch_size"] ** 2 * c["channels"] + 1) * c["d_model"]
+        cost = encoder_cost(n, c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"],
+                            c["n_classes"], embedding, b)
+        return format_rows([_parameters(cost["parameters"]),
+                            ("attention scores", cost["attention_scores"],
+                             f"b·h·L·(n+1)², n = {n} tokens and the CLS")])
+    raise ValueError(f"describe_cost: unknown model kind {kind!r}")
+

@@ -1,0 +1,86 @@
+"""The cost model of every family agrees with the model itself: parameter counts with
+num_parameters(), attention scores with the shapes of the probabilities the layers kept,
+sequential steps and the carried state with what the recurrent model does."""
+import pytest
+
+from minitf import backend, cli
+from minitf.cost_families import (describe_cost, encoder_cost, layer_comparison, rnn_cost,
+                                  seq2seq_cost, seq2seq_cost_of)
+from minitf.models import RNNLM, EncoderClassifier, Transformer, VisionTransformer
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_the_recurrent_count_is_the_models(cell):
+    model = RNNLM(23, 8, 11, cell=cell, max_len=9)
+    cost = rnn_cost(23, 8, 11, cell, context=9, batch_size=3)
+    assert cost["parameters"] == model.num_parameters()
+    cache = model.new_cache()
+    model(backend.randint(0, 23, (3, 9)), cache=cache)
+    carried = cache[0].h.size + (cache[0].c.size if cell == "lstm" else 0)
+    assert cost["state_numbers"] == carried                  # b·d_h (and c): not growing with n
+    assert cost["sequential_steps"] == 9 and cost["path_length"] == 8
+
+
+def test_the_lectures_layer_table():
+    n, d = 512, 64
+    rows = layer_comparison(n, d)
+    attention, recurrent = rows["self-attention"], rows["recurrent"]
+    assert attention["flops"] == 4 * n * n * d and recurrent["flops"] == 4 * n * d * d
+    assert attention["flops"] == (n // d) * recurrent["flops"]            # O(n²d) vs O(nd²)
+    assert (attention["sequential_steps"], recurrent["sequential_steps"]) == (1, n)
+    assert (attention["path_length"], recurrent["path_length"]) == (1, n - 1)
+
+
+@pytest.mark.parametrize("pre_ln, shared", [(False, False), (True, True)])
+def test_the_encoder_decoder_count_and_its_three_attention_terms(pre_ln, shared):
+    b, N, M, L, h = 2, 7, 4, 2, 2
+    model = Transformer(9, 9, d_model=8, n_heads=h, n_layers=L, d_ff=12, pre_ln=pre_ln,
+                        share_embeddings=shared)
+    cost = seq2seq_cost(N, M, 9, 9, 8, h, L, 12, pre_ln, shared, batch_size=b)
+    assert seq2seq_cost_of(model.config, N, M, b) == cost
+    assert cost["parameters"] == model.num_parameters()
+    model(backend.randint(1, 9, (b, N)), backend.randint(1, 9, (b, M)))
+    probs = {"encoder self-attention": [blk.self_attn.layer.probs for blk in model.encoder.blocks],
+             "decoder self-attention": [blk.self_attn.layer.probs for blk in model.decoder.blocks],
+             "cross-attention": [blk.cross_attn.layer.probs for blk in model.decoder.blocks]}
+    for kind, kept in probs.items():
+        assert cost["attention_scores"][kind] == sum(p.size for p in kept), kind
+    # q kᵀ and P v: 2 · 2 · d FLOPs per score and head width, summed over the heads
+    assert all(cost["attention_flops"][k] == 4 * 8 * cost["attention_scores"][k] // h
+               for k in probs)
+    assert cost["attention_scores"]["cross-attention"] ** 2 == \
+        cost["attention_scores"]["encoder self-attention"] \
+        * cost["attention_scores"]["decoder self-attention"]                 # (MN)² = N²·M²
+
+
+def test_the_cls_encoders_counts_are_the_models():
+    text = EncoderClassifier(13, 3, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=6)
+    image = VisionTransformer(8, 4, 5, channels=3, d_model=8, n_heads=2, n_layers=1, d_ff=12)
+    assert encoder_cost(6, 8, 2, 2, 12, 3, 13 * 8)["parameters"] == text.num_parameters()
+    assert encoder_cost(4, 8, 2, 1, 12, 5, (4 * 4 * 3 + 1) * 8)["parameters"] \
+        == image.num_parameters()
+    text(backend.randint(1, 13, (2, 6)))
+    scores = sum(blk.self_attn.layer.probs.size for blk in text.encoder.blocks)
+    assert encoder_cost(6, 8, 2, 2, 12, 3, 13 * 8, batch_size=2)["attention_scores"] == scores
+
+
+@pytest.mark.parametrize("model", [
+    RNNLM(11, 8, cell="lstm", max_len=16), Transformer(9, 7, d_model=8, n_heads=2, n_layers=1),
+    EncoderClassifier(9, 2, d_model=8, n_heads=2, n_layers=1),
+    VisionTransformer(8, 4, 3, d_model=8, n_heads=2, n_layers=1)], ids=lambda m: m.kind)
+def test_info_reads_a_checkpoint_of_every_family(model, tmp_path, capsys):
+    from minitf import checkpoint
+    checkpoint.save(tmp_path, model)
+    assert cli.main(["info", "--checkpoint", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(type(model).__name__) and f"{model.num_parameters():,}" in out, out
+    assert describe_cost(model.kind, model.config).splitlines()[0] in out
+
+
+def test_bad_input_is_one_line():
+    with pytest.raises(ValueError, match="rnn_cost: cell must be one of"):
+        rnn_cost(10, 8, cell="gru")
+    with pytest.raises(ValueError, match="seq2seq_cost: tgt_len must be a positive integer"):
+        seq2seq_cost(5, 0, 9, 9)
+    with pytest.raises(ValueError, match="describe_cost: unknown model kind 'cnn'"):
+        describe_cost("cnn", {})
