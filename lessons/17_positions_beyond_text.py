@@ -181,4 +181,4 @@ viz.save(fig, "17_implicit_function")
 #   for real coordinates; octave k adds detail at a period of 2 / 2^k, up to the grid's limit.
 #   Here they take the fit from about 12 dB to about 38 dB.
 #
-# Next, lesson 19: write an op's backward pass yourself and let the gradient check grade it.
+# Next, lesson 18: the well-known annotated Transformer, rebuilt class by class in minitf.
