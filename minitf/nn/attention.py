@@ -22,28 +22,48 @@ class KVCache:
     first step and reused on every later one.
 
     k: (b, h, length, d_head), v: (b, h, length, d_v), or None before the first step.
+
+    The keys and values live in buffers with room to spare, which double when full: appending a
+    token writes its k and v in place, where concatenating would copy the whole cache at every
+    step and make each token cost more than its attention does.
     """
 
     def __init__(self):
-        self.k = self.v = None
+        self._k = self._v = None           # (b, h, capacity, ·); positions ≥ length unused
+        self.length = 0                    # how many positions are cached: the next token's
 
     @property
-    def length(self) -> int:
-        """How many positions are cached: the position of the next token."""
-        return 0 if self.k is None else self.k.shape[2]
+    def k(self):
+        return None if self._k is None else self._k[:, :, :self.length]
+
+    @property
+    def v(self):
+        return None if self._v is None else self._v[:, :, :self.length]
 
     def append(self, k, v):
         """Add the new positions' keys and values; return all of them.  k, v: (b, h, n_new, ·)"""
-        if self.k is not None:
-            xp = get_array_module(k)
-            k, v = xp.concatenate([self.k, k], axis=2), xp.concatenate([self.v, v], axis=2)
-        self.k, self.v = k, v
-        return k, v
+        start, end = self.length, self.length + k.shape[2]
+        if self._k is None or end > self._k.shape[2]:
+            self._k, self._v = (self._grown(old, new, end) for old, new in ((self._k, k),
+                                                                             (self._v, v)))
+        self._k[:, :, start:end], self._v[:, :, start:end] = k, v
+        self.length = end
+        return self.k, self.v
+
+    def _grown(self, old, new, needed: int):
+        """A buffer with room for at least ``needed`` positions (twice the old room, or more),
+        holding the old buffer's cached positions."""
+        xp = get_array_module(new)
+        room = max(needed, 2 * (0 if old is None else old.shape[2]))
+        buffer = xp.empty((*new.shape[:2], room, new.shape[3]), dtype=new.dtype)
+        if old is not None:
+            buffer[:, :, :self.length] = old[:, :, :self.length]
+        return buffer
 
     def reorder(self, index) -> None:
         """Keep batch rows ``index`` (beam search: each surviving beam takes its parent's cache)."""
-        if self.k is not None:
-            self.k, self.v = self.k[index], self.v[index]
+        if self._k is not None:
+            self._k, self._v = self._k[index], self._v[index]
 
 
 class MultiHeadAttention(Module):
