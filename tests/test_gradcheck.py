@@ -127,3 +127,9 @@ def test_a_float_input_left_without_a_gradient_fails(monkeypatch, float64):
     monkeypatch.setattr(nn.DecoderBlock, "backward", lambda self, dy: real(self, dy)[0])
     rows = {r.tensor: r for r in gradcheck_cases.run("DecoderBlock, pre-LN")}
     assert not rows["input memory"].passed and rows["input x"].passed
+
+
+def test_registry_checks_the_pretrained_encoder_and_its_heads():
+    import minitf.pretrained as pretrained
+    checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
+    assert {pretrained.MeanPool, pretrained.BertEncoder, pretrained.SentenceClassifier} <= checked
