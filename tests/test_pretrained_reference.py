@@ -92,3 +92,37 @@ def test_minitf_embed_prints_the_negation_pairs_cosine(capsys):
     reference = REFERENCE["embeddings"]                 # sentences 0 and 1 are the negation pair
     cosine = float(reference[0] @ reference[1])
     assert rows[1].split()[-1] == f"{cosine:.3f}" and rows[2].split()[-2] == f"{cosine:.3f}"
+
+
+@pytest.mark.slow
+@needs_model
+def test_the_whole_pretrained_model_passes_a_float64_gradient_check():
+    """Backward through the head, the pooling and all 6 pretrained blocks, on one short sentence:
+    for every one of the 79 parameter tensors, central differences at its largest-gradient entry
+    and one random entry agree with minitf's backward (about 320 forward passes)."""
+    from minitf.gradcheck import ModuleCase, check_entries
+    with backend.precision("float64"), backend.seed(0):
+        model, tokenizer = pretrained.load()
+        classifier = pretrained.SentenceClassifier(model.encoder, 2)
+        case = ModuleCase(classifier, {"ids": tokenizer.batch(["it was tired."])})
+        rows = check_entries("all-MiniLM-L6-v2", case, per_tensor=2)
+    assert len(rows) == len(classifier.parameters()) == 79
+    assert max(r.error for r in rows) <= 1e-6, max(rows, key=lambda r: r.error)
+
+
+@pytest.mark.slow
+@needs_model
+def test_fine_tuning_through_all_blocks_learns_the_negation_task():
+    from minitf.data.tasks import sentiment
+    from minitf.pretrained.finetune import accuracy, fine_tune
+    with backend.seed(0):
+        model, tokenizer = pretrained.load()
+        classifier = pretrained.SentenceClassifier(model.encoder, 2)
+        sentences, labels = sentiment(160)
+        before = [p.data.copy() for p in classifier.parameters()]
+        losses, seconds = fine_tune(classifier, tokenizer, sentences, labels, steps=10)
+        moved = [not np.array_equal(to_numpy(p.data), to_numpy(b))
+                 for p, b in zip(classifier.parameters(), before)]
+    assert moved[0] is False and all(moved[1:]), "every parameter but the word table moves"
+    assert np.mean(losses[-3:]) < np.mean(losses[:3]), losses
+    assert accuracy(classifier, tokenizer, sentences[:32], labels[:32]) > 0.5
