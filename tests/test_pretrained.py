@@ -100,7 +100,8 @@ def test_loading_fills_every_parameter_and_refuses_a_wrong_shape():
     tensors = _published_tensors(rng, TINY)
     encoder = encoder_from_config(TINY)
     pretrained.load_weights(encoder, tensors)
-    assert np.array_equal(to_numpy(encoder.word.W.data), tensors["embeddings.word_embeddings.weight"])
+    assert np.array_equal(to_numpy(encoder.word.W.data),
+                          tensors["embeddings.word_embeddings.weight"])
     assert np.array_equal(to_numpy(encoder.blocks[0].ffn.layer.W_1.W.data),
                           tensors["encoder.layer.0.intermediate.dense.weight"].T)
     tensors["encoder.layer.1.output.dense.weight"] = np.zeros((8, 11), np.float32)
@@ -125,8 +126,8 @@ def test_loading_runs_no_code_from_the_model_files():
     import inspect
     for module in (pretrained.loader, pretrained.safetensors, pretrained.tokenizer):
         tree = ast.parse(inspect.getsource(module))
-        names = {alias.name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-                 for alias in node.names}
+        names = {alias.name for node in ast.walk(tree)
+                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
         names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert not names & {"pickle", "torch", "import_module", "safetensors.torch"}, module
         calls = {node.func.attr for node in ast.walk(tree)

