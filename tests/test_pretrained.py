@@ -156,3 +156,18 @@ def test_attention_maps_give_every_layer_and_head_a_labelled_panel():
     panels = [ax for ax in figure.axes if ax.get_title().startswith("layer")]
     assert [ax.get_title() for ax in panels][-1] == "layer 2, head 1" and len(panels) == 4
     assert [label.get_text() for label in panels[0].get_xticklabels()] == tokens
+
+
+def test_bad_input_is_one_line_naming_the_argument():
+    encoder = encoder_from_config(TINY)
+    with pytest.raises(ValueError, match=r"BertEncoder.*ids.*vocab_size"):
+        encoder(backend.to_device(np.array([[2, 11]])))
+    with pytest.raises(ValueError, match=r"BertEncoder: ids has shape \(3\); wanted \(b, n\)"):
+        encoder(backend.to_device(np.array([2, 3, 4])))
+    with pytest.raises(ValueError, match=r"MeanPool: keep has shape \(2, 4\)"):
+        pretrained.MeanPool()(backend.randn(2, 3, 8), backend.to_device(np.ones((2, 4), bool)))
+    tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    with pytest.raises(TypeError, match="texts must be a list of strings; got one string"):
+        tokenizer.batch("a a")
+    with pytest.raises(ValueError, match=r"the vocabulary has no \[PAD\] token"):
+        pretrained.WordPieceTokenizer(["[UNK]", "[CLS]", "[SEP]"])
