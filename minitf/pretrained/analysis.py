@@ -1,0 +1,45 @@
+"""Looking inside the pretrained encoder: sentence similarities and attention maps.
+
+    s_i = mean of the last hidden states of sentence i's real tokens, divided by its length
+    cos(i, j) = s_i · s_j            (both unit length)
+    attention: every layer's softmax(q kᵀ / √d_head) for every head, (layers, h, n, n)
+"""
+from __future__ import annotations
+
+from minitf import viz
+from minitf.backend import get_array_module, to_numpy
+
+NEGATION_PAIR = ("my kid likes this movie", "my kid does not like this movie")
+
+
+def similarity(model, tokenizer, sentences):
+    """(n, n) host array of cosine similarities between ``sentences``, a list of strings."""
+    vectors = model.embed(tokenizer.batch(list(sentences)))                # (n, d), unit length
+    return to_numpy(vectors @ vectors.T)
+
+
+def format_similarity(sentences, matrix, width: int = 40) -> str:
+    """The matrix as text: one row per sentence, numbered columns, the sentences as row labels."""
+    labels = [s if len(s) <= width else s[:width - 1] + "…" for s in sentences]
+    lines = [" " * (width + 5) + "".join(f"{j + 1:>7}" for j in range(len(sentences)))]
+    for i, (label, row) in enumerate(zip(labels, matrix)):
+        lines.append(f"{i + 1:>2}  {label:<{width}} " + "".join(f"{c:7.3f}" for c in row))
+    return "\n".join(lines)
+
+
+def attention_maps(model, tokenizer, sentence: str):
+    """(probs, tokens): every layer's and head's attention weights for one sentence, as a host
+    array (layers, h, n, n) -- queries on axis 2, keys on axis 3 -- and its n token strings."""
+    ids = tokenizer.batch([sentence])                                       # (1, n)
+    encoder = model.encoder
+    encoder(ids)
+    xp = get_array_module(ids)
+    probs = xp.stack([encoder.probs(layer)[0] for layer in range(len(encoder.blocks))])
+    return to_numpy(probs), tokenizer.tokens(to_numpy(ids)[0])
+
+
+def attention_figure(probs, tokens, title: str = "", panel_size: float = 1.9):
+    """The layers × heads grid of attention maps (minitf.viz.attention_grid), token-labelled."""
+    layers = [f"layer {layer + 1}" for layer in range(probs.shape[0])]
+    return viz.attention_grid(probs, queries=tokens, keys=tokens, title=title, row_names=layers,
+                              panel_size=panel_size)

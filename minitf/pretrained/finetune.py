@@ -1,0 +1,56 @@
+"""Fine-tuning the pretrained encoder with minitf's hand-written backward passes.
+
+    logits = MeanPool(BertEncoder(ids)) W + b                     SentenceClassifier
+    L = cross-entropy(logits, labels);  ∂L/∂θ for EVERY θ, by backward through the head, the
+    pooling and all the pretrained blocks;  θ ← AdamW(θ, ∂L/∂θ)
+
+The word-embedding table (30522 × 384 for all-MiniLM-L6-v2) still gets its gradient, but is not
+updated: a few hundred sentences touch a few dozen of its rows, and leaving it frozen keeps every
+word the fine-tuning never saw where pre-training put it (and saves most of the optimiser's work).
+"""
+from __future__ import annotations
+
+import time
+
+from minitf.backend import to_device, to_numpy
+from minitf.optim import AdamW
+from minitf.pretrained.model import SentenceClassifier
+
+
+def accuracy(classifier: SentenceClassifier, tokenizer, sentences, labels,
+             batch_size: int = 64) -> float:
+    """The fraction of ``sentences`` whose largest logit is their label (inference only)."""
+    correct = 0
+    for start in range(0, len(sentences), batch_size):
+        logits = classifier(tokenizer.batch(sentences[start:start + batch_size]))
+        correct += int((to_numpy(logits).argmax(axis=-1) ==
+                        to_numpy(labels[start:start + batch_size])).sum())
+    return correct / len(sentences)
+
+
+def fine_tune(classifier: SentenceClassifier, tokenizer, sentences, labels, steps: int,
+              batch_size: int = 16, lr: float = 3e-5, head_lr: float = 1e-3):
+    """``steps`` AdamW steps on batches taken in order (wrapping around) from ``sentences``.
+
+    lr: the pretrained layers' learning rate (small: they are moved, not rewritten); head_lr: the
+    new head's, which starts from random weights. -> (losses, seconds per step) as lists.
+    """
+    encoder = classifier.sentence.encoder
+    body = [p for name, p in classifier.named_parameters()
+            if not name.startswith("head.") and p is not encoder.word.W]
+    optimizers = [AdamW(body, lr=lr, weight_decay=0.0),
+                  AdamW(classifier.head.parameters(), lr=head_lr, weight_decay=0.0)]
+    losses, seconds = [], []
+    for step in range(steps):
+        start = (step * batch_size) % len(sentences)
+        batch = [(start + i) % len(sentences) for i in range(batch_size)]
+        tick = time.perf_counter()
+        classifier.zero_grad()
+        loss, backward = classifier.loss(tokenizer.batch([sentences[i] for i in batch]),
+                                         to_device(labels[batch]))
+        backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        seconds.append(time.perf_counter() - tick)
+        losses.append(loss)
+    return losses, seconds

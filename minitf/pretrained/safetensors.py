@@ -1,0 +1,53 @@
+"""Read a ``.safetensors`` file with NumPy alone: no pickle, so no code from the file is run.
+
+The format is three parts, one after the other::
+
+    8 bytes      N, the length of the header, a little-endian unsigned 64-bit integer
+    N bytes      a JSON object: {name: {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}}
+                 (and an optional "__metadata__" entry of strings)
+    the rest     every tensor's raw little-endian bytes, at [b, e) counted from here
+
+So reading it is: parse the JSON, then view each byte range as an array of the stated dtype and
+shape. That is the whole reader (a dozen lines), which is why minitf does not depend on the
+``safetensors`` package for it. The arrays stay on the host; the model moves them to the device.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+# The dtype names of the format -> NumPy dtypes, little-endian ("<").  BF16 has no NumPy dtype and
+# is widened to float32 below (bfloat16 is the top half of a float32).
+DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
+          "I8": "i1", "U8": "u1", "BOOL": "?"}
+MAX_HEADER_BYTES = 100_000_000          # the format's own limit on the header
+
+
+def read_safetensors(path) -> dict:
+    """{name: NumPy array} for every tensor in the file at ``path`` (a fresh copy of each)."""
+    data = Path(path).read_bytes()
+    if len(data) < 8:
+        raise ValueError(f"read_safetensors: {path} has {len(data)} bytes; wanted a safetensors "
+                         f"file (an 8-byte header length, a JSON header, the tensors)")
+    n = int.from_bytes(data[:8], "little")
+    if n > min(MAX_HEADER_BYTES, len(data) - 8):
+        raise ValueError(f"read_safetensors: {path} announces a header of {n} bytes in a file of "
+                         f"{len(data)}; not a safetensors file")
+    header = json.loads(data[8:8 + n])
+    header.pop("__metadata__", None)
+    body = memoryview(data)[8 + n:]
+    tensors = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        raw = body[begin:end]
+        if entry["dtype"] == "BF16":                   # the upper 16 bits of a float32
+            array = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        elif entry["dtype"] in DTYPES:
+            array = np.frombuffer(raw, DTYPES[entry["dtype"]])
+        else:
+            raise ValueError(f"read_safetensors: tensor {name!r} has dtype {entry['dtype']!r}; "
+                             f"wanted one of {tuple(DTYPES) + ('BF16',)}")
+        tensors[name] = array.reshape(entry["shape"]).copy()
+    return tensors

@@ -1,0 +1,130 @@
+"""BERT's WordPiece tokenizer, lower-cased, written out: text -> words -> sub-word pieces -> ids.
+
+    "The café's crêpes!"  ->  clean, lower-case, strip accents:   "the cafe's crepes!"
+                          ->  split at spaces and punctuation:    the cafe ' s crepes !
+                          ->  WordPiece, longest piece first:     the cafe ' s cr ##ep ##es !
+                          ->  [CLS] … [SEP], then ids from vocab.txt (line number = id)
+
+A word with no split into known pieces becomes [UNK] as a whole. This reproduces the reference
+(uncased) BERT tokenizer's ids exactly; the tests check it on sentences with punctuation, accents
+and unknown words.
+"""
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+from minitf.backend import to_device
+from minitf.data.tasks import pad_batch
+
+MAX_WORD_CHARS = 100                   # a longer "word" is [UNK] without trying
+
+
+def _is_whitespace(ch: str) -> bool:
+    return ch in " \t\n\r" or unicodedata.category(ch) == "Zs"
+
+
+def _is_control(ch: str) -> bool:
+    return ch not in "\t\n\r" and unicodedata.category(ch) in ("Cc", "Cf")
+
+
+def _is_punctuation(ch: str) -> bool:
+    """Unicode punctuation, and every ASCII non-letter, non-digit symbol ($, +, ^, `, …)."""
+    cp = ord(ch)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(ch: str) -> bool:
+    """A CJK ideograph: BERT puts spaces around each, so every one is a word of its own."""
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in (
+        (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+        (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)))
+
+
+class WordPieceTokenizer:
+    """Text to ids and back, with BERT's special tokens.
+
+    vocab: the tokens in id order (vocab.txt). [PAD] must be id 0 -- the model's padding id.
+    encode(text) -> [CLS] pieces [SEP] as a list of ids;  batch(texts) -> padded (b, n) ids.
+    """
+
+    def __init__(self, vocab, max_len: int = 512):
+        self.vocab = list(vocab)
+        self.index = {token: i for i, token in enumerate(self.vocab)}
+        for special in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
+            if special not in self.index:
+                raise ValueError(f"WordPieceTokenizer: the vocabulary has no {special} token")
+        self.pad_id, self.unk_id = self.index["[PAD]"], self.index["[UNK]"]
+        self.cls_id, self.sep_id = self.index["[CLS]"], self.index["[SEP]"]
+        self.max_len = max_len
+
+    @classmethod
+    def from_file(cls, path, max_len: int = 512) -> "WordPieceTokenizer":
+        """Read vocab.txt: one token a line, the line number its id."""
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+        return cls([line.rstrip("\r") for line in lines if line.rstrip("\r")], max_len)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def words(self, text: str) -> list:
+        """Clean, lower-case, strip accents, split at whitespace and around punctuation."""
+        text = "".join(" " if _is_whitespace(ch) else ch for ch in text
+                       if ord(ch) not in (0, 0xFFFD) and not _is_control(ch))
+        text = "".join(f" {ch} " if _is_cjk(ch) else ch for ch in text)
+        words = []
+        for word in text.split():
+            # NFD splits "é" into "e" + a combining accent (category Mn), which is then dropped.
+            word = "".join(ch for ch in unicodedata.normalize("NFD", word.lower())
+                           if unicodedata.category(ch) != "Mn")
+            piece = ""
+            for ch in word:                      # every punctuation character is a word of its own
+                if _is_punctuation(ch):
+                    words += [piece, ch] if piece else [ch]
+                    piece = ""
+                else:
+                    piece += ch
+            if piece:
+                words.append(piece)
+        return words
+
+    def pieces(self, word: str) -> list:
+        """WordPiece: the longest known prefix, then the longest known "##"-continuation, … ."""
+        if len(word) > MAX_WORD_CHARS:
+            return ["[UNK]"]
+        pieces, start = [], 0
+        while start < len(word):
+            for end in range(len(word), start, -1):
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.index:
+                    break
+            else:                                # no prefix is known: the whole word is unknown
+                return ["[UNK]"]
+            pieces.append(piece)
+            start = end
+        return pieces
+
+    def tokenize(self, text: str) -> list:
+        """The text's pieces, without [CLS]/[SEP]:  "it's" -> ["it", "'", "s"]."""
+        return [piece for word in self.words(text) for piece in self.pieces(word)]
+
+    def encode(self, text: str) -> list:
+        """[CLS] pieces [SEP] as ids, cut to max_len (the model's number of positions)."""
+        ids = [self.index.get(piece, self.unk_id) for piece in self.tokenize(text)]
+        return [self.cls_id] + ids[:self.max_len - 2] + [self.sep_id]
+
+    def batch(self, texts):
+        """Several texts -> (b, n) int64 ids on the active backend, right-padded with [PAD]."""
+        if isinstance(texts, str):
+            raise TypeError("WordPieceTokenizer.batch: texts must be a list of strings; got one "
+                            "string (wrap it in a list)")
+        ids, _ = pad_batch([self.encode(text) for text in texts], self.pad_id)
+        return to_device(ids)
+
+    def tokens(self, ids) -> list:
+        """The pieces of a list of ids (for labelling plots): [101, 2009] -> ["[CLS]", "it"]."""
+        return [self.vocab[int(i)] for i in ids]

