@@ -374,3 +374,5 @@ workdir.cleanup()
 #   the path through the normalising sum.
 #
 # That is the loop. Pick the next exercise with ``minitf exercise list``.
+#
+# Next, lesson 20: a real pretrained Transformer, run and fine-tuned through these same layers.
