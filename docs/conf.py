@@ -41,6 +41,7 @@ html_theme_options = {
     "footer_start": [],
     "footer_end": [],
 }
+html_context = {"default_mode": "light"}   # no theme-mode console error on a first visit
 html_sidebars = {"index": [], "api": [], "exercises": [], "guarantees": [], "benchmarks": []}
 html_show_sourcelink = False
 html_copy_source = False

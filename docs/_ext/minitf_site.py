@@ -215,14 +215,18 @@ def write_generated(app) -> None:
 # --------------------------------------------------------------------------------------------
 # The API reference: each entry links to the lessons that use it
 
-_EXAMPLE_REF = re.compile(r"sphx_glr_lessons_(\d\d_\w+)\.py")
+_EXAMPLE_REF = re.compile(r":doc:`/lessons/(\d\d_\w+)`")
 
 
-def lessons_using(name: str) -> list[str]:
-    path = GENERATED / "backreferences" / f"{name}.examples"
-    if not path.exists():
-        return []
-    return sorted(set(_EXAMPLE_REF.findall(path.read_text(encoding="utf-8"))))
+def lessons_using(name: str, obj) -> list[str]:
+    """The lessons that use ``name``, from sphinx-gallery's backreferences (recorded under the
+    documented path, or under ``minitf.<qualname>`` when a lesson reached it another way)."""
+    stems = set()
+    for key in (name, f"minitf.{getattr(obj, '__qualname__', '')}"):
+        path = GENERATED / "backreferences" / f"{key}.examples"
+        if path.exists():
+            stems.update(_EXAMPLE_REF.findall(path.read_text(encoding="utf-8")))
+    return sorted(stems)
 
 
 def verbatim_docstring(app, what, name, obj, options, lines) -> None:
@@ -232,6 +236,8 @@ def verbatim_docstring(app, what, name, obj, options, lines) -> None:
     and shapes in aligned columns, which reST would read as substitutions and block quotes.
     Verbatim, every column stays aligned and no docstring can break the strict build.
     """
+    if what in ("attribute", "property", "data"):
+        return                    # one-line field notes, which napoleon rewrites as markup
     if any(line.strip() for line in lines):
         body = ["   " + line if line.strip() else "" for line in lines]
         lines[:] = [".. code-block:: text", "   :class: minitf-docstring", "", *body, ""]
@@ -241,7 +247,7 @@ def link_lessons(app, what, name, obj, options, lines) -> None:
     """autodoc-process-docstring: append "Used in lessons: …" to each documented entry."""
     if what not in ("function", "class", "method"):
         return
-    stems = lessons_using(name)
+    stems = lessons_using(name, obj)
     if stems:
         refs = ", ".join(f":ref:`sphx_glr_lessons_{stem}.py`" for stem in stems)
         lines += ["", f"**Used in lessons:** {refs}", ""]
@@ -251,6 +257,9 @@ def setup(app):
     _invalidate_stale_gallery()
     # sphinx-gallery connects its own builder-inited first (it is listed earlier in conf.py).
     app.connect("builder-inited", write_generated, priority=900)
+    # Sphinx re-reads a page only when its own source changed; the API page is made of minitf's
+    # docstrings and the lessons' backreferences, so read it on every build.
+    app.connect("env-get-outdated", lambda app, env, added, changed, removed: ["api"])
     app.connect("autodoc-process-docstring", verbatim_docstring, priority=100)
     app.connect("autodoc-process-docstring", link_lessons, priority=800)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
