@@ -267,3 +267,28 @@ def test_the_exercise_page_shows_a_failing_and_a_passing_report(browser):
 def _screenshot(page, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_a_change_to_minitf_wipes_the_executed_lessons(tmp_path, monkeypatch):
+    """sphinx-gallery skips a lesson whose file is unchanged; the site's extension wipes every
+    executed lesson when minitf's source changed, so no stale page survives (no build needed)."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "docs" / "_ext"))
+    site = __import__("minitf_site")
+    gallery = tmp_path / "lessons"
+    monkeypatch.setattr(site, "GALLERY", gallery)
+    monkeypatch.setattr(site, "SOURCE_HASH", gallery / ".minitf-source-hash")
+    monkeypatch.setattr(site, "GENERATED", tmp_path / "generated")
+    page = gallery / "01_lesson.rst"
+    gallery.mkdir()
+    page.write_text("executed before the hash was recorded")
+    site._invalidate_stale_gallery()
+    assert not page.exists()
+    page.write_text("executed with this minitf")
+    site._invalidate_stale_gallery()
+    assert page.exists(), "an unchanged minitf keeps the cache"
+    monkeypatch.setattr(site, "_source_hash", lambda: "minitf changed")
+    site._invalidate_stale_gallery()
+    assert not page.exists(), "a changed minitf re-runs every lesson"
+    sys.modules.pop("minitf_site", None)
