@@ -51,6 +51,11 @@ exclude_patterns = ["_build", "lessons/*.ipynb", "lessons/*.py", "lessons/*.zip"
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 myst_heading_anchors = 3
 
+# Every cross-reference must resolve. Two kinds are not references: napoleon reads a property's
+# "What it is: ..." line as a type, and private bases (``_Name``) are not part of the API.
+nitpicky = True
+nitpick_ignore_regex = [("py:class", r".*\s.*"), ("py:class", r"minitf(\.\w+)*\._\w+")]
+
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
 autodoc_typehints = "none"            # the docstrings say shapes and types in words
 autodoc_member_order = "bysource"
