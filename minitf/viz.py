@@ -55,6 +55,15 @@ def figures_dir() -> Path:
     return folder
 
 
+def _shown(path: Path) -> str:
+    """The path as a reader wants it: below the working folder, relative (figures/01_x.png);
+    in $MINITF_FIGURES elsewhere, by that name (a build's folders stay out of its pages)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return f"${FIGURES_ENV}/{path.name}" if os.environ.get(FIGURES_ENV) else str(path)
+
+
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``<figures_dir>/<name>.png``, print where, and return the path.
 
@@ -63,7 +72,7 @@ def save(fig, name: str) -> Path:
     """
     path = figures_dir() / f"{name}.png"
     fig.savefig(path, dpi=_DPI, metadata={"Software": None})
-    print(f"[figure] {path}")
+    print(f"[figure] {_shown(path)}")
     return path
 
 

@@ -37,7 +37,7 @@ SCREENSHOT_LESSON = "04_masks"
 
 # The public API the reference page must list: every name each module exports.
 API_MODULES = ("minitf.functional", "minitf.nn", "minitf.models", "minitf.exercises",
-               "minitf.homework", "minitf.data")
+               "minitf.homework", "minitf.data", "minitf.pretrained")
 
 
 def _unavailable(reason: str):
