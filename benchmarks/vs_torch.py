@@ -7,21 +7,14 @@
 
 The model is `minitf train`'s DecoderLM (pre-LN, tanh-GELU, learned positions, tied head), float32;
 torch runs the same model built from its own layers, with minitf's weights copied in. Measures:
-  train    forward + cross-entropy + backward + AdamW step (torch: autograd, torch.optim.AdamW)
-  forward  the logits only (torch under no_grad)
-  decode   greedy KV-cache generation, batch 1: minitf's generate() against a cached decoder
-           written below over the torch layers' weights; ms per token near tokens 64 and 256
-  memory   peak RSS of two training steps minus the RSS before them, in a fresh process each
-  floor    NumPy alone doing the step's matrix products (forward and backward shapes): the
-           bound for any NumPy framework; minitf/floor is minitf's overhead above it
-Timing: warm-up rounds, then --pairs rounds of minitf, torch, floor in turn (a change of load
-hits all three alike): medians in ms, and the median (min–max) of the per-round minitf/torch.
-Nothing is timed unless both give the same loss (relative 1e-5) and the same decoding logits.
+training step (with AdamW), forward only, KV-cache decoding per token, peak memory of training
+(fresh process each), and the BLAS floor: NumPy alone doing the step's matrix products. Timing
+alternates minitf, torch and the floor, round after round; nothing is timed unless both models
+give the same loss and the same decoding logits. benchmarks/RESULTS.md explains every column.
 """
 import argparse
 import json
 import os
-import resource
 import shlex
 import subprocess
 import sys
@@ -295,33 +288,31 @@ def compare(ours, theirs):
             f"{median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})"]
 
 
+def rss_kib(field):
+    """VmRSS (the RSS now) or VmHWM (its peak since the last reset), KiB; Linux only."""
+    with open("/proc/self/status") as status:
+        return int(dict(line.split(":", 1) for line in status)[field].split()[0])
+
+
 def memory_child(framework, name, vocab):
     """In a fresh process: print the extra RSS (MiB) that two training steps of one framework
-    need, above the RSS with both models built and before the first step (Linux only)."""
+    need, above the RSS with both models built, just before the first step."""
     config = CONFIGS[name]
     ours, theirs = build(config, vocab)
     ids = backend.to_numpy(backend.randint(0, vocab, (config.batch, config.n + 1)))
     step = steps(ours, theirs, ids[:, :-1], ids[:, 1:])["train"][framework == "torch"]
-    with open("/proc/self/statm") as statm:                        # current RSS, in pages
-        before = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")          # reset the peak to now: importing torch peaked higher already
+    before = rss_kib("VmRSS")
     step()
     step()                                                         # now with optimizer state
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
-    print(json.dumps((peak - before) / 2 ** 20))
+    print(json.dumps((rss_kib("VmHWM") - before) / 1024))
 
 
 def peak_memory(framework, name, args):
     argv = [sys.executable, __file__, "--memory-child", framework, name, "--vocab", str(args.vocab)]
     argv += ["--threads", str(args.threads)] if args.threads else []
     return float(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
-
-
-def set_threads(threads):
-    """torch's pool, and the BLAS's at run time too when threadpoolctl is there (see the top)."""
-    if threads:
-        torch.set_num_threads(threads)
-        if threadpoolctl is not None:
-            threadpoolctl.threadpool_limits(threads)
 
 
 def environment(rounds, warmup, vocab):
@@ -391,7 +382,7 @@ TABLES = {  # measure: (title, header)
     "decode": (f"KV-cache decoding, batch 1, greedy: ms per token, median of the {WINDOW} tokens "
                f"up to token k", ["config"] + [f"{what} @ {k}" for k in DECODE_AT
                                                for what in ("minitf", "torch", "minitf/torch")]),
-    "memory": ("Peak memory of a training step: max RSS minus RSS before the first step, "
+    "memory": ("Peak memory of training: peak RSS over two steps minus RSS before the first, "
                "fresh process each", ["config", "minitf (MiB)", "torch (MiB)", "minitf/torch"]),
 }
 
@@ -403,12 +394,14 @@ def main():
     parser.add_argument("--pairs", type=int, default=10, help="timed rounds (default 10)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
     parser.add_argument("--vocab", type=int, default=100, help="vocabulary size (default 100)")
-    parser.add_argument("--threads", type=int,
-                        help="torch and BLAS threads (default: each library's own choice)")
+    parser.add_argument("--threads", type=int, help="torch and BLAS threads (default: theirs)")
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny only, 2 rounds")
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    set_threads(args.threads)
+    if args.threads:      # torch's pool; the BLAS's at run time too with threadpoolctl (see top)
+        torch.set_num_threads(args.threads)
+        if threadpoolctl is not None:
+            threadpoolctl.threadpool_limits(args.threads)
     if args.memory_child:
         return memory_child(*args.memory_child, args.vocab)
     names = ["tiny"] if args.quick else args.configs.split(",")
