@@ -26,10 +26,18 @@ from statistics import median
 # once, at load time. threadpoolctl (if installed) then also sets the pool at run time and
 # reports what the BLAS really uses; torch.set_num_threads sets torch's own pool.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-for _i, _arg in enumerate(sys.argv):
-    if _arg.startswith("--threads") and _i + ("=" not in _arg) < len(sys.argv):
-        for _variable in THREAD_VARIABLES:
-            os.environ[_variable] = _arg.split("=")[1] if "=" in _arg else sys.argv[_i + 1]
+
+
+def threads_in_argv():
+    """The N of --threads N (or --threads=N), read before argparse runs: see above."""
+    for i, arg in enumerate(sys.argv[:-1]):
+        if arg == "--threads":
+            return sys.argv[i + 1]
+    return next((arg.split("=", 1)[1] for arg in sys.argv if arg.startswith("--threads=")), None)
+
+
+if threads_in_argv():
+    os.environ.update(dict.fromkeys(THREAD_VARIABLES, threads_in_argv()))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402

@@ -21,6 +21,7 @@ def load_script():
     return module
 
 
+@pytest.mark.slow            # three Python processes importing torch: most of a minute
 def test_quick_run_checks_the_models_then_prints_every_table():
     done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--threads", "1"],
                           capture_output=True, text=True, timeout=600)
