@@ -181,12 +181,14 @@ def minitf_decode(ours, prompt, n_tokens):
 @torch.no_grad()
 def torch_decode(theirs, prompt, n_tokens, forced=None):
     """Greedy generation with a KV cache over the torch layers' weights: each step runs the blocks
-    on the new token only, and appends its keys and values to the cache of every layer.
+    on the new token only, and writes its keys and values in place into each layer's cache, here
+    allocated once for the whole context (minitf's KVCache doubles its buffer when full): neither
+    copies the whole cache at every token.
     prompt: (b, n0) ids;  forced: (b, n_tokens) tokens to feed instead of the argmax (the check)
     -> seconds per token (n_tokens,), the logits of every step (b, n_tokens, V)"""
     b, d_model = prompt.shape[0], theirs.tok.embedding_dim
     h = theirs.blocks[0].self_attn.num_heads
-    keys, values = [None] * len(theirs.blocks), [None] * len(theirs.blocks)
+    cache = torch.zeros(len(theirs.blocks), 2, b, h, len(theirs.pos), d_model // h)  # k and v
     new, offset, stamps, logits = torch.from_numpy(prompt), 0, [time.perf_counter()], []
     for t in range(n_tokens):
         n = new.shape[1]
@@ -196,9 +198,8 @@ def torch_decode(theirs, prompt, n_tokens, forced=None):
             qkv = torch.nn.functional.linear(layer.norm1(x), attention.in_proj_weight,
                                              attention.in_proj_bias)      # (b, n, 3 d_model)
             q, k, v = qkv.view(b, n, 3, h, d_model // h).permute(2, 0, 3, 1, 4)  # (b, h, n, d_head)
-            if keys[i] is not None:
-                k, v = torch.cat([keys[i], k], dim=2), torch.cat([values[i], v], dim=2)
-            keys[i], values[i] = k, v                                 # (b, h, offset + n, d_head)
+            cache[i, 0, :, :, offset:offset + n], cache[i, 1, :, :, offset:offset + n] = k, v
+            k, v = cache[i, :, :, :, :offset + n]                    # (b, h, offset + n, d_head)
             # only the prompt needs the causal mask: a single new token may see every cached one
             context = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=n > 1)
             x = x + attention.out_proj(context.transpose(1, 2).reshape(b, n, d_model))
