@@ -1,0 +1,65 @@
+"""benchmarks/vs_torch.py: its smoke run prints every table after the two models agree, and it
+refuses to time models that disagree. No speed is asserted: timings on a shared machine are not
+a test."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "vs_torch.py"
+TITLES = ("### Training step", "### Forward only", "### KV-cache decoding", "### Peak memory")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("vs_torch", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow            # three Python processes importing torch: most of a minute
+def test_quick_run_checks_the_models_then_prints_every_table():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--threads", "1"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "tiny: same-loss check passed" in out
+    assert "tiny: same-decoding check passed" in out
+    for title in TITLES:
+        table = out.split(title, 1)[1].split("###", 1)[0]          # from its title to the next
+        rows = [line for line in table.splitlines() if line.startswith("| tiny")]
+        assert len(rows) == 1, f"{title}: wanted one row for tiny in\n{table}"
+    assert "AVX-512" in out and "command: python" in out and "threads: torch 1" in out
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_script()
+
+
+def test_a_model_that_differs_is_refused(bench):
+    config = bench.CONFIGS["tiny"]
+    ours, theirs = bench.build(config, 20)
+    ids = torch.randint(0, 20, (2, config.n + 1)).numpy()
+    assert "passed" in bench.check_same_loss(ours, theirs, ids[:, :-1], ids[:, 1:])
+    with torch.no_grad():
+        theirs.blocks[1].linear2.weight.mul_(1.01)                 # one weight, one percent off
+    with pytest.raises(SystemExit, match="same-loss check FAILED"):
+        bench.check_same_loss(ours, theirs, ids[:, :-1], ids[:, 1:])
+    prompt = ids[:1, :1]
+    with pytest.raises(SystemExit, match="same-decoding check FAILED"):
+        bench.check_same_decoding(ours, theirs, prompt)
+
+
+def test_the_floor_has_two_backward_products_per_forward_one(bench):
+    config = bench.CONFIGS["tiny"]
+    forward = bench.matmul_shapes(config, 100, backward=False)
+    assert len(forward) == 6 * config.n_layers + 1
+    everything = bench.matmul_shapes(config, 100)
+    assert len(everything) == 3 * len(forward)
+    for a, b in everything:                                         # every product is well formed
+        assert a[:-2] == b[:-2] and a[-1] == b[-2]
