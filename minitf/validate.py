@@ -8,9 +8,33 @@ and what was wanted -- not three frames deep inside a matmul. Shapes are describ
 """
 from __future__ import annotations
 
+import functools
 import math
+import threading
 
 from minitf.backend import get_array_module, is_array
+
+
+class _Nesting(threading.local):
+    """What is running in this thread: Module forwards and backwards (``depth``), and how many of
+    them are whole models (``models``). minitf.nn.Module keeps the count."""
+    depth = 0
+    models = 0
+
+
+nesting = _Nesting()
+
+
+def at_the_boundary(check):
+    """Run ``check`` except inside a model's layers. A model (minitf.models) checks its input at
+    its own forward; the arrays its layers then pass each other are minitf's own, made from that
+    checked input, and checking them again in every layer at every generated token would cost
+    more than a decoding step's arithmetic. A layer or an op called by you is always checked."""
+    @functools.wraps(check)
+    def checked(*args, **kwargs):
+        if not (nesting.models and nesting.depth > 1):
+            check(*args, **kwargs)
+    return checked
 
 
 def _spec_text(spec) -> str:
@@ -33,12 +57,14 @@ def _matches(shape, spec) -> bool:
     return all(isinstance(axis, str) or size == axis[1] for size, axis in zip(shape, spec))
 
 
+@at_the_boundary
 def check_array(x, name: str, where: str) -> None:
     """TypeError unless ``x`` is a NumPy or CuPy array."""
     if not is_array(x):
         raise TypeError(f"{where}: {name} must be a NumPy or CuPy array; got {type(x).__name__}")
 
 
+@at_the_boundary
 def check_shape(x, name: str, spec, where: str) -> None:
     """ValueError unless ``x.shape`` matches the axis ``spec`` (see the module docstring)."""
     check_array(x, name, where)
@@ -53,6 +79,7 @@ def check_same(got: int, wanted: int, what: str, where: str) -> None:
         raise ValueError(f"{where}: {what} is {got}; wanted {wanted}")
 
 
+@at_the_boundary
 def check_dtype(x, name: str, dtype, where: str) -> None:
     """TypeError unless ``x`` has the parameters' float dtype.
 
@@ -66,6 +93,7 @@ def check_dtype(x, name: str, dtype, where: str) -> None:
                         f"under minitf.backend.precision('{x.dtype}'))")
 
 
+@at_the_boundary
 def check_ids(ids, name: str, size: int, where: str, ignore_index: int | None = None,
               size_name: str = "vocab_size") -> None:
     """Integer ids in ``[0, size)`` (``ignore_index`` also allowed); checked explicitly because
@@ -86,6 +114,7 @@ def check_ids(ids, name: str, size: int, where: str, ignore_index: int | None = 
                          f"got values from {low} to {high}")
 
 
+@at_the_boundary
 def check_broadcast(x, name: str, target_shape, target_text: str, where: str,
                     hint: str = "") -> None:
     """ValueError unless ``x`` broadcasts to ``target_shape`` (NumPy's rules, aligned on the right)."""
@@ -140,6 +169,7 @@ def check_real(value, name: str, where: str, low: float | None = None,
         raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}")
 
 
+@at_the_boundary
 def check_finite(x, name: str, where: str) -> None:
     """ValueError unless every element of the float array ``x`` is finite (no NaN, no inf)."""
     xp = get_array_module(x)
@@ -158,6 +188,7 @@ def not_real_numbers(x) -> str:
     return ""
 
 
+@at_the_boundary
 def check_like(dy, name: str, shape, dtype, where: str, what: str) -> None:
     """ValueError/TypeError unless ``dy`` is an array of exactly ``shape`` and ``dtype`` -- a
     gradient must have the shape and dtype of what it is the gradient of (``what``)."""

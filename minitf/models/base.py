@@ -17,6 +17,7 @@ class Model(Module):
 
     kind = ""
     ignore_index = -100       # targets equal to this are not scored (padding)
+    is_model = True           # checks its inputs in forward; its layers skip theirs (validate)
 
     def loss(self, *inputs_and_targets):
         """Mean softmax cross-entropy of the logits against the targets (the last argument).

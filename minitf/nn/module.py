@@ -15,7 +15,7 @@ import functools
 
 from minitf.backend import (backend_of, float_dtype, get_array_module, is_array, randn,
                             to_device, to_numpy)
-from minitf.validate import check_dtype, check_like, check_shape, not_real_numbers
+from minitf.validate import check_dtype, check_like, check_shape, nesting, not_real_numbers
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
 
@@ -58,7 +58,13 @@ def as_tuple(grads) -> tuple:
 def _recording_output(forward_of_class):
     @functools.wraps(forward_of_class)
     def forward(self, *args, **kwargs):
-        y = forward_of_class(self, *args, **kwargs)
+        nesting.depth += 1                 # inside a model, its layers skip the input checks
+        nesting.models += self.is_model
+        try:
+            y = forward_of_class(self, *args, **kwargs)
+        finally:
+            nesting.depth -= 1
+            nesting.models -= self.is_model
         self._output = (tuple(y.shape), y.dtype) if is_array(y) else None
         return y
     return forward
@@ -67,10 +73,16 @@ def _recording_output(forward_of_class):
 def _checking_gradient(backward_of_class):
     @functools.wraps(backward_of_class)
     def backward(self, dy, *args, **kwargs):      # named so: tracers see a call to a backward
-        if self._output is not None and self._cache is not _NO_CACHE:
-            check_like(dy, "dy", *self._output, f"{type(self).__name__}.backward",
-                       "the last forward's output")
-        return backward_of_class(self, dy, *args, **kwargs)
+        nesting.depth += 1
+        nesting.models += self.is_model
+        try:
+            if self._output is not None and self._cache is not _NO_CACHE:
+                check_like(dy, "dy", *self._output, f"{type(self).__name__}.backward",
+                           "the last forward's output")
+            return backward_of_class(self, dy, *args, **kwargs)
+        finally:
+            nesting.depth -= 1
+            nesting.models -= self.is_model
     return backward
 
 
@@ -82,6 +94,7 @@ class Module:
     """
 
     training = True
+    is_model = False         # a whole model checks its input; its layers then trust theirs
     _cache = _NO_CACHE
     _output = None           # (shape, dtype) of the last forward's output, if it was one array
 
