@@ -101,10 +101,12 @@ def sentiment(n_examples: int):
 
 
 class WordVocabulary:
-    """Word-level ids for the sentiment sentences: 0 is padding, then every word, sorted."""
+    """Word-level ids for the sentiment sentences: 0 is padding, then the ``specials`` (e.g.
+    "[MASK]", "[SEP]") in the order given, then every word, sorted."""
 
-    def __init__(self, sentences):
-        self.words = ["<pad>"] + sorted({w for s in sentences for w in s.split()})
+    def __init__(self, sentences, specials=()):
+        self.specials = ["<pad>", *specials]
+        self.words = self.specials + sorted({w for s in sentences for w in s.split()})
         self.index = {w: i for i, w in enumerate(self.words)}
 
     @property
@@ -117,6 +119,23 @@ class WordVocabulary:
         if unknown:
             raise ValueError(f"WordVocabulary.encode: unknown words {unknown[:5]}")
         return pad_batch([[self.index[w] for w in s.split()] for s in sentences], 0, length)
+
+    def encode_pairs(self, pairs, length: int | None = None):
+        """Sentence pairs -> ids and segment ids, both padded (b, n), for a model that puts its own
+        [CLS] in front (EncoderClassifier):
+
+            ids          a₁ … aₖ [SEP] b₁ … bₘ [SEP] <pad> …
+            segment_ids  0  … 0  0     1  … 1  1     0     …
+        """
+        if "[SEP]" not in self.index:
+            raise ValueError("WordVocabulary.encode_pairs: the vocabulary has no [SEP]; build it "
+                             "with specials=('[SEP]',)")
+        joined = [f"{a} [SEP] {b} [SEP]" for a, b in pairs]
+        ids, lengths = self.encode(joined, length)
+        first = np.array([len(a.split()) + 1 for a, _ in pairs])            # a and its [SEP]
+        position = np.arange(ids.shape[1])
+        segment_ids = ((position >= first[:, None]) & (position < lengths[:, None])).astype(np.int64)
+        return ids, segment_ids
 
 
 # -- digits for the Vision Transformer ----------------------------------------------------------

@@ -1,20 +1,23 @@
 """Whole models built from minitf.nn: a decoder-only language model, the encoder–decoder
-Transformer, an encoder classifier with a CLS token, and a Vision Transformer. Each has a
-hand-written backward through the whole model."""
+Transformer, an encoder classifier with a CLS token, a Vision Transformer, and BERT's masked
+language model. Each has a hand-written backward through the whole model."""
 from minitf.models.base import Model
 from minitf.models.classifier import EncoderClassifier, VisionTransformer
+from minitf.models.encoder import EncoderLM
 from minitf.models.lm import DecoderLM
 from minitf.models.transformer import Transformer
 
-MODELS = {cls.kind: cls for cls in (DecoderLM, Transformer, EncoderClassifier, VisionTransformer)}
+MODELS = {cls.kind: cls for cls in (DecoderLM, Transformer, EncoderClassifier, VisionTransformer,
+                                    EncoderLM)}
 
 
 def build(kind: str, config: dict) -> Model:
-    """The model of family ``kind`` ("lm", "seq2seq", "classifier", "vit") built from ``config``."""
+    """The model of family ``kind`` ("lm", "seq2seq", "classifier", "vit", "mlm") built from
+    ``config``."""
     if kind not in MODELS:
         raise ValueError(f"unknown model kind {kind!r}; wanted one of {tuple(MODELS)}")
     return MODELS[kind](**config)
 
 
 __all__ = ["Model", "DecoderLM", "Transformer", "EncoderClassifier", "VisionTransformer",
-           "MODELS", "build"]
+           "EncoderLM", "MODELS", "build"]

@@ -3,9 +3,10 @@
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.models.base import Model
-from minitf.nn import (ClassToken, Dropout, Embedding, EncoderBlock, LayerNorm,
-                       LearnedPositionalEmbedding, Linear, Stack)
-from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
+from minitf.models.encoder import cls_key_mask, token_inputs
+from minitf.nn import (ClassToken, Dropout, EncoderBlock, LayerNorm, LearnedPositionalEmbedding,
+                       Linear, Stack, TokenEmbedding)
+from minitf.validate import check_finite, check_int, feed_forward_width
 
 
 class _ClassTokenEncoder(Model):
@@ -44,34 +45,34 @@ class EncoderClassifier(_ClassTokenEncoder):
     """Text classification (BERT-style): token embeddings, a CLS token, an encoder, a head on CLS.
 
     Tokens equal to pad_id are masked as keys, so padding does not change the prediction.
-    forward(ids) -> logits;  ids: (b, n) with n ≤ max_len  ->  (b, n_classes)
+    n_segments ≥ 1 adds a segment embedding for sentence pairs, [CLS] a [SEP] b [SEP]: segment 0
+    for a (and its [SEP]), 1 for b (see minitf.data.sentence_pairs).
+    forward(ids, segment_ids=None) -> logits;  ids: (b, n) with n ≤ max_len  ->  (b, n_classes)
     """
 
     kind = "classifier"
 
     def __init__(self, vocab_size: int, n_classes: int, d_model: int = 64, n_heads: int = 4,
                  n_layers: int = 2, d_ff: int | None = None, max_len: int = 64,
-                 dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu"):
+                 dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu",
+                 n_segments: int = 0):
         d_ff = feed_forward_width(d_ff, d_model, "EncoderClassifier")
+        check_int(n_segments, "n_segments", "EncoderClassifier", low=0,
+                  what="the number of segments (0 for none)")
         self.config = dict(vocab_size=vocab_size, n_classes=n_classes, d_model=d_model,
                            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, max_len=max_len,
                            dropout=dropout, pad_id=pad_id, activation=activation)
+        if n_segments:            # only then: the configs of earlier checkpoints stay the same
+            self.config["n_segments"] = n_segments
         self.vocab_size, self.max_len, self.pad_id = vocab_size, max_len, pad_id
-        self.tok_emb = Embedding(vocab_size, d_model)
+        self.tok_emb = TokenEmbedding(vocab_size, d_model, n_segments)
         self._build_encoder(max_len, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
                             activation)
 
-    def forward(self, ids):
-        where = type(self).__name__
-        check_shape(ids, "ids", ("b", "n"), where)
-        check_ids(ids, "ids", self.vocab_size, where)
-        if ids.shape[1] > self.max_len:
-            raise ValueError(f"{where}: ids has {ids.shape[1]} tokens; wanted at most "
-                             f"max_len={self.max_len}")
-        xp = get_array_module(ids)
-        keep = xp.concatenate([xp.ones((ids.shape[0], 1), dtype=bool), ids != self.pad_id], axis=1)
-        mask = F.as_additive_mask(keep[:, None, None, :], self.tok_emb.W.data.dtype)  # CLS: kept
-        return self._classify(self.tok_emb(ids), mask)
+    def forward(self, ids, segment_ids=None):
+        x, keep = token_inputs(self, ids, segment_ids)          # (b, n, d_model), (b, n)
+        mask = F.as_additive_mask(cls_key_mask(keep), self.tok_emb.W.data.dtype)   # CLS: kept
+        return self._classify(x, mask)
 
     def backward(self, dlogits):
         return self.tok_emb.backward(self._classify_backward(dlogits))

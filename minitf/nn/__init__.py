@@ -1,13 +1,14 @@
 """Layers with parameters: each keeps what its forward computed and writes its own backward."""
 from minitf.nn.attention import KVCache, MultiHeadAttention
 from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, Stack
-from minitf.nn.layers import GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU
+from minitf.nn.layers import (GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU,
+                              TokenEmbedding)
 from minitf.nn.module import Module, Parameter
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
                                   SinusoidalPositionalEncoding)
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Embedding", "LayerNorm", "Dropout", "ReLU", "GELU",
+    "Parameter", "Module", "Linear", "Embedding", "TokenEmbedding", "LayerNorm", "Dropout", "ReLU", "GELU",
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",
