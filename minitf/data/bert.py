@@ -2,9 +2,7 @@
 pairs told apart by segment ids."""
 from __future__ import annotations
 
-import numpy as np
-
-from minitf.backend import backend_of, rand, randint, seed as seeded, to_device, to_numpy
+from minitf.backend import backend_of, get_array_module, rand, randint, seed as seeded, to_device
 from minitf.data.tasks import sentiment
 from minitf.validate import check_ids, check_int
 
@@ -31,25 +29,26 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
         raise ValueError(f"{where}: p must lie in (0, 1), the fraction of positions to choose; "
                          f"got {p!r}")
-    special = np.array(sorted({int(s) for s in special_ids} | {mask_id}), dtype=np.int64)
-    check_ids(special, "special_ids", vocab_size, where)
-    ordinary = np.setdiff1d(np.arange(vocab_size), special)       # the tokens a random one is from
-    if ordinary.size == 0:
+    special = sorted({int(s) for s in special_ids} | {mask_id})
+    for s in special:
+        check_int(s, "special_ids", where, low=0, high=vocab_size - 1, what="token ids")
+    ordinary = sorted(set(range(vocab_size)) - set(special))    # what a random token is from
+    if not ordinary:
         raise ValueError(f"{where}: every id in [0, {vocab_size}) is special; wanted at least one "
                          f"ordinary token")
     if seed is not None:
         with seeded(seed):
             return mask_tokens(ids, mask_id, vocab_size, p, special_ids, ignore_index)
-    host = to_numpy(ids)
-    u_choose = to_numpy(rand(*host.shape, dtype=np.float64))      # (…) one draw to choose
-    u_action = to_numpy(rand(*host.shape, dtype=np.float64))      # (…) one to decide what to do
-    random_ids = ordinary[to_numpy(randint(0, ordinary.size, host.shape))]
-    chosen = (u_choose < p) & ~np.isin(host, special)
-    inputs = np.where(chosen & (u_action < 0.8), mask_id, host)
-    inputs = np.where(chosen & (u_action >= 0.8) & (u_action < 0.9), random_ids, inputs)
-    targets = np.where(chosen, host, ignore_index)
-    return (to_device(inputs, backend=backend_of(ids)),
-            to_device(targets, backend=backend_of(ids)))
+    xp, device = get_array_module(ids), backend_of(ids)
+    u_choose = rand(*ids.shape, dtype="float64", like=ids)      # (…) one draw to choose
+    u_action = rand(*ids.shape, dtype="float64", like=ids)      # (…) one to decide what to do
+    pick = to_device(randint(0, len(ordinary), ids.shape), backend=device)
+    random_ids = xp.asarray(ordinary, dtype=ids.dtype)[pick]    # (…) ordinary tokens
+    chosen = (u_choose < p) & ~xp.isin(ids, xp.asarray(special, dtype=ids.dtype))
+    inputs = xp.where(chosen & (u_action < 0.8), mask_id, ids)
+    inputs = xp.where(chosen & (u_action >= 0.8) & (u_action < 0.9), random_ids, inputs)
+    targets = xp.where(chosen, ids, ignore_index)
+    return inputs, targets
 
 
 def sentence_pairs(n_examples: int):
@@ -63,4 +62,4 @@ def sentence_pairs(n_examples: int):
     check_int(n_examples, "n_examples", "sentence_pairs", what="the number of pairs")
     sentences, labels = sentiment(2 * n_examples)
     pairs = list(zip(sentences[0::2], sentences[1::2]))
-    return pairs, (labels[0::2] == labels[1::2]).astype(np.int64)
+    return pairs, (labels[0::2] == labels[1::2]).astype(labels.dtype)
