@@ -358,6 +358,19 @@ def _():
                                       "segment_ids": randint(0, 2, (2, 5))})
 
 
+@case("SetEncoder, CLS pooling, no positions")
+def _():
+    model = models.SetEncoder(3, 4, d_model=8, n_heads=2, n_layers=1, d_ff=12, dropout=0.1)
+    return ModuleCase(model, {"points": randn(2, 5, 3)})
+
+
+@case("SetEncoder, mean pooling, learned positions")
+def _():
+    model = models.SetEncoder(3, 4, d_model=8, n_heads=2, n_layers=1, d_ff=12, pooling="mean",
+                              max_len=6)
+    return ModuleCase(model, {"points": randn(2, 5, 3)})
+
+
 @case("VisionTransformer")
 def _():
     model = models.VisionTransformer(4, 2, 3, channels=2, d_model=8, n_heads=2, n_layers=1,

@@ -8,8 +8,8 @@ import minitf.nn as nn
 from minitf import backend
 from minitf.data import BOS, EOS
 from minitf.generate import beam_search, generate, greedy_decode, sample_next
-from minitf.models import (MODELS, DecoderLM, EncoderClassifier, EncoderLM, Model, Transformer,
-                           VisionTransformer, build)
+from minitf.models import (MODELS, DecoderLM, EncoderClassifier, EncoderLM, Model, SetEncoder,
+                           Transformer, VisionTransformer, build)
 from minitf.models.lm import POSITIONAL
 
 
@@ -180,7 +180,8 @@ def test_every_model_rebuilds_from_its_config():
                                                         pre_ln=False), Transformer(7, 6, 8, 2, 1),
             EncoderClassifier(7, 2, 8, 2, 1), EncoderClassifier(7, 2, 8, 2, 1, n_segments=2),
             VisionTransformer(4, 2, 3, d_model=8, n_heads=2),
-            EncoderLM(7, 8, 2, 1, max_len=4, n_segments=2)]
+            EncoderLM(7, 8, 2, 1, max_len=4, n_segments=2), SetEncoder(3, 2, 8, 2, 1),
+            SetEncoder(3, 2, 8, 2, 1, pooling="mean", max_len=5)]
     assert {m.kind for m in made} == set(MODELS)
     assert all(isinstance(m, Model) for m in made)
     for model in made:

@@ -3,13 +3,14 @@
     seq2seq_task    copy / reverse / sort a sequence of symbols     (encoder–decoder)
     sentiment       templated sentences with negation               (encoder classifier)
     digits          8×8 handwritten digits from scikit-learn        (Vision Transformer)
+    point_sets      2-D point clouds: circle, line or blob           (set encoder)
 All drawn from minitf's seeded generator: the same seed gives the same data.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from minitf.backend import randint, to_numpy
+from minitf.backend import rand, randint, randn, to_numpy
 
 PAD, BOS, EOS = 0, 1, 2           # special ids of the seq2seq tasks; symbols start at 3
 TASKS = ("copy", "reverse", "sort")
@@ -136,6 +137,32 @@ class WordVocabulary:
         position = np.arange(ids.shape[1])
         segment_ids = ((position >= first[:, None]) & (position < lengths[:, None])).astype(np.int64)
         return ids, segment_ids
+
+
+# -- point clouds for the set encoder ------------------------------------------------------------
+
+SHAPES = ("circle", "line", "blob")
+
+
+def point_sets(n_examples: int, n_points: int = 8):
+    """Small 2-D point clouds, each a set of n_points from one of three shapes, at a random angle:
+
+        0  circle   points on the unit circle (a little noise)
+        1  line     points along a random direction, from −1 to 1
+        2  blob     points from N(0, 0.4²) in both coordinates
+    The points come in no particular order: the label is a property of the set.
+    -> points (n, n_points, 2) float32, labels (n,) int64
+    """
+    labels = to_numpy(randint(0, 3, (n_examples,)))
+    u = to_numpy(rand(n_examples, n_points, dtype=np.float64)) * 2 - 1        # in [-1, 1)
+    noise = to_numpy(randn(n_examples, n_points, 2, dtype=np.float64))
+    angle = to_numpy(rand(n_examples, 1, dtype=np.float64)) * np.pi          # the line's direction
+    circle = np.stack([np.cos(np.pi * u), np.sin(np.pi * u)], axis=-1) + 0.05 * noise
+    line = u[..., None] * np.stack([np.cos(angle), np.sin(angle)], axis=-1) + 0.02 * noise
+    blob = 0.4 * noise
+    points = np.where(labels[:, None, None] == 0, circle, np.where(labels[:, None, None] == 1,
+                                                                   line, blob))
+    return points.astype(np.float32), labels
 
 
 # -- digits for the Vision Transformer ----------------------------------------------------------

@@ -1,18 +1,19 @@
 """Whole models built from minitf.nn: a decoder-only language model, the encoder–decoder
-Transformer, an encoder classifier with a CLS token, a Vision Transformer, and BERT's masked
-language model. Each has a hand-written backward through the whole model."""
+Transformer, an encoder classifier with a CLS token, a Vision Transformer, BERT's masked
+language model and an encoder over sets of vectors. Each has a hand-written backward through
+the whole model."""
 from minitf.models.base import Model
-from minitf.models.classifier import EncoderClassifier, VisionTransformer
+from minitf.models.classifier import EncoderClassifier, SetEncoder, VisionTransformer
 from minitf.models.encoder import EncoderLM
 from minitf.models.lm import DecoderLM
 from minitf.models.transformer import Transformer
 
 MODELS = {cls.kind: cls for cls in (DecoderLM, Transformer, EncoderClassifier, VisionTransformer,
-                                    EncoderLM)}
+                                    EncoderLM, SetEncoder)}
 
 
 def build(kind: str, config: dict) -> Model:
-    """The model of family ``kind`` ("lm", "seq2seq", "classifier", "vit", "mlm") built from
+    """The model of family ``kind`` ("lm", "seq2seq", "classifier", "vit", "mlm", "set") built from
     ``config``."""
     if kind not in MODELS:
         raise ValueError(f"unknown model kind {kind!r}; wanted one of {tuple(MODELS)}")
@@ -20,4 +21,4 @@ def build(kind: str, config: dict) -> Model:
 
 
 __all__ = ["Model", "DecoderLM", "Transformer", "EncoderClassifier", "VisionTransformer",
-           "EncoderLM", "MODELS", "build"]
+           "EncoderLM", "SetEncoder", "MODELS", "build"]
