@@ -6,8 +6,8 @@ Drop the causal mask from a Transformer stack and every token sees every other t
 stack cannot write text one token at a time, but it reads: it turns a whole input into vectors
 that know their context. You will classify sentences from one extra token, [CLS]; see why a
 bag of words cannot do the same; pretrain a small BERT by hiding words behind [MASK]; feed it
-sentence pairs with segment ids; and find that a Vision Transformer's patch embedding is a
-convolution.
+sentence pairs with segment ids; find that a Vision Transformer's patch embedding is a
+convolution; and, leaving out the positions, read a set of points whose order means nothing.
 
 Run it: ``python lessons/15_encoder_only_bert_and_vit.py`` or ``minitf lesson 15`` (about ten
 seconds).
@@ -18,7 +18,7 @@ import numpy as np
 
 import minitf.functional as F
 from minitf import backend, data, viz
-from minitf.models import EncoderClassifier, EncoderLM, VisionTransformer
+from minitf.models import EncoderClassifier, EncoderLM, SetEncoder, VisionTransformer
 from minitf.optim import AdamW, WarmupCosine
 from minitf.train import Trainer
 
@@ -234,7 +234,7 @@ images = backend.to_numpy(backend.randn(2, C, size, size))
 tokens, _ = F.patches(images, p)                        # (2, 4, p·p·C): 2 × 2 patches each
 embedded = vit.patch_emb(tokens)                        # (2, 4, d_model)
 
-W = vit.patch_emb.W.data                                # (p·p·C, d_model); rows in (i, j, c) order
+W = vit.patch_emb.W.data                                # (p·p·C, d_model), rows (i, j, c)
 kernel = W.reshape(p, p, C, -1).transpose(3, 2, 0, 1)   # (d_model, C, p, p): a Conv2d weight
 conv = np.zeros((2, W.shape[1], size // p, size // p))  # (b, d_model, rows, cols)
 for r in range(size // p):
@@ -302,6 +302,37 @@ fig.suptitle("Where the [CLS] token looks: the lectures' three sentences, and a 
 viz.save(fig, "15_cls_attention")
 
 # %% [markdown]
+# Sets: tokens without an order
+# -----------------------------
+#
+# Words and patches come in an order, which is why both models add positions. Some inputs do
+# not: the points of a point cloud, the items in a basket. Make each element a token with a
+# linear map, leave out the positions, and nothing in the encoder can tell the first element
+# from the last: attention weighs keys by content only, the feed-forward network treats each
+# token alike, and reading [CLS] (or the mean) does not care where a token sits. Permute the
+# elements and the output does not move. ``SetEncoder`` learns to tell circles, lines and
+# blobs of 8 points apart; adding learned positions breaks the symmetry.
+
+# %%
+points, shapes = data.point_sets(1200)                  # (1200, 8, 2), labels 0 / 1 / 2
+sets = SetEncoder(2, 3, d_model=16, n_heads=2, n_layers=1, d_ff=32)
+train(sets, sampler(points[:1000].astype("float64"), shapes[:1000], batch_size=32), 150, 1e-2)
+held_out = backend.to_device(points[1000:].astype("float64"))
+set_accuracy = (backend.to_numpy(sets(held_out).argmax(axis=-1)) == shapes[1000:]).mean()
+reordered = held_out[:, np.array([3, 6, 0, 5, 1, 2, 4, 7])[::-1]]     # every point moves
+moved = np.abs(backend.to_numpy(sets(held_out) - sets(reordered))).max()
+ordered = SetEncoder(2, 3, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=8)
+ordered.pos_emb.W.data = backend.randn(*ordered.pos_emb.W.shape)   # as large as the points
+moved_with_positions = np.abs(backend.to_numpy(ordered(held_out) - ordered(reordered))).max()
+print(f"{' / '.join(data.SHAPES)}: held-out accuracy {set_accuracy:.3f}")
+print(f"largest logit change when the points are reordered: {moved:.1e} without positions, "
+      f"{moved_with_positions:.2f} with learned positions")
+assert set_accuracy > 0.9, f"the set encoder should tell the shapes apart; got {set_accuracy:.3f}"
+assert moved < 1e-12, "without positions the encoder must not see the order of a set"
+assert moved_with_positions > 1e-3, "learned positions make the order visible"
+print("✓ no positions: a permutation-invariant encoder for sets")
+
+# %% [markdown]
 # What to remember
 # ----------------
 #
@@ -314,5 +345,6 @@ viz.save(fig, "15_cls_attention")
 # * Sentence pairs are [CLS] a [SEP] b [SEP], with a segment embedding telling a from b.
 # * A ViT's patch embedding is a convolution whose stride equals its kernel size; after it,
 #   patches are words and the classifier is the same.
+# * Without positions the encoder reads a set: its output ignores the order of the tokens.
 #
 # Next, lesson 16: attention heads that become a convolution.

@@ -121,7 +121,7 @@ LESSONS = (
            "encoder-only models: [CLS] classification, masked-LM pretraining, a ViT patch is a "
            "convolution",
            "CLS reads negation a bag of words cannot; the three movie sentences; [MASK] 80/10/10 "
-           "filled from both sides; [SEP] and segments; ViT patches as words",
+           "filled from both sides; [SEP] and segments; ViT patches as words; sets, no positions",
            ("15_masked_lm", "15_cls_attention"), 6.0),
     Lesson("16_attention_and_convolution",
            "heads with one-offset masks form a convolution; splitting wide saves weights but "

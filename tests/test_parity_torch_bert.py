@@ -9,8 +9,9 @@ torch = pytest.importorskip("torch")
 
 from minitf import backend  # noqa: E402
 from minitf.models import EncoderLM  # noqa: E402
-from test_parity_torch import (assert_close, compare_gradients, copy_weights, dtype,  # noqa: E402,F401
-                               encoder_map, norm_map, torch_module, torch_tensor)
+from test_parity_torch import (assert_close, compare_gradients, copy_weights,  # noqa: E402
+                               dtype, encoder_map, norm_map, torch_module,  # noqa: F401
+                               torch_tensor)
 
 
 def test_encoder_lm_masked_loss_and_every_gradient_match_torch(dtype):

@@ -135,7 +135,8 @@ class WordVocabulary:
         ids, lengths = self.encode(joined, length)
         first = np.array([len(a.split()) + 1 for a, _ in pairs])            # a and its [SEP]
         position = np.arange(ids.shape[1])
-        segment_ids = ((position >= first[:, None]) & (position < lengths[:, None])).astype(np.int64)
+        in_b = (position >= first[:, None]) & (position < lengths[:, None])     # (b, n)
+        segment_ids = in_b.astype(np.int64)
         return ids, segment_ids
 
 

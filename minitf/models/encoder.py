@@ -26,9 +26,9 @@ def token_inputs(model, ids, segment_ids=None):
 class EncoderLM(DecoderLM):
     """BERT: the language model's stack without the causal mask, trained on masked tokens.
 
-        x      = E[ids] + S[segment_ids] + P[0..n−1]   (b, n, d_model)   tokens, segments, positions
-        x      = block_L(… block_1(x))                  (b, n, d_model)   every token sees every token
-        logits = LayerNorm(x) Eᵀ                        (b, n, vocab)     a guess at every position
+        x      = E[ids] + S[segment_ids] + P[0..n−1]   (b, n, d_model)  token, segment, position
+        x      = block_L(… block_1(x))                  (b, n, d_model)  each token sees them all
+        logits = LayerNorm(x) Eᵀ                        (b, n, vocab)    a guess at every position
 
     Every position sees the whole input, so a position cannot be asked for its own token: the
     input hides some tokens behind [MASK] (minitf.data.mask_tokens) and only those are scored;
