@@ -50,8 +50,7 @@ class _ClassTokenEncoder(Model):
         else:                                                   # the mean: 1/n to every token
             dh = xp.broadcast_to(dpooled[:, None] / shape[1], shape)
         dx = self.drop.backward(self.encoder.backward(self.norm.backward(dh)))
-        if self.pos_emb is not None:
-            dx = self.pos_emb.backward(dx)
+        dx = dx if self.pos_emb is None else self.pos_emb.backward(dx)     # P was added
         return dx if self.cls is None else self.cls.backward(dx)
 
 
