@@ -118,6 +118,12 @@ LESSONS = (
            "encoder self, masked self and cross-attention; teacher forcing (BOS, not <EOS>); "
            "greedy and beam; the O(N²) + O(M²) + O(NM) quiz; which encoder output each layer reads",
            ("14_enc_dec_cost", "14_cross_attention"), 10.9),
+    Lesson("15_encoder_only_bert_and_vit",
+           "encoder-only models: [CLS] classification, masked-LM pretraining, a ViT patch is a "
+           "convolution",
+           "CLS reads negation a bag of words cannot; the three movie sentences; [MASK] 80/10/10 "
+           "filled from both sides; [SEP] and segments; ViT patches as words; sets, no positions",
+           ("15_masked_lm", "15_cls_attention"), 6.0),
     Lesson("16_attention_and_convolution",
            "heads with one-offset masks form a convolution; splitting wide saves weights but "
            "isolates the parts",

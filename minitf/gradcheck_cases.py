@@ -181,6 +181,12 @@ def _():
     return ModuleCase(nn.Embedding(7, 4), options={"ids": randint(0, 7, (2, 5))})
 
 
+@case("TokenEmbedding, segments")
+def _():
+    return ModuleCase(nn.TokenEmbedding(7, 4, n_segments=2),
+                      options={"ids": randint(0, 7, (2, 5)), "segment_ids": randint(0, 2, (2, 5))})
+
+
 @case("LayerNorm")
 def _():
     return ModuleCase(nn.LayerNorm(5), {"x": randn(2, 3, 5)})
@@ -337,6 +343,35 @@ def _():
     model = models.EncoderClassifier(7, 3, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=6,
                                      dropout=0.1)
     return ModuleCase(model, {"ids": _padded_ids(7, 3, 5, [5, 2, 4])})
+
+
+@case("EncoderClassifier, sentence pairs: segments and padding")
+def _():
+    model = models.EncoderClassifier(7, 3, d_model=8, n_heads=2, n_layers=1, d_ff=12, max_len=6,
+                                     n_segments=2)
+    return ModuleCase(model, options={"ids": _padded_ids(7, 2, 5, [5, 3]),
+                                      "segment_ids": randint(0, 2, (2, 5))})
+
+
+@case("EncoderLM (BERT), segments and padding")
+def _():
+    model = models.EncoderLM(7, d_model=8, n_heads=2, n_layers=2, d_ff=12, max_len=6,
+                             n_segments=2, dropout=0.1)
+    return ModuleCase(model, options={"ids": _padded_ids(7, 2, 5, [5, 3]),
+                                      "segment_ids": randint(0, 2, (2, 5))})
+
+
+@case("SetEncoder, CLS pooling, no positions")
+def _():
+    model = models.SetEncoder(3, 4, d_model=8, n_heads=2, n_layers=1, d_ff=12, dropout=0.1)
+    return ModuleCase(model, {"points": randn(2, 5, 3)})
+
+
+@case("SetEncoder, mean pooling, learned positions")
+def _():
+    model = models.SetEncoder(3, 4, d_model=8, n_heads=2, n_layers=1, d_ff=12, pooling="mean",
+                              max_len=6)
+    return ModuleCase(model, {"points": randn(2, 5, 3)})
 
 
 @case("VisionTransformer")

@@ -114,6 +114,20 @@ def check_ids(ids, name: str, size: int, where: str, ignore_index: int | None = 
                          f"got values from {low} to {high}")
 
 
+def check_segments(segment_ids, ids, n_segments: int, where: str) -> None:
+    """segment_ids (or None): ids' shape, values in [0, n_segments), and a model that has segments."""
+    if segment_ids is None:
+        return
+    if not n_segments:
+        raise ValueError(f"{where}: segment_ids were given, but the model has no segment "
+                         f"embedding; build it with n_segments ≥ 1 (2 for sentence pairs)")
+    check_array(segment_ids, "segment_ids", where)
+    if tuple(segment_ids.shape) != tuple(ids.shape):
+        raise ValueError(f"{where}: segment_ids has shape {_shape_text(segment_ids.shape)}; "
+                         f"wanted {_shape_text(ids.shape)}, the shape of ids")
+    check_ids(segment_ids, "segment_ids", n_segments, where, size_name="n_segments")
+
+
 @at_the_boundary
 def check_broadcast(x, name: str, target_shape, target_text: str, where: str,
                     hint: str = "") -> None:

@@ -311,3 +311,32 @@ def test_unknown_init_scheme():
         models.VisionTransformer(8, 4, 2, d_model=8, n_heads=2, init="Xavier")
     with raises(ValueError, "initialize: init must be one of", "got 'glorot'"):
         nn.initialize(nn.Linear(3, 4), "glorot")
+
+
+def test_segment_ids_and_masking_settings_are_checked(backend_name):
+    from minitf import data
+    model = models.EncoderLM(7, 8, 2, 1, max_len=6, n_segments=2)
+    ids = backend.randint(1, 7, (2, 5))
+    with raises(ValueError, "segment_ids must lie in [0, n_segments=2)", "from 0 to 2"):
+        model(ids, backend.to_device(np.array([[0, 0, 1, 2, 0], [0, 1, 1, 1, 1]])))
+    with raises(ValueError, "segment_ids has shape (2, 4)", "wanted (2, 5), the shape of ids"):
+        model(ids, backend.randint(0, 2, (2, 4)))
+    with raises(ValueError, "EncoderClassifier", "segment_ids were given", "n_segments"):
+        models.EncoderClassifier(7, 2, 8, 2, 1)(ids, backend.randint(0, 1, (2, 5)))
+    with raises(ValueError, "n_segments must be an integer ≥ 0", "-1"):
+        models.EncoderClassifier(7, 2, 8, 2, 1, n_segments=-1)
+    with raises(ValueError, "EncoderLM: pad_id must be an integer in [0, 6]", "7"):
+        models.EncoderLM(7, 8, 2, 1, pad_id=7)
+    with raises(TypeError, "EncoderLM: a bidirectional encoder has no KV cache"):
+        model.new_cache()
+    for p in (0, 1, 1.5, -0.1):
+        with raises(ValueError, "mask_tokens: p must lie in (0, 1)", repr(p)):
+            data.mask_tokens(ids, 1, 7, p=p)
+    with raises(ValueError, "mask_tokens: mask_id must be an integer in [0, 6]", "9"):
+        data.mask_tokens(ids, 9, 7)
+    with raises(ValueError, "mask_tokens: ids must lie in [0, vocab_size=5)"):
+        data.mask_tokens(ids, 1, 5)
+    with raises(ValueError, "every id in [0, 3) is special"):
+        data.mask_tokens(backend.randint(0, 3, (2, 5)), 1, 3, special_ids=(0, 2))
+    with raises(ValueError, "encode_pairs: the vocabulary has no [SEP]"):
+        data.WordVocabulary(["a b"]).encode_pairs([("a", "b")])

@@ -8,7 +8,8 @@ import minitf.nn as nn
 from minitf import backend
 from minitf.data import BOS, EOS
 from minitf.generate import beam_search, generate, greedy_decode, sample_next
-from minitf.models import (MODELS, DecoderLM, EncoderClassifier, Model, RNNLM,
+from minitf.models import (MODELS, DecoderLM, EncoderClassifier, EncoderLM, Model, RNNLM,
+                           SetEncoder,
                            Transformer, VisionTransformer, build)
 from minitf.models.lm import POSITIONAL
 
@@ -178,7 +179,10 @@ def test_a_post_ln_decoder_lm_has_no_final_norm():
 def test_every_model_rebuilds_from_its_config():
     made = [DecoderLM(7, 8, 2, 1, max_len=4), DecoderLM(7, 8, 2, 1, max_len=4, causal=False,
                                                         pre_ln=False), Transformer(7, 6, 8, 2, 1),
-            EncoderClassifier(7, 2, 8, 2, 1), VisionTransformer(4, 2, 3, d_model=8, n_heads=2),
+            EncoderClassifier(7, 2, 8, 2, 1), EncoderClassifier(7, 2, 8, 2, 1, n_segments=2),
+            VisionTransformer(4, 2, 3, d_model=8, n_heads=2),
+            EncoderLM(7, 8, 2, 1, max_len=4, n_segments=2), SetEncoder(3, 2, 8, 2, 1),
+            SetEncoder(3, 2, 8, 2, 1, pooling="mean", max_len=5),
             RNNLM(7, 8), RNNLM(7, 8, 5, cell="lstm")]
     assert {m.kind for m in made} == set(MODELS)
     assert all(isinstance(m, Model) for m in made)

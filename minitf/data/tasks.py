@@ -3,13 +3,14 @@
     seq2seq_task    copy / reverse / sort a sequence of symbols     (encoder–decoder)
     sentiment       templated sentences with negation               (encoder classifier)
     digits          8×8 handwritten digits from scikit-learn        (Vision Transformer)
+    point_sets      2-D point clouds: circle, line or blob           (set encoder)
 All drawn from minitf's seeded generator: the same seed gives the same data.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from minitf.backend import randint, to_numpy
+from minitf.backend import rand, randint, randn, to_numpy
 
 PAD, BOS, EOS = 0, 1, 2           # special ids of the seq2seq tasks; symbols start at 3
 TASKS = ("copy", "reverse", "sort")
@@ -101,10 +102,12 @@ def sentiment(n_examples: int):
 
 
 class WordVocabulary:
-    """Word-level ids for the sentiment sentences: 0 is padding, then every word, sorted."""
+    """Word-level ids for the sentiment sentences: 0 is padding, then the ``specials`` (e.g.
+    "[MASK]", "[SEP]") in the order given, then every word, sorted."""
 
-    def __init__(self, sentences):
-        self.words = ["<pad>"] + sorted({w for s in sentences for w in s.split()})
+    def __init__(self, sentences, specials=()):
+        self.specials = ["<pad>", *specials]
+        self.words = self.specials + sorted({w for s in sentences for w in s.split()})
         self.index = {w: i for i, w in enumerate(self.words)}
 
     @property
@@ -117,6 +120,50 @@ class WordVocabulary:
         if unknown:
             raise ValueError(f"WordVocabulary.encode: unknown words {unknown[:5]}")
         return pad_batch([[self.index[w] for w in s.split()] for s in sentences], 0, length)
+
+    def encode_pairs(self, pairs, length: int | None = None):
+        """Sentence pairs -> ids and segment ids, both padded (b, n), for a model that puts its own
+        [CLS] in front (EncoderClassifier):
+
+            ids          a₁ … aₖ [SEP] b₁ … bₘ [SEP] <pad> …
+            segment_ids  0  … 0  0     1  … 1  1     0     …
+        """
+        if "[SEP]" not in self.index:
+            raise ValueError("WordVocabulary.encode_pairs: the vocabulary has no [SEP]; build it "
+                             "with specials=('[SEP]',)")
+        joined = [f"{a} [SEP] {b} [SEP]" for a, b in pairs]
+        ids, lengths = self.encode(joined, length)
+        first = np.array([len(a.split()) + 1 for a, _ in pairs])            # a and its [SEP]
+        position = np.arange(ids.shape[1])
+        in_b = (position >= first[:, None]) & (position < lengths[:, None])     # (b, n)
+        segment_ids = in_b.astype(np.int64)
+        return ids, segment_ids
+
+
+# -- point clouds for the set encoder ------------------------------------------------------------
+
+SHAPES = ("circle", "line", "blob")
+
+
+def point_sets(n_examples: int, n_points: int = 8):
+    """Small 2-D point clouds, each a set of n_points from one of three shapes, at a random angle:
+
+        0  circle   points on the unit circle (a little noise)
+        1  line     points along a random direction, from −1 to 1
+        2  blob     points from N(0, 0.4²) in both coordinates
+    The points come in no particular order: the label is a property of the set.
+    -> points (n, n_points, 2) float32, labels (n,) int64
+    """
+    labels = to_numpy(randint(0, 3, (n_examples,)))
+    u = to_numpy(rand(n_examples, n_points, dtype=np.float64)) * 2 - 1        # in [-1, 1)
+    noise = to_numpy(randn(n_examples, n_points, 2, dtype=np.float64))
+    angle = to_numpy(rand(n_examples, 1, dtype=np.float64)) * np.pi          # the line's direction
+    circle = np.stack([np.cos(np.pi * u), np.sin(np.pi * u)], axis=-1) + 0.05 * noise
+    line = u[..., None] * np.stack([np.cos(angle), np.sin(angle)], axis=-1) + 0.02 * noise
+    blob = 0.4 * noise
+    points = np.where(labels[:, None, None] == 0, circle, np.where(labels[:, None, None] == 1,
+                                                                   line, blob))
+    return points.astype(np.float32), labels
 
 
 # -- digits for the Vision Transformer ----------------------------------------------------------

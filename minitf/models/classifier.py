@@ -3,24 +3,28 @@
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.models.base import Model
-from minitf.nn import (ClassToken, Dropout, Embedding, EncoderBlock, LayerNorm,
-                       LearnedPositionalEmbedding, Linear, Stack, initialize)
+from minitf.models.encoder import cls_key_mask, token_inputs
+from minitf.nn import (ClassToken, Dropout, EncoderBlock, LayerNorm, LearnedPositionalEmbedding,
+                       Linear, Stack, TokenEmbedding, initialize)
 from minitf.nn.init import check_init
-from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
+from minitf.validate import check_finite, check_int, feed_forward_width
 
 
 class _ClassTokenEncoder(Model):
-    """What both classifiers share, once the input has become a sequence of vectors x:
+    """What the classifiers share, once the input has become a sequence of vectors x:
 
         h      = Enc([cls; x] + P)         (b, 1 + n, d_model)   pre-LN blocks, no causal mask
         logits = LayerNorm(h)[:, 0] W_head (b, n_classes)        read the CLS position only
+    positions=False leaves out P (a set has no order); pooling="mean" reads the mean of h over
+    the tokens instead of a CLS token.
     """
 
     def _build_encoder(self, n_tokens, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
-                       activation, attn_dropout, init):
+                       activation, attn_dropout, init, positions=True, pooling="cls"):
         check_init(init, type(self).__name__)
-        self.cls = ClassToken(d_model)
-        self.pos_emb = LearnedPositionalEmbedding(n_tokens + 1, d_model)
+        self.cls = ClassToken(d_model) if pooling == "cls" else None
+        n_positions = n_tokens + (self.cls is not None)
+        self.pos_emb = LearnedPositionalEmbedding(n_positions, d_model) if positions else None
         self.drop = Dropout(dropout)
         self.encoder = Stack(EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, pre_ln=True,
                                           activation=activation, attn_dropout=attn_dropout)
@@ -31,24 +35,36 @@ class _ClassTokenEncoder(Model):
 
     def _classify(self, x, mask=None):
         """x: (b, n, d_model) -> logits (b, n_classes)."""
-        h = self.norm(self.encoder(self.drop(self.pos_emb(self.cls(x))), mask=mask))
+        if self.cls is not None:
+            x = self.cls(x)                                     # (b, 1 + n, d_model)
+        if self.pos_emb is not None:
+            x = self.pos_emb(x)
+        h = self.norm(self.encoder(self.drop(x), mask=mask))
         self._save(h.shape)
-        return self.head(h[:, 0])
+        return self.head(h[:, 0] if self.cls is not None else h.mean(axis=1))
 
     def _classify_backward(self, dlogits):
         """dlogits: (b, n_classes) -> dx (b, n, d_model)."""
         shape = self._pop_cache()
-        dh = get_array_module(dlogits).zeros(shape, dtype=dlogits.dtype)
-        dh[:, 0] = self.head.backward(dlogits)           # only the CLS position was read
-        dx = self.encoder.backward(self.norm.backward(dh))
-        return self.cls.backward(self.pos_emb.backward(self.drop.backward(dx)))
+        xp = get_array_module(dlogits)
+        dpooled = self.head.backward(dlogits)                   # (b, d_model)
+        if self.cls is not None:
+            dh = xp.zeros(shape, dtype=dlogits.dtype)
+            dh[:, 0] = dpooled                                  # only the CLS position was read
+        else:                                                   # the mean: 1/n to every token
+            dh = xp.broadcast_to(dpooled[:, None] / shape[1], shape)
+        dx = self.drop.backward(self.encoder.backward(self.norm.backward(dh)))
+        dx = dx if self.pos_emb is None else self.pos_emb.backward(dx)     # P was added
+        return dx if self.cls is None else self.cls.backward(dx)
 
 
 class EncoderClassifier(_ClassTokenEncoder):
     """Text classification (BERT-style): token embeddings, a CLS token, an encoder, a head on CLS.
 
     Tokens equal to pad_id are masked as keys, so padding does not change the prediction.
-    forward(ids) -> logits;  ids: (b, n) with n ≤ max_len  ->  (b, n_classes)
+    n_segments ≥ 1 adds a segment embedding for sentence pairs, [CLS] a [SEP] b [SEP]: segment 0
+    for a (and its [SEP]), 1 for b (see minitf.data.sentence_pairs).
+    forward(ids, segment_ids=None) -> logits;  ids: (b, n) with n ≤ max_len  ->  (b, n_classes)
     """
 
     kind = "classifier"
@@ -56,28 +72,25 @@ class EncoderClassifier(_ClassTokenEncoder):
     def __init__(self, vocab_size: int, n_classes: int, d_model: int = 64, n_heads: int = 4,
                  n_layers: int = 2, d_ff: int | None = None, max_len: int = 64,
                  dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu",
-                 attn_dropout: float = 0.0, init: str = "normal"):
+                 n_segments: int = 0, attn_dropout: float = 0.0, init: str = "normal"):
         d_ff = feed_forward_width(d_ff, d_model, "EncoderClassifier")
+        check_int(n_segments, "n_segments", "EncoderClassifier", low=0,
+                  what="the number of segments (0 for none)")
         self.config = dict(vocab_size=vocab_size, n_classes=n_classes, d_model=d_model,
                            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, max_len=max_len,
                            dropout=dropout, pad_id=pad_id, activation=activation,
                            attn_dropout=attn_dropout, init=init)
+        if n_segments:            # only then: the configs of earlier checkpoints stay the same
+            self.config["n_segments"] = n_segments
         self.vocab_size, self.max_len, self.pad_id = vocab_size, max_len, pad_id
-        self.tok_emb = Embedding(vocab_size, d_model)
+        self.tok_emb = TokenEmbedding(vocab_size, d_model, n_segments)
         self._build_encoder(max_len, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
                             activation, attn_dropout, init)
 
-    def forward(self, ids):
-        where = type(self).__name__
-        check_shape(ids, "ids", ("b", "n"), where)
-        check_ids(ids, "ids", self.vocab_size, where)
-        if ids.shape[1] > self.max_len:
-            raise ValueError(f"{where}: ids has {ids.shape[1]} tokens; wanted at most "
-                             f"max_len={self.max_len}")
-        xp = get_array_module(ids)
-        keep = xp.concatenate([xp.ones((ids.shape[0], 1), dtype=bool), ids != self.pad_id], axis=1)
-        mask = F.as_additive_mask(keep[:, None, None, :], self.tok_emb.W.data.dtype)  # CLS: kept
-        return self._classify(self.tok_emb(ids), mask)
+    def forward(self, ids, segment_ids=None):
+        x, keep = token_inputs(self, ids, segment_ids)          # (b, n, d_model), (b, n)
+        mask = F.as_additive_mask(cls_key_mask(keep), self.tok_emb.W.data.dtype)   # CLS: kept
+        return self._classify(x, mask)
 
     def backward(self, dlogits):
         return self.tok_emb.backward(self._classify_backward(dlogits))
@@ -121,3 +134,49 @@ class VisionTransformer(_ClassTokenEncoder):
     def backward(self, dlogits):
         dtokens = self.patch_emb.backward(self._classify_backward(dlogits))
         return F.patches_backward(dtokens, self._patch_cache)
+
+
+class SetEncoder(_ClassTokenEncoder):
+    """An encoder over a set of continuous vectors (points of a cloud, items of a basket):
+
+        x      = points W_in + b                (b, n, d_model)   one token per element
+        logits = head(pool(Enc(x)))             (b, n_classes)    pool: CLS token or the mean
+    With no positions (max_len=None, the default) nothing tells the encoder which element came
+    first: attention and the feed-forward network treat every token alike, and both poolings
+    are symmetric, so permuting the elements leaves the logits unchanged. max_len=N adds learned
+    positions, for inputs whose order matters.
+    forward(points) -> logits;  points: (b, n, d_in)  ->  (b, n_classes);  backward -> dpoints
+    """
+
+    kind = "set"
+
+    def __init__(self, d_in: int, n_classes: int, d_model: int = 64, n_heads: int = 4,
+                 n_layers: int = 2, d_ff: int | None = None, pooling: str = "cls",
+                 max_len: int | None = None, dropout: float = 0.0, activation: str = "gelu",
+                 attn_dropout: float = 0.0, init: str = "normal"):
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"SetEncoder: pooling must be 'cls' or 'mean'; got {pooling!r}")
+        if max_len is not None:
+            check_int(max_len, "max_len", "SetEncoder", what="the largest set, for positions")
+        d_ff = feed_forward_width(d_ff, d_model, "SetEncoder")
+        self.config = dict(d_in=d_in, n_classes=n_classes, d_model=d_model, n_heads=n_heads,
+                           n_layers=n_layers, d_ff=d_ff, pooling=pooling, max_len=max_len,
+                           dropout=dropout, activation=activation, attn_dropout=attn_dropout,
+                           init=init)
+        self.d_in, self.max_len = d_in, max_len
+        self.embed = Linear(d_in, d_model)
+        self._build_encoder(max_len or 0, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
+                            activation, attn_dropout, init, positions=max_len is not None,
+                            pooling=pooling)
+
+    def forward(self, points):
+        where = type(self).__name__
+        self._check_input(points, "points", ("b", "n", ("d_in", self.d_in)))
+        check_finite(points, "points", where)
+        if self.max_len is not None and points.shape[1] > self.max_len:
+            raise ValueError(f"{where}: points has {points.shape[1]} elements; wanted at most "
+                             f"max_len={self.max_len}")
+        return self._classify(self.embed(points))
+
+    def backward(self, dlogits):
+        return self.embed.backward(self._classify_backward(dlogits))

@@ -87,10 +87,14 @@ class DecoderLM(Model):
             raise ValueError(f"{where}: positions {offset}..{offset + ids.shape[1] - 1} exceed the "
                              f"context; wanted at most max_len={self.max_len} tokens (crop the "
                              f"input to its last {self.max_len} tokens)")
-        x = self.tok_emb(ids)                                   # (b, n, d_model)
+        return self._logits(self.tok_emb(ids), offset=offset, cache=cache)
+
+    def _logits(self, x, offset: int = 0, mask=None, cache=None):
+        """The stack above the token embeddings x (b, n, d_model) -> logits (b, n, vocab); mask:
+        an extra additive attention mask (padding keys, for the bidirectional EncoderLM)."""
         if self.pos_emb is not None:
             x = self.pos_emb(x, offset=offset)
-        x = self.blocks(self.drop(x), cache=cache)              # (b, n, d_model)
+        x = self.blocks(self.drop(x), mask=mask, cache=cache)   # (b, n, d_model)
         h = x if self.norm is None else self.norm(x)
         logits, head_cache = F.linear(h, self._head_weight())   # (b, n, vocab)
         self._save(head_cache)

@@ -2,14 +2,15 @@
 from minitf.nn.attention import KVCache, MultiHeadAttention
 from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, Stack
 from minitf.nn.init import INITS, initialize, xavier_uniform
-from minitf.nn.layers import GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU
+from minitf.nn.layers import (GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU,
+                              TokenEmbedding)
 from minitf.nn.module import Module, Parameter
 from minitf.nn.recurrent import LSTM, RNN
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
                                   SinusoidalPositionalEncoding)
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Embedding", "LayerNorm", "Dropout", "ReLU", "GELU",
+    "Parameter", "Module", "Linear", "Embedding", "TokenEmbedding", "LayerNorm", "Dropout", "ReLU", "GELU",
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",

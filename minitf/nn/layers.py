@@ -5,7 +5,7 @@ import math
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
-from minitf.validate import check_int, check_probability
+from minitf.validate import check_int, check_probability, check_segments
 
 
 class Linear(Module):
@@ -59,6 +59,38 @@ class Embedding(Module):
     def backward(self, dy):
         self.W.grad += F.embedding_backward(dy, self._pop_cache())
         return None
+
+
+class TokenEmbedding(Embedding):
+    """BERT's input embedding: a token's vector plus, for sentence pairs, its segment's vector.
+
+        y = E[ids] + S[segment_ids]      ids, segment_ids: (b, n)  ->  y: (b, n, d)
+    S is a small (n_segments, d) table: segment 0 for sentence A, 1 for sentence B. With
+    n_segments = 0 there is no S and this is a plain Embedding (same parameter name, W); with
+    segments but no segment_ids given, every token is in segment 0.
+    """
+
+    def __init__(self, vocab_size: int, d: int, n_segments: int = 0, std: float | None = None):
+        super().__init__(vocab_size, d, std=std)
+        check_int(n_segments, "n_segments", "TokenEmbedding", low=0,
+                  what="the number of segments (0 for none)")
+        self.n_segments = n_segments
+        self.segment = Embedding(n_segments, d) if n_segments else None
+
+    def forward(self, ids, segment_ids=None):
+        check_segments(segment_ids, ids, self.n_segments, "TokenEmbedding")
+        y = super().forward(ids)                                 # (b, n, d)
+        if self.segment is not None:
+            if segment_ids is None:
+                segment_ids = get_array_module(ids).zeros_like(ids)
+            y = y + self.segment(segment_ids)                    # (b, n, d)
+        return y
+
+    def backward(self, dy):
+        # Both tables were added into y: each gets the whole dy at the rows it supplied.
+        if self.segment is not None:
+            self.segment.backward(dy)
+        return super().backward(dy)
 
 
 class ClassToken(Module):
