@@ -299,5 +299,5 @@ viz.save(fig, "09_relative_biases")
 # * Every large language model carries positions in some form: without them attention is blind
 #   to order.
 #
-# Next: the lectures claim relative schemes cope better with lengths unseen in training; a later
-# lesson that trains a language model can put that to the test.
+# Next, lesson 10: the lectures claim relative schemes cope better with lengths unseen in
+# training; five small language models put that to the test.

@@ -244,4 +244,4 @@ print("✓ past 31, sinusoids, T5 rows and RoPE angles are new to the model; ALi
 #   blindness to order, and they come in many kinds: absolute, sinusoidal, learned, relative,
 #   rotary.
 #
-# Next: a later lesson trains a decoder-only language model properly and looks at what it learns.
+# Next, lesson 11: a decoder-only language model trained properly, and what it learns.

@@ -391,4 +391,4 @@ print("✓ teacher forcing scores all positions in one pass; generation must go 
 #   holds 2·L·b·n·d numbers (25,165,824 bytes for L = 6, d = 512, n = 1024 in float32).
 # * The newest token is ``x[:, -1]``, the last position, not ``x[:, :, -1]``.
 #
-# Next: a later lesson counts parameters, FLOPs and memory for the whole model.
+# Next, lesson 13: parameters, FLOPs and memory for the whole model, and attention against recurrence.

@@ -324,5 +324,4 @@ print("✓ the decoder learned to read the source backwards, sharpest in the top
 #   encoder-only (no prediction, just understanding), and encoder–decoder (this lesson). Their
 #   tokens can be words, sub-words, image patches, discrete or continuous.
 #
-# Next: a later lesson builds an encoder-only model, with a classification token, for text and
-# for images.
+# Next, lesson 15: encoder-only models, with a classification token, for text and for images.
