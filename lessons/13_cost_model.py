@@ -368,7 +368,7 @@ viz.save(fig, "13_rnn_vs_transformer")
 # ----------------
 #
 # * A block holds 4d² + 2·d·d_ff weights (plus small bias and norm terms), independent of n
-#   and b; attention holds 2d/d_ff of the FFN's share.
+#   and b; attention has 2d/d_ff times as many weights as the feed-forward network.
 # * A·B with A n × m and B m × k costs 2·n·m·k FLOPs and moves n·m + m·k + n·k numbers (not
 #   n·m twice, as one slide has it).
 # * A block costs O(b·n·d² + b·n²·d) FLOPs and O(b·n·d + b·h·n² + d²) IO; with a KV cache one
