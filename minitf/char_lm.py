@@ -39,11 +39,11 @@ class RunConfig:
     """Everything that defines a run (the defaults are the measured ones in the README)."""
     text: str | None = None          # a text file; None: the default corpus
     steps: int = 500
-    batch_size: int = 32
-    context: int = 128
+    batch_size: int = 56
+    context: int = 64
     d_model: int = 128
     n_heads: int = 4
-    n_layers: int = 4
+    n_layers: int = 2
     d_ff: int | None = None
     positional: str = "learned"
     model: str = "transformer"       # or "rnn", "lstm": RNNLM, d_model wide (heads, blocks unused)

@@ -228,12 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=POSITIVE,
                        help="optimisation steps in all (default 500; with --resume, the saved "
                             "run's); the learning-rate schedule does not depend on it")
-    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 32)")
+    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 56)")
     train.add_argument("--context", type=POSITIVE,
-                       help="characters per window, max_len (default 128)")
+                       help="characters per window, max_len (default 64)")
     train.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
     train.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
-    train.add_argument("--n-layers", type=POSITIVE, help="blocks (default 4)")
+    train.add_argument("--n-layers", type=POSITIVE, help="blocks (default 2)")
     train.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
     train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
     train.add_argument("--model", choices=MODEL_CHOICES,
