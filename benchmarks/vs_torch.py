@@ -59,7 +59,7 @@ CONFIGS = {
     "small": Config(128, 2, 4, 128, 16),
     "ref": Config(256, 4, 4, 128, 16),
     "long": Config(256, 4, 4, 512, 4),
-    "default": Config(128, 2, 4, 64, 56),       # `minitf train`: RunConfig's defaults
+    "default": Config(128, 2, 4, 64, 52),       # `minitf train`: RunConfig's defaults
 }
 DECODE_CONFIGS = ("ref", "default")
 DECODE_AT = (64, 256)      # report the time per token near these tokens

@@ -39,7 +39,7 @@ class RunConfig:
     """Everything that defines a run (the defaults are the measured ones in the README)."""
     text: str | None = None          # a text file; None: the default corpus
     steps: int = 500
-    batch_size: int = 56
+    batch_size: int = 52
     context: int = 64
     d_model: int = 128
     n_heads: int = 4

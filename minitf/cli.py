@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--steps", type=POSITIVE,
                        help="optimisation steps in all (default 500; with --resume, the saved "
                             "run's); the learning-rate schedule does not depend on it")
-    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 56)")
+    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 52)")
     train.add_argument("--context", type=POSITIVE,
                        help="characters per window, max_len (default 64)")
     train.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")

@@ -104,12 +104,13 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     if colorbar:
         ax.figure.colorbar(image, ax=ax, label=colorbar, shrink=0.9)
     if annotate:
-        low, high = image.get_clim()
         for i in range(n_rows):
             for j in range(n_cols):
                 if not shown.mask[i, j]:
-                    # light text on dark cells, dark text on light ones
-                    dark = (matrix[i, j] - low) < 0.5 * (high - low)
+                    # light text on dark cells, dark text on light ones: the cell's own colour
+                    # decides (a diverging map is dark at both ends)
+                    r, g, b, _ = image.cmap(image.norm(matrix[i, j]))
+                    dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
                     ax.text(j, i, format(matrix[i, j], annotate), ha="center", va="center",
                             fontsize=8, color="white" if dark else "black")
     return image
