@@ -78,7 +78,9 @@ def test_a_loss_far_above_a_uniform_guess_after_warm_up_is_divergence():
 
 
 def test_an_overflowing_step_is_reported_without_numpy_warnings():
-    with pytest.raises(TrainingDiverged, match="at step 4: loss nan"):
+    # lr 1e6 overflows within a few steps: a loss or a gradient becomes inf or NaN (which comes
+    # first depends on the order of the float operations), and that step is named, not warned.
+    with pytest.raises(TrainingDiverged, match=r"training diverged at step [2-6]: loss "):
         _fit_quietly(1e6, warmup=2)
 
 
