@@ -388,7 +388,7 @@ def _():
 @case("MeanPool over real tokens (padding)")
 def _():
     keep = get_array_module().arange(5)[None, :] < get_array_module().asarray([5, 2, 4])[:, None]
-    return ModuleCase(pretrained.MeanPool(), {"x": randn(3, 5, 4)}, {"keep": keep})
+    return ModuleCase(nn.MeanPool(), {"x": randn(3, 5, 4)}, {"keep": keep})
 
 
 @case("BertEncoder, post-LN, exact GELU, eps 1e-12, padding")

@@ -42,7 +42,7 @@ def test_registry_covers_every_op():
 LAYERS = {nn.Linear, nn.Embedding, nn.TokenEmbedding, nn.LayerNorm, nn.Dropout, nn.ReLU, nn.GELU,
           nn.MultiHeadAttention, nn.FeedForward, nn.SinusoidalPositionalEncoding,
           nn.LearnedPositionalEmbedding, nn.RelativePositionBias, nn.Residual,
-          nn.EncoderBlock, nn.DecoderBlock, nn.ClassToken, nn.Stack, nn.RNN, nn.LSTM}
+          nn.EncoderBlock, nn.DecoderBlock, nn.ClassToken, nn.Stack, nn.RNN, nn.LSTM, nn.MeanPool}
 
 
 def test_registry_covers_every_module():
@@ -132,7 +132,7 @@ def test_a_float_input_left_without_a_gradient_fails(monkeypatch, float64):
 def test_registry_checks_the_pretrained_encoder_and_its_heads():
     import minitf.pretrained as pretrained
     checked = {type(c.module) for c in _built_cases() if isinstance(c, ModuleCase)}
-    assert {pretrained.MeanPool, pretrained.BertEncoder, pretrained.SentenceClassifier} <= checked
+    assert {nn.MeanPool, pretrained.BertEncoder, pretrained.SentenceClassifier} <= checked
 
 
 def test_checking_sampled_entries_passes_a_right_backward_and_fails_a_wrong_one(monkeypatch,

@@ -7,6 +7,7 @@ import struct
 import numpy as np
 import pytest
 
+import minitf.nn as nn
 from minitf import backend, pretrained
 from minitf.backend import to_numpy
 from minitf.pretrained.loader import encoder_from_config
@@ -165,7 +166,7 @@ def test_bad_input_is_one_line_naming_the_argument():
     with pytest.raises(ValueError, match=r"BertEncoder: ids has shape \(3\); wanted \(b, n\)"):
         encoder(backend.to_device(np.array([2, 3, 4])))
     with pytest.raises(ValueError, match=r"MeanPool: keep has shape \(2, 4\)"):
-        pretrained.MeanPool()(backend.randn(2, 3, 8), backend.to_device(np.ones((2, 4), bool)))
+        nn.MeanPool()(backend.randn(2, 3, 8), backend.to_device(np.ones((2, 4), bool)))
     tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
     with pytest.raises(TypeError, match="texts must be a list of strings; got one string"):
         tokenizer.batch("a a")

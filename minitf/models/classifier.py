@@ -5,7 +5,7 @@ from minitf.backend import get_array_module
 from minitf.models.base import Model
 from minitf.models.encoder import cls_key_mask, token_inputs
 from minitf.nn import (ClassToken, Dropout, EncoderBlock, LayerNorm, LearnedPositionalEmbedding,
-                       Linear, Stack, TokenEmbedding, initialize)
+                       Linear, MeanPool, Stack, TokenEmbedding, initialize)
 from minitf.nn.init import check_init
 from minitf.validate import check_finite, check_int, feed_forward_width
 
@@ -23,6 +23,7 @@ class _ClassTokenEncoder(Model):
                        activation, attn_dropout, init, positions=True, pooling="cls"):
         check_init(init, type(self).__name__)
         self.cls = ClassToken(d_model) if pooling == "cls" else None
+        self.pool = MeanPool() if pooling == "mean" else None
         n_positions = n_tokens + (self.cls is not None)
         self.pos_emb = LearnedPositionalEmbedding(n_positions, d_model) if positions else None
         self.drop = Dropout(dropout)
@@ -41,7 +42,7 @@ class _ClassTokenEncoder(Model):
             x = self.pos_emb(x)
         h = self.norm(self.encoder(self.drop(x), mask=mask))
         self._save(h.shape)
-        return self.head(h[:, 0] if self.cls is not None else h.mean(axis=1))
+        return self.head(h[:, 0] if self.cls is not None else self.pool(h))
 
     def _classify_backward(self, dlogits):
         """dlogits: (b, n_classes) -> dx (b, n, d_model)."""
@@ -52,7 +53,7 @@ class _ClassTokenEncoder(Model):
             dh = xp.zeros(shape, dtype=dlogits.dtype)
             dh[:, 0] = dpooled                                  # only the CLS position was read
         else:                                                   # the mean: 1/n to every token
-            dh = xp.broadcast_to(dpooled[:, None] / shape[1], shape)
+            dh = self.pool.backward(dpooled)
         dx = self.drop.backward(self.encoder.backward(self.norm.backward(dh)))
         dx = dx if self.pos_emb is None else self.pos_emb.backward(dx)     # P was added
         return dx if self.cls is None else self.cls.backward(dx)

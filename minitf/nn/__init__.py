@@ -2,8 +2,8 @@
 from minitf.nn.attention import KVCache, MultiHeadAttention
 from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, Stack
 from minitf.nn.init import INITS, initialize, xavier_uniform
-from minitf.nn.layers import (GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, ReLU,
-                              TokenEmbedding)
+from minitf.nn.layers import (GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, MeanPool,
+                              ReLU, TokenEmbedding)
 from minitf.nn.module import Module, Parameter
 from minitf.nn.recurrent import LSTM, RNN
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
@@ -14,5 +14,5 @@ __all__ = [
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",
-    "INITS", "initialize", "xavier_uniform", "RNN", "LSTM",
+    "MeanPool", "INITS", "initialize", "xavier_uniform", "RNN", "LSTM",
 ]

@@ -5,7 +5,7 @@ import math
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
-from minitf.validate import check_int, check_probability, check_segments
+from minitf.validate import check_int, check_probability, check_segments, check_shape
 
 
 class Linear(Module):
@@ -183,3 +183,30 @@ class GELU(Module):
 
     def backward(self, dy):
         return F.gelu_backward(dy, self._pop_cache())
+
+
+class MeanPool(Module):
+    """The average of the real tokens' vectors, one vector per sequence ("mean pooling"):
+
+        s_b = Σ_i m_bi x_bi / Σ_i m_bi          m_bi = 1 for a real token, 0 for padding
+        ∂L/∂x_bi = m_bi / Σ_j m_bj · ∂L/∂s_b     (each real token gets an equal share)
+
+    forward(x, keep=None): x (b, n, d), keep (b, n) booleans (None: every token is real)
+    -> (b, d);   backward(ds) -> dx (b, n, d)
+    """
+
+    def forward(self, x, keep=None):
+        self._check_input(x, "x", ("b", "n", "d"))
+        xp = get_array_module(x)
+        if keep is None:
+            weights = xp.full(x.shape[:2], 1.0 / x.shape[1], dtype=x.dtype)        # (b, n)
+        else:
+            check_shape(keep, "keep", (("b", x.shape[0]), ("n", x.shape[1])), "MeanPool")
+            weights = keep.astype(x.dtype)
+            weights /= xp.maximum(weights.sum(axis=1, keepdims=True), 1)      # rows sum to 1
+        self._save(weights)
+        return (weights[:, None, :] @ x)[:, 0]                   # (b, 1, n) @ (b, n, d) -> (b, d)
+
+    def backward(self, ds):
+        weights = self._pop_cache()                                             # (b, n)
+        return weights[:, :, None] * ds[:, None, :]                            # (b, n, d)

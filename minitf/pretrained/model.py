@@ -7,37 +7,15 @@ hand-written backward, and the two heads that use it: sentence embeddings and cl
 
 Every piece is a minitf.nn module: Embedding, LearnedPositionalEmbedding, LayerNorm (ε = 1e-12,
 as BERT was trained), EncoderBlock (post-LN, "gelu_exact", the same ε). Nothing here re-implements
-attention or layer norm; the only new layer is MeanPool.
+attention, layer norm or pooling (the mean over real tokens is nn.MeanPool).
 """
 from __future__ import annotations
 
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn import (EncoderBlock, Embedding, LayerNorm, LearnedPositionalEmbedding, Linear,
-                       Module)
+                       MeanPool, Module)
 from minitf.validate import check_ids, check_shape
-
-
-class MeanPool(Module):
-    """The average of the real tokens' vectors (sentence-transformers' "mean pooling"):
-
-        s_b = Σ_i m_bi x_bi / Σ_i m_bi          m_bi = 1 for a real token, 0 for padding
-        ∂L/∂x_bi = m_bi / Σ_j m_bj · ∂L/∂s_b     (each real token gets an equal share)
-
-    forward(x, keep): x (b, n, d), keep (b, n) booleans -> (b, d);   backward(ds) -> dx
-    """
-
-    def forward(self, x, keep):
-        check_shape(keep, "keep", (("b", x.shape[0]), ("n", x.shape[1])), "MeanPool")
-        xp = get_array_module(x)
-        weights = keep.astype(x.dtype)                                          # (b, n)
-        weights = weights / xp.maximum(weights.sum(axis=1, keepdims=True), 1)   # rows sum to 1
-        self._save(weights)
-        return (weights[:, :, None] * x).sum(axis=1)                           # (b, d)
-
-    def backward(self, ds):
-        weights = self._pop_cache()                                             # (b, n)
-        return weights[:, :, None] * ds[:, None, :]                            # (b, n, d)
 
 
 class BertEncoder(Module):
