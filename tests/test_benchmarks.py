@@ -44,6 +44,7 @@ def bench():
 def test_a_model_that_differs_is_refused(bench):
     config = bench.CONFIGS["tiny"]
     ours, theirs = bench.build(config, 20)
+    torch.manual_seed(0)     # fixed ids: on some draws a 1 % change moves the loss by < 1e-5
     ids = torch.randint(0, 20, (2, config.n + 1)).numpy()
     assert "passed" in bench.check_same_loss(ours, theirs, ids[:, :-1], ids[:, 1:])
     with torch.no_grad():
