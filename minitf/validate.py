@@ -32,9 +32,15 @@ def at_the_boundary(check):
     more than a decoding step's arithmetic. A layer or an op called by you is always checked."""
     @functools.wraps(check)
     def checked(*args, **kwargs):
-        if not (nesting.models and nesting.depth > 1):
+        if not inside_a_model():
             check(*args, **kwargs)
     return checked
+
+
+def inside_a_model() -> bool:
+    """True while a layer runs inside a model's forward or backward: its input was checked at
+    the model's boundary, so the layer's own checks are skipped (see at_the_boundary)."""
+    return bool(nesting.models and nesting.depth > 1)
 
 
 def _spec_text(spec) -> str:

@@ -108,7 +108,7 @@ def test_the_starter_has_the_signature_the_forward_and_no_body(exercise):
 
 def test_the_starter_shows_the_forward_and_not_the_derivation():
     text = starter_text(find("softmax_backward"))
-    assert "def softmax(x, axis=-1):" in text                     # the forward's source
+    assert "def softmax(x, axis=-1, out=None):" in text           # the forward's source
     assert "exp(x_i) / Σ_j exp(x_j)" in text                      # its equation
     assert "dp - (dp * p).sum" not in text and "δ_ij" not in text  # not the answer
     assert "Graded by: softmax; softmax, masked entries and a fully masked row." in text

@@ -19,11 +19,13 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     check_shape(beta, "beta", (("d", gamma.shape[0]),), where)
     xp = get_array_module(x)
     mu = x.mean(axis=-1, keepdims=True)                   # (..., 1)
-    centered = x - mu                                     # (..., d)
-    var = row_dot(centered, centered) / x.shape[-1]       # (..., 1)   mean of (x − μ)²
+    x_hat = x - mu                                        # (..., d)   x − μ, normalized below
+    var = row_dot(x_hat, x_hat) / x.shape[-1]             # (..., 1)   mean of (x − μ)²
     rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ
-    x_hat = centered * rstd                               # (..., d)   normalized
-    return x_hat * gamma + beta, (x_hat, rstd, gamma)
+    x_hat *= rstd                                         # (..., d)   (x − μ)/σ, in place
+    y = x_hat * gamma
+    y += beta                                             # in place: one array, not two
+    return y, (x_hat, rstd, gamma)
 
 
 def layer_norm_backward(dy, cache):

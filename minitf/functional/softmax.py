@@ -12,8 +12,8 @@ from minitf.validate import check_array, check_ids, check_probability, check_sha
 REDUCTIONS = ("mean", "sum")
 
 
-def _shifted(x, axis):
-    """z = x − max(x) along ``axis`` (a new array, free to overwrite) and the row maxima.
+def _shifted(x, axis, out=None):
+    """z = x − max(x) along ``axis`` (a new array, free to overwrite, or ``out``) and the row maxima.
 
     Subtracting the row maximum changes no probability (it cancels between numerator and
     denominator) but keeps exp() from overflowing. Two kinds of row have no finite maximum:
@@ -30,10 +30,11 @@ def _shifted(x, axis):
     row_max = x.max(axis=axis, keepdims=True)
     shift = xp.where(xp.isfinite(row_max), row_max, 0)
     with float_errors_ignored("over"):
-        z = x - shift
+        z = xp.subtract(x, shift, out=out)
     if bool(xp.isposinf(row_max).any()):                    # rare: some row holds +inf
-        limit = xp.where(xp.isposinf(x), 0.0, -math.inf)
-        z = xp.where(xp.isposinf(row_max), limit, z).astype(x.dtype, copy=False)
+        # Such a row was shifted by 0, so its +inf entries are +inf in z too (even when out is x)
+        limit = xp.where(xp.isposinf(z), 0.0, -math.inf)
+        z[...] = xp.where(xp.isposinf(row_max), limit, z)
     return z, row_max
 
 
@@ -44,14 +45,16 @@ def _log_sum(z, axis):
     return xp.log(xp.where(sums > 0, sums, 1))
 
 
-def softmax(x, axis=-1):
+def softmax(x, axis=-1, out=None):
     """p = softmax(x) along ``axis`` (row-wise by default). A fully masked row gives all zeros;
     a row holding +inf shares its weight equally among its +inf entries (see _shifted).
 
     x: (...)  ->  p: (...), each row summing to 1 (or 0 if fully masked)
+    out: where to write p, as NumPy's ``out=``; it may be x itself, which attention does with its
+    scores: they are not needed again, and one array the size of the scores is saved.
     """
     xp = get_array_module(x)
-    z, _ = _shifted(x, axis)
+    z, _ = _shifted(x, axis, out)
     p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
     sums = p.sum(axis=axis, keepdims=True)
     p *= 1.0 / xp.where(sums > 0, sums, 1)   # a fully masked row (Σ = 0) stays 0, not NaN

@@ -174,7 +174,9 @@ class MultiHeadAttention(Module):
                             type(self).__name__, MASK_HINT)
             mask = F.as_additive_mask(mask, dtype)
         _, h, n_q, n_k = scores_shape
-        causal = F.causal_mask(n_q, n_k, dtype, xp) if self.causal else None
+        # One query (a generated token) is the last position: it may see every key, so its causal
+        # mask is all zeros, and adding it would only cost a pass over the scores.
+        causal = F.causal_mask(n_q, n_k, dtype, xp) if self.causal and n_q > 1 else None
         alibi = F.alibi_bias(h, n_q, n_k, dtype, xp) if self.positional == "alibi" else None
         return F.combine_masks(mask, causal, alibi)
 
