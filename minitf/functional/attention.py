@@ -15,7 +15,8 @@ from minitf.backend import float_dtype, get_array_module, sum_to_shape
 from minitf.functional.activation import dropout, dropout_backward
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.softmax import softmax, softmax_backward
-from minitf.validate import check_array, check_broadcast, check_ids, check_probability, check_shape
+from minitf.validate import (at_the_boundary, check_array, check_broadcast, check_ids,
+                             check_probability, check_shape)
 
 AttentionCache = namedtuple("AttentionCache",
                             ["q", "k", "v", "probs", "scale", "bias_shape", "dropout"])
@@ -27,6 +28,7 @@ MASK_HINT = ("; a causal mask is (n_q, n_k), a padding mask (b, 1, 1, n_k), "
               "a per-head mask (b, h, n_q, n_k)")
 
 
+@at_the_boundary
 def _check_qkv(q, k, v):
     for name, a in (("q", q), ("k", k), ("v", v)):
         check_array(a, name, "attention")
@@ -71,8 +73,9 @@ def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
 
-    scores = q @ k.swapaxes(-1, -2)              # (..., n_q, n_k)
-    scores *= scale
+    # q kᵀ · scale as (q · scale) kᵀ: the same numbers, and a pass over the n_q × d_k queries
+    # is cheaper than one over the n_q × n_k scores
+    scores = (q * scale) @ k.swapaxes(-1, -2)    # (..., n_q, n_k)
     if mask is not None:
         scores += mask
     if bias is not None:

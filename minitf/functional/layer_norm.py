@@ -18,7 +18,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     check_shape(x, "x", ("...", ("d", gamma.shape[0])), where)
     check_shape(beta, "beta", (("d", gamma.shape[0]),), where)
     xp = get_array_module(x)
-    mu = x.mean(axis=-1, keepdims=True)                   # (..., 1)
+    mu = x.sum(axis=-1, keepdims=True) / x.shape[-1]      # (..., 1)   mean of x
     x_hat = x - mu                                        # (..., d)   x − μ, normalized below
     var = row_dot(x_hat, x_hat) / x.shape[-1]             # (..., 1)   mean of (x − μ)²
     rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ

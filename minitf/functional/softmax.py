@@ -28,10 +28,12 @@ def _shifted(x, axis, out=None):
     """
     xp = get_array_module(x)
     row_max = x.max(axis=axis, keepdims=True)
-    shift = xp.where(xp.isfinite(row_max), row_max, 0)
+    finite = xp.isfinite(row_max)
+    usual = bool(finite.all())                              # every row's maximum is finite
+    shift = row_max if usual else xp.where(finite, row_max, 0)
     with float_errors_ignored("over"):
         z = xp.subtract(x, shift, out=out)
-    if bool(xp.isposinf(row_max).any()):                    # rare: some row holds +inf
+    if not usual and bool(xp.isposinf(row_max).any()):      # rare: some row holds +inf
         # Such a row was shifted by 0, so its +inf entries are +inf in z too (even when out is x)
         limit = xp.where(xp.isposinf(z), 0.0, -math.inf)
         z[...] = xp.where(xp.isposinf(row_max), limit, z)
@@ -42,7 +44,7 @@ def _log_sum(z, axis):
     """log Σ exp(z) along ``axis`` (0 for a fully masked row, whose Σ is 0)."""
     xp = get_array_module(z)
     sums = xp.exp(z).sum(axis=axis, keepdims=True)
-    return xp.log(xp.where(sums > 0, sums, 1))
+    return xp.log(xp.maximum(sums, 1.0))         # Σ ≥ 1 unless the row is fully masked (see softmax)
 
 
 def softmax(x, axis=-1, out=None):
@@ -57,7 +59,9 @@ def softmax(x, axis=-1, out=None):
     z, _ = _shifted(x, axis, out)
     p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
     sums = p.sum(axis=axis, keepdims=True)
-    p *= 1.0 / xp.where(sums > 0, sums, 1)   # a fully masked row (Σ = 0) stays 0, not NaN
+    # Σ ≥ 1 in every row that has a finite maximum (that entry adds e⁰ = 1); only a fully masked
+    # row has Σ = 0, and max(Σ, 1) keeps its p at 0 instead of 0/0 = NaN
+    p *= 1.0 / xp.maximum(sums, 1.0)
     return p, (p, axis)
 
 
