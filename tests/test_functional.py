@@ -32,6 +32,19 @@ def test_a_fully_masked_row_gives_zeros_not_nan(float64):
     assert not np.any(host(out)) and not np.any(np.isnan(host(cache.probs)))
 
 
+def test_softmax_written_over_its_input_gives_the_same_numbers(float64):
+    """out=x (as attention does with its scores): ordinary, fully masked and +inf rows alike."""
+    x = backend.randn(4, 6)
+    x[1] = -math.inf                     # fully masked
+    x[2, [0, 5]] = math.inf              # two +inf entries: half the weight each
+    x[3, 2] = -math.inf
+    wanted, _ = F.softmax(x.copy())
+    p, cache = F.softmax(x, out=x)
+    assert p is x and cache[0] is x
+    np.testing.assert_array_equal(host(p), host(wanted))
+    assert host(p)[2].tolist() == [0.5, 0, 0, 0, 0, 0.5]
+
+
 def test_a_row_holding_inf_shares_its_weight_among_the_inf_entries(float64):
     """The limit of softmax as those entries grow together: a huge equal value in their place
     gives the same probabilities and the same gradient, and nothing is NaN."""
