@@ -50,7 +50,7 @@ def _gelu_tanh_cdf(x):
     ½ (1 + tanh u) is the logistic sigmoid 1 / (1 + e^(−2u)) -- the same number, as
     tanh u = (1 − e^(−2u)) / (1 + e^(−2u)) -- so one exp does it: tanh is several times slower
     than exp on many CPUs. The constants are folded, −2u = x (−2√(2/π) − 2·0.044715·√(2/π) x²),
-    so that the (b, n, d_ff) hidden layer is passed over seven times, not ten.
+    so that the (b, n, d_ff) hidden layer is passed over seven times, not nine.
     x: (...)  ->  (...) in (0, 1)"""
     xp = get_array_module(x)
     z = x * x
