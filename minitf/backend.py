@@ -263,6 +263,8 @@ def row_dot(a, b, axis: int = -1):
     """
     xp = get_array_module(a, b)
     if axis in (-1, a.ndim - 1):                         # the usual case, without moveaxis's cost
+        if hasattr(xp, "vecdot"):                        # NumPy ≥ 2: a ufunc, no einsum parsing
+            return xp.vecdot(a, b)[..., None]
         return xp.einsum("...i,...i->...", a, b)[..., None]
     a, b = xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)          # views, no copies
     return xp.expand_dims(xp.einsum("...i,...i->...", a, b), axis)

@@ -59,14 +59,15 @@ def as_tuple(grads) -> tuple:
 def _recording_output(forward_of_class):
     @functools.wraps(forward_of_class)
     def forward(self, *args, **kwargs):
+        is_model = self.is_model
         nesting.depth += 1                 # inside a model, its layers skip the input checks
-        nesting.models += self.is_model
+        nesting.models += is_model
         try:
             y = forward_of_class(self, *args, **kwargs)
         finally:
             nesting.depth -= 1
-            nesting.models -= self.is_model
-        self._output = (tuple(y.shape), y.dtype) if is_array(y) else None
+            nesting.models -= is_model
+        self._output = (y.shape, y.dtype) if is_array(y) else None
         return y
     return forward
 
