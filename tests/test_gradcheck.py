@@ -135,6 +135,15 @@ def test_registry_checks_the_pretrained_encoder_and_its_heads():
     assert {nn.MeanPool, pretrained.BertEncoder, pretrained.SentenceClassifier} <= checked
 
 
+@pytest.mark.parametrize("shape", [(7,), (2, 3), (4, 1, 5), (2, 3, 4, 5)])
+def test_a_sampled_entry_is_found_where_numpy_puts_it(shape):
+    """check_entries finds entry number i by host arithmetic (CuPy's unravel_index wants a device
+    array, not a Python int): the same index NumPy gives, for every entry."""
+    from minitf.gradcheck import _entry
+    for flat in range(int(np.prod(shape))):
+        assert _entry(flat, shape) == tuple(int(j) for j in np.unravel_index(flat, shape))
+
+
 def test_checking_sampled_entries_passes_a_right_backward_and_fails_a_wrong_one(monkeypatch,
                                                                               float64):
     """check_entries (for pretrained models too big to difference whole) sees what check sees."""
