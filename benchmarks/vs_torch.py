@@ -145,8 +145,10 @@ def optimizers(ours, theirs):
 # -- the measured steps --------------------------------------------------------------------------
 
 def steps(ours, theirs, x, y):
-    """{measure: (minitf step, torch step)} for a teacher-forcing batch x, y (b, n)."""
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    """{measure: (minitf step, torch step)} for a teacher-forcing batch x, y (b, n), host arrays
+    moved to each model's device."""
+    tx, ty = on_device_of(theirs, x, y)
+    x, y = backend.to_device(x), backend.to_device(y)
     optimizer, torch_optimizer = optimizers(ours, theirs)
 
     def minitf_train():
@@ -170,16 +172,30 @@ def steps(ours, theirs, x, y):
     return {"train": (minitf_train, torch_train), "forward": (minitf_forward, torch_forward)}
 
 
-def minitf_decode(ours, prompt, n_tokens):
-    """Seconds per new token of minitf's cached greedy generation, (n_tokens,)."""
+def on_device_of(theirs, *arrays):
+    """Host arrays as torch tensors on the device of the torch model ``theirs``."""
+    device = theirs.tok.weight.device
+    return [torch.from_numpy(a).to(device) for a in arrays]
+
+
+def no_sync():
+    """On the CPU every step has finished when it returns: nothing to wait for."""
+
+
+def minitf_decode(ours, prompt, n_tokens, sync=no_sync):
+    """Seconds per new token of minitf's cached greedy generation, (n_tokens,). ``sync`` waits
+    for the device, so that each token is stamped when it is done, not when it is queued."""
     stamps = [time.perf_counter()]
-    generate(ours, prompt, n_tokens, greedy=True,
-             on_token=lambda ids: stamps.append(time.perf_counter()))
+
+    def stamp(ids):
+        sync()
+        stamps.append(time.perf_counter())
+    generate(ours, backend.to_device(prompt), n_tokens, greedy=True, on_token=stamp)
     return np.diff(stamps)
 
 
 @torch.no_grad()
-def torch_decode(theirs, prompt, n_tokens, forced=None):
+def torch_decode(theirs, prompt, n_tokens, forced=None, sync=no_sync):
     """Greedy generation with a KV cache over the torch layers' weights: each step runs the blocks
     on the new token only, and writes its keys and values in place into each layer's cache, here
     allocated once for the whole context (minitf's KVCache doubles its buffer when full): neither
@@ -188,8 +204,10 @@ def torch_decode(theirs, prompt, n_tokens, forced=None):
     -> seconds per token (n_tokens,), the logits of every step (b, n_tokens, V)"""
     b, d_model = prompt.shape[0], theirs.tok.embedding_dim
     h = theirs.blocks[0].self_attn.num_heads
-    cache = torch.zeros(len(theirs.blocks), 2, b, h, len(theirs.pos), d_model // h)  # k and v
-    new, offset, stamps, logits = torch.from_numpy(prompt), 0, [time.perf_counter()], []
+    cache = torch.zeros(len(theirs.blocks), 2, b, h, len(theirs.pos), d_model // h,
+                        device=theirs.tok.weight.device)                       # k and v
+    (new,), offset, stamps, logits = on_device_of(theirs, prompt), 0, [time.perf_counter()], []
+    forced = None if forced is None else on_device_of(theirs, forced)[0]
     for t in range(n_tokens):
         n = new.shape[1]
         x = theirs.tok(new) + theirs.pos[offset:offset + n]                  # (b, n, d_model)
@@ -206,10 +224,11 @@ def torch_decode(theirs, prompt, n_tokens, forced=None):
             x = x + layer.linear2(gelu_tanh(layer.linear1(layer.norm2(x))))
         last = theirs.norm(x[:, -1]) @ theirs.tok.weight.T                   # (b, V)
         logits.append(last)
-        new = (last.argmax(-1) if forced is None else torch.from_numpy(forced[:, t]))[:, None]
+        new = (last.argmax(-1) if forced is None else forced[:, t])[:, None]
         offset += n
+        sync()
         stamps.append(time.perf_counter())
-    return np.diff(stamps), torch.stack(logits, dim=1).numpy()
+    return np.diff(stamps), torch.stack(logits, dim=1).cpu().numpy()
 
 
 def per_token_at(seconds):
@@ -220,11 +239,11 @@ def per_token_at(seconds):
 # -- the checks: no figure unless the two compute the same thing --------------------------------
 
 def check_same_loss(ours, theirs, x, y):
-    ours_loss, _ = ours.loss(x, y)
+    ours_loss, _ = ours.loss(backend.to_device(x), backend.to_device(y))
+    tx, ty = on_device_of(theirs, x, y)
     with torch.no_grad():
-        logits = theirs(torch.from_numpy(x))
-        theirs_loss = float(torch.nn.functional.cross_entropy(logits.flatten(0, 1),
-                                                              torch.from_numpy(y).flatten()))
+        theirs_loss = float(torch.nn.functional.cross_entropy(theirs(tx).flatten(0, 1),
+                                                              ty.flatten()))
     difference = abs(ours_loss - theirs_loss) / abs(theirs_loss)
     losses = f"minitf {ours_loss:.7f}, torch {theirs_loss:.7f}, rel. difference {difference:.1e}"
     if not difference <= LOSS_TOLERANCE:
@@ -234,7 +253,9 @@ def check_same_loss(ours, theirs, x, y):
 
 
 def check_same_decoding(ours, theirs, prompt, n_tokens=32):
-    ids, ours_logits = generate(ours, prompt, n_tokens, greedy=True, return_logits=True)
+    ids, ours_logits = generate(ours, backend.to_device(prompt), n_tokens, greedy=True,
+                                return_logits=True)
+    ids, ours_logits = backend.to_numpy(ids), backend.to_numpy(ours_logits)
     _, theirs_logits = torch_decode(theirs, prompt, n_tokens, forced=ids[:, prompt.shape[1]:])
     error = relative_error(ours_logits, theirs_logits)
     if not error <= LOGITS_TOLERANCE:
@@ -263,15 +284,16 @@ def matmul_shapes(config, vocab, backward=True):
 
 
 def floor_step(shapes):
-    """A step of NumPy matmuls alone, on random float32 operands made once, written into `out`."""
-    rng = np.random.default_rng(0)
+    """A step of matmuls alone (NumPy's, or CuPy's on the GPU), on random float32 operands made
+    once, written into `out`."""
+    rng, xp = np.random.default_rng(0), backend.get_array_module()
     operands = [(rng.standard_normal(a, dtype=np.float32), rng.standard_normal(b, dtype=np.float32))
                 for a, b in shapes]
-    operands = [(a, b, a @ b) for a, b in operands]
+    operands = [(xp.asarray(a), xp.asarray(b), xp.asarray(a @ b)) for a, b in operands]
 
     def step():
         for a, b, out in operands:
-            np.matmul(a, b, out=out)
+            xp.matmul(a, b, out=out)
     return step
 
 

@@ -1,0 +1,119 @@
+"""minitf on CuPy against PyTorch eager on CUDA: the same model, identical weights, one process.
+
+    python benchmarks/vs_torch_gpu.py                   # default and large, 10 rounds
+    python benchmarks/vs_torch_gpu.py --configs large --pairs 20
+
+The GPU twin of vs_torch.py, and built from its pieces: the same torch model, weight copy,
+checks and tables. What differs is where the arrays live (CuPy, torch's "cuda" device) and the
+clock: GPU work is queued, so every timed call ends by waiting for both devices to finish.
+Float32 throughout, TF32 off on both sides (torch's default for float32 matrix products, and
+CuPy's unless CUPY_TF32=1), so both do the same arithmetic.
+Measures the training step (with AdamW), forward only, KV-cache decoding per token, and the
+floor: CuPy alone doing the step's matrix products. Each row is printed as soon as it is measured,
+the tables at the end.
+"""
+import argparse
+import shlex
+import sys
+from collections import namedtuple
+from statistics import median
+
+import cupy
+import torch
+
+import vs_torch as cpu
+from minitf import backend
+
+Config = namedtuple("Config", "d_model n_layers n_heads n batch")
+CONFIGS = {
+    "default": cpu.CONFIGS["default"],          # `minitf train`'s model
+    "large": Config(512, 8, 8, 512, 32),
+}
+
+
+def sync():
+    """Wait until both devices have finished everything queued so far."""
+    cupy.cuda.get_current_stream().synchronize()
+    torch.cuda.synchronize()
+
+
+def synced(step):
+    """``step``, then wait for the GPU: the time measured is the time the work took."""
+    def run():
+        step()
+        sync()
+    return run
+
+
+def environment(rounds, warmup, vocab):
+    properties = cupy.cuda.runtime.getDeviceProperties(0)
+    name = properties["name"].decode() if isinstance(properties["name"], bytes) else properties["name"]
+    return [f"GPU: {name}, {properties['totalGlobalMem'] / 2**30:.0f} GiB; "
+            f"CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}, driver "
+            f"{cupy.cuda.runtime.driverGetVersion()}",
+            f"CuPy {cupy.__version__}, torch {torch.__version__}, float32, TF32 off "
+            f"(torch allow_tf32={torch.backends.cuda.matmul.allow_tf32}), vocabulary {vocab}",
+            f"{rounds} timed rounds after {warmup} warm-up rounds",
+            f"command: python {shlex.join(sys.argv)}"]
+
+
+def measure(name, args, rows):
+    config = CONFIGS[name]
+    shape = f"{name}: d {config.d_model}, {config.n_layers}×{config.n_heads} heads, " \
+            f"{config.batch} × {config.n}"
+    with backend.use("cupy"):
+        ours, theirs = cpu.build(config, args.vocab)
+        theirs.to("cuda")
+        ids = backend.to_numpy(backend.randint(0, args.vocab, (config.batch, config.n + 1)))
+        x, y = ids[:, :-1], ids[:, 1:]
+        prompt = backend.to_numpy(backend.randint(0, args.vocab, (1, 1)))
+        print(f"{name}: {cpu.check_same_loss(ours, theirs, x, y)}")
+        print(f"{name}: {cpu.check_same_decoding(ours, theirs, prompt)}")
+        for what, (ours_step, theirs_step) in cpu.steps(ours, theirs, x, y).items():
+            ours.train(what == "train")
+            theirs.train(what == "train")
+            floor = cpu.floor_step(cpu.matmul_shapes(config, args.vocab, what == "train"))
+            t = cpu.alternate({"minitf": synced(ours_step), "torch": synced(theirs_step),
+                               "floor": synced(floor)}, args.pairs, args.warmup)
+            floor_s = median(t["floor"])
+            rows[what].append([shape, *cpu.compare(t["minitf"], t["torch"]),
+                               f"{1e3 * floor_s:.2f}", f"{median(t['minitf']) / floor_s:.1f}",
+                               f"{median(t['torch']) / floor_s:.1f}"])
+            print(f"{name}: {what}: " + " | ".join(rows[what][-1][1:]), flush=True)
+        n_tokens = cpu.DECODE_AT[-1]
+        t = cpu.alternate(
+            {"minitf": lambda: cpu.per_token_at(cpu.minitf_decode(ours, prompt, n_tokens, sync)),
+             "torch": lambda: cpu.per_token_at(cpu.torch_decode(theirs, prompt, n_tokens,
+                                                                sync=sync)[0])},
+            args.pairs, args.warmup)
+        rows["decode"].append([name] + [cell for k in cpu.DECODE_AT for cell in
+                                        cpu.compare([r[k] for r in t["minitf"]],
+                                                    [r[k] for r in t["torch"]])])
+        print(f"{name}: decode: " + " | ".join(rows["decode"][-1][1:]), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", default=",".join(CONFIGS),
+                        help="comma-separated, of: " + ", ".join(CONFIGS))
+    parser.add_argument("--pairs", type=int, default=10, help="timed rounds (default 10)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
+    parser.add_argument("--vocab", type=int, default=100, help="vocabulary size (default 100)")
+    args = parser.parse_args()
+    names = args.configs.split(",")
+    if not set(names) <= set(CONFIGS):
+        parser.error(f"--configs: wanted some of {list(CONFIGS)}; got {names}")
+    rows = {what: [] for what in ("train", "forward", "decode")}
+    for name in names:
+        measure(name, args, rows)
+    print("\n" + "\n".join(f"- {line}" for line in environment(args.pairs, args.warmup,
+                                                                 args.vocab)))
+    for what in rows:
+        title, columns = cpu.TABLES[what]
+        if what != "decode":
+            columns = [c.replace("BLAS floor", "CuPy matmul floor") for c in columns]
+        print("\n" + cpu.table(title, columns, rows[what]))
+
+
+if __name__ == "__main__":
+    main()
