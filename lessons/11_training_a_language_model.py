@@ -47,7 +47,7 @@ for t in range(X.shape[1]):
           f"-> target {vocab.words[Y[0, t]]!r}")
 assert (Y[:, :-1] == X[:, 1:]).all(), "each target is the next input: Y_t = X_(t+1) (deck 000)"
 
-corpus = data.default_corpus()                       # Python's documentation, shipped with Python
+corpus = data.default_corpus()                       # Python's documentation, shipped with minitf
 tok = data.CharTokenizer.fit(corpus)                 # characters as tokens
 train_ids, val_ids = data.split(tok.encode(corpus))
 x, y = data.random_windows(train_ids, 4, 24)         # 4 random windows of 24 + 1 characters

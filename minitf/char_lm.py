@@ -165,7 +165,8 @@ def _train(config: RunConfig, out: Path, log) -> dict:
                          f"{len(val_ids)} for validation, less than one window of --context "
                          f"{config.context} + 1; wanted at least {10 * (config.context + 1):,} "
                          f"characters, or a smaller --context")
-    log(f"text: {config.text or 'the default corpus (pydoc_data.topics)'}, {len(text):,} characters, "
+    source = config.text or "the default corpus (the Python documentation)"
+    log(f"text: {source}, {len(text):,} characters, "
         f"vocabulary {tokenizer.vocab_size}; {len(train_ids):,} train / {len(val_ids):,} validation")
 
     model = _build_model(config, tokenizer.vocab_size)

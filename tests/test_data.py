@@ -1,10 +1,12 @@
 """Tokenizer, the default corpus, batching, padding and the synthetic tasks."""
+import hashlib
 import sys
 
 import numpy as np
 import pytest
 
 from minitf import backend, data
+from minitf.data import text as text_module
 
 
 def test_char_tokenizer_round_trips_and_saves(tmp_path):
@@ -27,9 +29,20 @@ def test_the_default_corpus_needs_no_download():
     assert len(train) == 900 and train[-1] + 1 == val[0]          # contiguous, no overlap
 
 
-def test_a_missing_corpus_suggests_text(monkeypatch):
+def test_the_default_corpus_is_the_same_text_on_every_python(monkeypatch):
+    """Shipped with minitf, not read from the running Python (whose topics change with each
+    release): the same characters, byte for byte, whatever pydoc_data holds or lacks."""
     monkeypatch.setitem(sys.modules, "pydoc_data.topics", None)
-    with pytest.raises(FileNotFoundError, match="--text PATH"):
+    text = data.default_corpus()
+    assert len(text) == 464_970 and len(set(text)) == 103
+    assert hashlib.sha256(text.encode()).hexdigest() == \
+        "37d06970fc926e60c16dff401e441b84752446a36b6b64516c229fdec77e992c"
+
+
+def test_a_missing_corpus_suggests_text(monkeypatch, tmp_path):
+    monkeypatch.setattr(text_module, "CORPUS_FILE", tmp_path / "python_docs.txt.gz")
+    with pytest.raises(FileNotFoundError, match="reinstall minitf, or pass a text file with "
+                                                "--text PATH"):
         data.default_corpus()
 
 

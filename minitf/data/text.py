@@ -3,6 +3,7 @@ and the character-bigram baseline a Transformer has to beat. Token ids live on t
 and move to the active backend one batch at a time."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -67,17 +68,24 @@ class CharTokenizer:
         return cls.from_json(json.loads(Path(path).read_text()))
 
 
+CORPUS_FILE = Path(__file__).with_name("python_docs.txt.gz")
+
+
 def default_corpus() -> str:
-    """The documentation topics every CPython ships (pydoc_data.topics): ~0.46 MB of English
-    about Python, no download needed. Topics are joined in sorted order, so the text (and the
-    train/validation split) is the same on every run."""
+    """Python's documentation topics, ~0.46 MB of English about Python, no download needed.
+
+    The text is what ``pydoc_data.topics`` held in CPython 3.11 (its topics joined in sorted
+    order; Python Software Foundation License), shipped with minitf rather than read from the
+    running Python: each Python release regenerates those topics, and the same corpus on every
+    machine is what makes the README's losses, the lessons' numbers and the train/validation
+    split the same for everyone.
+    """
     try:
-        from pydoc_data.topics import topics
-    except ImportError:
-        raise FileNotFoundError("the default corpus (pydoc_data.topics, shipped with CPython) is "
-                                "missing from this Python; pass a text file with --text PATH"
-                                ) from None
-    return "".join(topics[key] for key in sorted(topics))
+        return gzip.decompress(CORPUS_FILE.read_bytes()).decode("utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"the default corpus ({CORPUS_FILE.name}, shipped with minitf) is "
+                                f"missing from this installation; reinstall minitf, or pass a "
+                                f"text file with --text PATH") from None
 
 
 def read_text(path) -> str:
