@@ -285,11 +285,13 @@ def matmul_shapes(config, vocab, backward=True):
 
 def floor_step(shapes):
     """A step of matmuls alone (NumPy's, or CuPy's on the GPU), on random float32 operands made
-    once, written into `out`."""
-    rng, xp = np.random.default_rng(0), backend.get_array_module()
-    operands = [(rng.standard_normal(a, dtype=np.float32), rng.standard_normal(b, dtype=np.float32))
+    once, written into `out`. The operands are drawn where they are used: for a large config
+    they are gigabytes, which the host would take minutes to draw, multiply and copy."""
+    xp = backend.get_array_module()
+    rng = xp.random.default_rng(0)
+    operands = [(rng.standard_normal(a, dtype=xp.float32), rng.standard_normal(b, dtype=xp.float32))
                 for a, b in shapes]
-    operands = [(xp.asarray(a), xp.asarray(b), xp.asarray(a @ b)) for a, b in operands]
+    operands = [(a, b, a @ b) for a, b in operands]
 
     def step():
         for a, b, out in operands:
