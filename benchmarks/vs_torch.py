@@ -44,9 +44,11 @@ import torch  # noqa: E402
 
 from minitf import backend  # noqa: E402
 from minitf.generate import generate  # noqa: E402
-from minitf.gradcheck import relative_error  # noqa: E402
-from minitf.models import DecoderLM  # noqa: E402
-from minitf.optim import AdamW  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its sibling, also when loaded
+from same_model import (check_same_decoding, check_same_loss, no_sync,  # noqa: E402
+                        on_device_of, optimizers, torch_decode)
+import same_model  # noqa: E402
 
 try:
     import threadpoolctl
@@ -64,82 +66,11 @@ CONFIGS = {
 DECODE_CONFIGS = ("ref", "default")
 DECODE_AT = (64, 256)      # report the time per token near these tokens
 WINDOW = 8                 # ... as the median of the WINDOW tokens ending there (one is too noisy)
-LR, BETAS, WEIGHT_DECAY = 6e-3, (0.9, 0.95), 0.1     # `minitf train`'s AdamW
-LOSS_TOLERANCE, LOGITS_TOLERANCE = 1e-5, 1e-4
-
-
-# -- the same model in torch ---------------------------------------------------------------------
-
-def gelu_tanh(x):
-    return torch.nn.functional.gelu(x, approximate="tanh")
-
-
-class TorchLM(torch.nn.Module):
-    """minitf's DecoderLM from torch parts: token embedding + learned positions, pre-LN causal
-    TransformerEncoderLayers with tanh-GELU, a final LayerNorm, the head tied to the embedding."""
-
-    def __init__(self, vocab, d_model, n_heads, n_layers, d_ff, max_len):
-        super().__init__()
-        self.tok = torch.nn.Embedding(vocab, d_model)
-        self.pos = torch.nn.Parameter(torch.zeros(max_len, d_model))
-        self.blocks = torch.nn.ModuleList(torch.nn.TransformerEncoderLayer(
-            d_model, n_heads, d_ff, dropout=0.0, activation=gelu_tanh, batch_first=True,
-            norm_first=True) for _ in range(n_layers))
-        self.norm = torch.nn.LayerNorm(d_model)
-
-    def forward(self, ids):
-        n = ids.shape[1]
-        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)   # True: masked out
-        x = self.tok(ids) + self.pos[:n]
-        for block in self.blocks:
-            # is_causal: torch may then skip the mask and run its causal attention kernel
-            x = block(x, src_mask=mask, is_causal=True)
-        return self.norm(x) @ self.tok.weight.T
-
-
-def weight_pairs(theirs):
-    """(minitf parameter name, torch parameter, transposed?) for every parameter. minitf keeps a
-    linear map's W as (d_in, d_out), torch as (d_out, d_in); both stack q, k, v as [q | k | v]."""
-    pairs = [("tok_emb.W", theirs.tok.weight, False), ("pos_emb.W", theirs.pos, False),
-             ("norm.gamma", theirs.norm.weight, False), ("norm.beta", theirs.norm.bias, False)]
-    for i, layer in enumerate(theirs.blocks):
-        at, mha = f"blocks.blocks.{i}.", layer.self_attn
-        for name, W, b in (("self_attn.layer.W_qkv", mha.in_proj_weight, mha.in_proj_bias),
-                           ("self_attn.layer.W_o", mha.out_proj.weight, mha.out_proj.bias),
-                           ("ffn.layer.W_1", layer.linear1.weight, layer.linear1.bias),
-                           ("ffn.layer.W_2", layer.linear2.weight, layer.linear2.bias)):
-            pairs += [(f"{at}{name}.W", W, True), (f"{at}{name}.b", b, False)]
-        for name, norm in (("self_attn.norm", layer.norm1), ("ffn.norm", layer.norm2)):
-            pairs += [(f"{at}{name}.gamma", norm.weight, False),
-                      (f"{at}{name}.beta", norm.bias, False)]
-    return pairs
 
 
 def build(config, vocab):
-    """The two models, minitf's weights (seed 0) copied into torch's."""
-    backend.seed(0)
-    max_len = max(config.n, 1 + DECODE_AT[-1])
-    ours = DecoderLM(vocab, config.d_model, config.n_heads, config.n_layers, max_len=max_len)
-    theirs = TorchLM(vocab, config.d_model, config.n_heads, config.n_layers, ours.config["d_ff"],
-                     max_len)
-    params, pairs = dict(ours.named_parameters()), weight_pairs(theirs)
-    if sorted(name for name, _, _ in pairs) != sorted(params) \
-            or len(pairs) != len(list(theirs.parameters())):
-        raise SystemExit("the weight map does not cover both models' parameters one to one")
-    with torch.no_grad():
-        for name, tensor, transposed in pairs:
-            W = backend.to_numpy(params[name].data)
-            tensor.copy_(torch.from_numpy(np.ascontiguousarray(W.T if transposed else W)))
-    return ours, theirs
-
-
-def optimizers(ours, theirs):
-    """AdamW with `minitf train`'s settings, decaying the linear maps' weights only, as minitf's."""
-    linear = {id(tensor) for _, tensor, transposed in weight_pairs(theirs) if transposed}
-    groups = [{"params": [p for p in theirs.parameters() if (id(p) in linear) == decay],
-               "weight_decay": WEIGHT_DECAY if decay else 0.0} for decay in (True, False)]
-    return (AdamW(ours, LR, betas=BETAS, weight_decay=WEIGHT_DECAY),
-            torch.optim.AdamW(groups, lr=LR, betas=BETAS))
+    """minitf's model and torch's, identical weights, long enough for the decoding measure."""
+    return same_model.build(config, vocab, max_len=max(config.n, 1 + DECODE_AT[-1]))
 
 
 # -- the measured steps --------------------------------------------------------------------------
@@ -172,16 +103,6 @@ def steps(ours, theirs, x, y):
     return {"train": (minitf_train, torch_train), "forward": (minitf_forward, torch_forward)}
 
 
-def on_device_of(theirs, *arrays):
-    """Host arrays as torch tensors on the device of the torch model ``theirs``."""
-    device = theirs.tok.weight.device
-    return [torch.from_numpy(a).to(device) for a in arrays]
-
-
-def no_sync():
-    """On the CPU every step has finished when it returns: nothing to wait for."""
-
-
 def minitf_decode(ours, prompt, n_tokens, sync=no_sync):
     """Seconds per new token of minitf's cached greedy generation, (n_tokens,). ``sync`` waits
     for the device, so that each token is stamped when it is done, not when it is queued."""
@@ -194,74 +115,9 @@ def minitf_decode(ours, prompt, n_tokens, sync=no_sync):
     return np.diff(stamps)
 
 
-@torch.no_grad()
-def torch_decode(theirs, prompt, n_tokens, forced=None, sync=no_sync):
-    """Greedy generation with a KV cache over the torch layers' weights: each step runs the blocks
-    on the new token only, and writes its keys and values in place into each layer's cache, here
-    allocated once for the whole context (minitf's KVCache doubles its buffer when full): neither
-    copies the whole cache at every token.
-    prompt: (b, n0) ids;  forced: (b, n_tokens) tokens to feed instead of the argmax (the check)
-    -> seconds per token (n_tokens,), the logits of every step (b, n_tokens, V)"""
-    b, d_model = prompt.shape[0], theirs.tok.embedding_dim
-    h = theirs.blocks[0].self_attn.num_heads
-    cache = torch.zeros(len(theirs.blocks), 2, b, h, len(theirs.pos), d_model // h,
-                        device=theirs.tok.weight.device)                       # k and v
-    (new,), offset, stamps, logits = on_device_of(theirs, prompt), 0, [time.perf_counter()], []
-    forced = None if forced is None else on_device_of(theirs, forced)[0]
-    for t in range(n_tokens):
-        n = new.shape[1]
-        x = theirs.tok(new) + theirs.pos[offset:offset + n]                  # (b, n, d_model)
-        for i, layer in enumerate(theirs.blocks):
-            attention = layer.self_attn
-            qkv = torch.nn.functional.linear(layer.norm1(x), attention.in_proj_weight,
-                                             attention.in_proj_bias)      # (b, n, 3 d_model)
-            q, k, v = qkv.view(b, n, 3, h, d_model // h).permute(2, 0, 3, 1, 4)  # (b, h, n, d_head)
-            cache[i, 0, :, :, offset:offset + n], cache[i, 1, :, :, offset:offset + n] = k, v
-            k, v = cache[i, :, :, :, :offset + n]                    # (b, h, offset + n, d_head)
-            # only the prompt needs the causal mask: a single new token may see every cached one
-            context = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=n > 1)
-            x = x + attention.out_proj(context.transpose(1, 2).reshape(b, n, d_model))
-            x = x + layer.linear2(gelu_tanh(layer.linear1(layer.norm2(x))))
-        last = theirs.norm(x[:, -1]) @ theirs.tok.weight.T                   # (b, V)
-        logits.append(last)
-        new = (last.argmax(-1) if forced is None else forced[:, t])[:, None]
-        offset += n
-        sync()
-        stamps.append(time.perf_counter())
-    return np.diff(stamps), torch.stack(logits, dim=1).cpu().numpy()
-
-
 def per_token_at(seconds):
     """{k: the median time of the WINDOW tokens ending at token k} for k in DECODE_AT."""
     return {k: median(seconds[k - WINDOW:k]) for k in DECODE_AT}
-
-
-# -- the checks: no figure unless the two compute the same thing --------------------------------
-
-def check_same_loss(ours, theirs, x, y):
-    ours_loss, _ = ours.loss(backend.to_device(x), backend.to_device(y))
-    tx, ty = on_device_of(theirs, x, y)
-    with torch.no_grad():
-        theirs_loss = float(torch.nn.functional.cross_entropy(theirs(tx).flatten(0, 1),
-                                                              ty.flatten()))
-    difference = abs(ours_loss - theirs_loss) / abs(theirs_loss)
-    losses = f"minitf {ours_loss:.7f}, torch {theirs_loss:.7f}, rel. difference {difference:.1e}"
-    if not difference <= LOSS_TOLERANCE:
-        raise SystemExit(f"same-loss check FAILED: {losses} > {LOSS_TOLERANCE:.0e}; the models "
-                         f"differ, so no timing is reported")
-    return f"same-loss check passed: {losses}"
-
-
-def check_same_decoding(ours, theirs, prompt, n_tokens=32):
-    ids, ours_logits = generate(ours, backend.to_device(prompt), n_tokens, greedy=True,
-                                return_logits=True)
-    ids, ours_logits = backend.to_numpy(ids), backend.to_numpy(ours_logits)
-    _, theirs_logits = torch_decode(theirs, prompt, n_tokens, forced=ids[:, prompt.shape[1]:])
-    error = relative_error(ours_logits, theirs_logits)
-    if not error <= LOGITS_TOLERANCE:
-        raise SystemExit(f"same-decoding check FAILED: the logits of {n_tokens} cached steps "
-                         f"differ by {error:.1e} > {LOGITS_TOLERANCE:.0e}; no timing is reported")
-    return f"same-decoding check passed: {n_tokens} cached steps, logits rel. error {error:.1e}"
 
 
 # -- the BLAS floor ------------------------------------------------------------------------------
@@ -283,19 +139,26 @@ def matmul_shapes(config, vocab, backward=True):
     return forward + back
 
 
-def floor_step(shapes):
-    """A step of matmuls alone (NumPy's, or CuPy's on the GPU), on random float32 operands made
-    once, written into `out`. The operands are drawn where they are used: for a large config
-    they are gigabytes, which the host would take minutes to draw, multiply and copy."""
-    xp = backend.get_array_module()
-    rng = xp.random.default_rng(0)
-    operands = [(rng.standard_normal(a, dtype=xp.float32), rng.standard_normal(b, dtype=xp.float32))
-                for a, b in shapes]
+def floor_step(shapes, torch_device=None):
+    """A step of matrix products alone, on random float32 operands made once, written into `out`:
+    by minitf's array module (NumPy, or CuPy when it is active), or with ``torch_device``
+    ("cpu", "cuda") by torch's own, whose matrix library is not NumPy's. The operands are drawn
+    where they are used: for a large config they are gigabytes, which the host would take
+    minutes to draw, multiply and copy."""
+    if torch_device is None:
+        xp = backend.get_array_module()
+        rng, matmul = xp.random.default_rng(0), xp.matmul
+        operands = [(rng.standard_normal(a, dtype=xp.float32),
+                     rng.standard_normal(b, dtype=xp.float32)) for a, b in shapes]
+    else:
+        rng, matmul = torch.Generator(torch_device).manual_seed(0), torch.matmul
+        operands = [(torch.randn(a, generator=rng, device=torch_device),
+                     torch.randn(b, generator=rng, device=torch_device)) for a, b in shapes]
     operands = [(a, b, a @ b) for a, b in operands]
 
     def step():
         for a, b, out in operands:
-            xp.matmul(a, b, out=out)
+            matmul(a, b, out=out)
     return step
 
 
@@ -368,6 +231,39 @@ def environment(rounds, warmup, vocab):
             f"command: python {shlex.join(sys.argv)}"]
 
 
+def time_steps(ours, theirs, x, y, config, vocab, rounds, warmup, rows, shape, wait=None):
+    """Time the training step and the forward of both models beside both floors (the same
+    matrix products by minitf's array module and by torch); append a row to rows["train"] and
+    rows["forward"]. ``wait`` (GPU) makes each timed call wait for the device to finish."""
+    device = str(theirs.tok.weight.device).split(":")[0]
+    for what, (ours_step, theirs_step) in steps(ours, theirs, x, y).items():
+        ours.train(what == "train")
+        theirs.train(what == "train")
+        shapes = matmul_shapes(config, vocab, backward=what == "train")
+        contestants = {"minitf": ours_step, "torch": theirs_step, "floor": floor_step(shapes),
+                       "torch floor": floor_step(shapes, torch_device=device)}
+        if wait is not None:
+            contestants = {name: wait(run) for name, run in contestants.items()}
+        times = alternate(contestants, rounds, warmup)
+        t = {name: median(seconds) for name, seconds in times.items()}
+        rows[what].append([shape, *compare(times["minitf"], times["torch"]),
+                           f"{1e3 * t['floor']:.2f}", f"{1e3 * t['torch floor']:.2f}",
+                           f"{t['minitf'] / t['floor']:.1f}", f"{t['torch'] / t['floor']:.1f}"])
+
+
+def time_decoding(ours, theirs, prompt, rounds, warmup, rows, name, sync=no_sync):
+    """Time cached greedy decoding of DECODE_AT[-1] tokens by both; append a row to
+    rows["decode"]: each one's time per token near each of DECODE_AT, and the ratio."""
+    n_tokens = DECODE_AT[-1]
+    t = alternate({"minitf": lambda: per_token_at(minitf_decode(ours, prompt, n_tokens, sync)),
+                   "torch": lambda: per_token_at(torch_decode(theirs, prompt, n_tokens,
+                                                              sync=sync)[0])},
+                  rounds, warmup)
+    rows["decode"].append([name] + [cell for k in DECODE_AT for cell in
+                                    compare([r[k] for r in t["minitf"]],
+                                            [r[k] for r in t["torch"]])])
+
+
 def measure(name, args, rounds, warmup, decode, rows):
     """Check, then time one config; append its row to each table of ``rows``."""
     config = CONFIGS[name]
@@ -380,23 +276,9 @@ def measure(name, args, rounds, warmup, decode, rows):
     print(f"{name}: {check_same_loss(ours, theirs, x, y)}")
     if decode:
         print(f"{name}: {check_same_decoding(ours, theirs, prompt)}")
-    for what, (ours_step, theirs_step) in steps(ours, theirs, x, y).items():
-        ours.train(what == "train")
-        theirs.train(what == "train")
-        floor = floor_step(matmul_shapes(config, args.vocab, backward=what == "train"))
-        t = alternate({"minitf": ours_step, "torch": theirs_step, "floor": floor}, rounds, warmup)
-        floor_s = median(t["floor"])
-        rows[what].append([shape, *compare(t["minitf"], t["torch"]), f"{1e3 * floor_s:.2f}",
-                           f"{median(t['minitf']) / floor_s:.1f}",
-                           f"{median(t['torch']) / floor_s:.1f}"])
+    time_steps(ours, theirs, x, y, config, args.vocab, rounds, warmup, rows, shape)
     if decode:
-        n_tokens = DECODE_AT[-1]
-        t = alternate({"minitf": lambda: per_token_at(minitf_decode(ours, prompt, n_tokens)),
-                       "torch": lambda: per_token_at(torch_decode(theirs, prompt, n_tokens)[0])},
-                      rounds, warmup)
-        rows["decode"].append([name] + [cell for k in DECODE_AT for cell in
-                                        compare([r[k] for r in t["minitf"]],
-                                                [r[k] for r in t["torch"]])])
+        time_decoding(ours, theirs, prompt, rounds, warmup, rows, name)
     ours_mib, theirs_mib = (peak_memory(framework, name, args) for framework in ("minitf", "torch"))
     rows["memory"].append([shape, f"{ours_mib:.1f}", f"{theirs_mib:.1f}",
                            f"{ours_mib / theirs_mib:.2f}"])
@@ -408,7 +290,7 @@ def table(title, header, rows):
 
 
 TIMED = ["config", "minitf (ms)", "torch (ms)", "minitf/torch, median (min–max)",
-         "BLAS floor (ms)", "minitf/floor", "torch/floor"]
+         "floor (ms)", "torch's matmuls (ms)", "minitf/floor", "torch/floor"]
 TABLES = {  # measure: (title, header)
     "train": ("Training step: forward, loss, backward, AdamW", TIMED),
     "forward": ("Forward only: logits, no gradient", TIMED),

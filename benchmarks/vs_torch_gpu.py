@@ -16,7 +16,6 @@ import argparse
 import shlex
 import sys
 from collections import namedtuple
-from statistics import median
 
 import cupy
 import torch
@@ -69,26 +68,11 @@ def measure(name, args, rows):
         prompt = backend.to_numpy(backend.randint(0, args.vocab, (1, 1)))
         print(f"{name}: {cpu.check_same_loss(ours, theirs, x, y)}")
         print(f"{name}: {cpu.check_same_decoding(ours, theirs, prompt)}")
-        for what, (ours_step, theirs_step) in cpu.steps(ours, theirs, x, y).items():
-            ours.train(what == "train")
-            theirs.train(what == "train")
-            floor = cpu.floor_step(cpu.matmul_shapes(config, args.vocab, what == "train"))
-            t = cpu.alternate({"minitf": synced(ours_step), "torch": synced(theirs_step),
-                               "floor": synced(floor)}, args.pairs, args.warmup)
-            floor_s = median(t["floor"])
-            rows[what].append([shape, *cpu.compare(t["minitf"], t["torch"]),
-                               f"{1e3 * floor_s:.2f}", f"{median(t['minitf']) / floor_s:.1f}",
-                               f"{median(t['torch']) / floor_s:.1f}"])
+        cpu.time_steps(ours, theirs, x, y, config, args.vocab, args.pairs, args.warmup, rows,
+                       shape, wait=synced)
+        for what in ("train", "forward"):
             print(f"{name}: {what}: " + " | ".join(rows[what][-1][1:]), flush=True)
-        n_tokens = cpu.DECODE_AT[-1]
-        t = cpu.alternate(
-            {"minitf": lambda: cpu.per_token_at(cpu.minitf_decode(ours, prompt, n_tokens, sync)),
-             "torch": lambda: cpu.per_token_at(cpu.torch_decode(theirs, prompt, n_tokens,
-                                                                sync=sync)[0])},
-            args.pairs, args.warmup)
-        rows["decode"].append([name] + [cell for k in cpu.DECODE_AT for cell in
-                                        cpu.compare([r[k] for r in t["minitf"]],
-                                                    [r[k] for r in t["torch"]])])
+        cpu.time_decoding(ours, theirs, prompt, args.pairs, args.warmup, rows, name, sync)
         print(f"{name}: decode: " + " | ".join(rows["decode"][-1][1:]), flush=True)
 
 
@@ -110,8 +94,6 @@ def main():
                                                                  args.vocab)))
     for what in rows:
         title, columns = cpu.TABLES[what]
-        if what != "decode":
-            columns = [c.replace("BLAS floor", "CuPy matmul floor") for c in columns]
         print("\n" + cpu.table(title, columns, rows[what]))
 
 
