@@ -126,3 +126,20 @@ def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatc
     monkeypatch.setattr(autograder, "PACKAGE", hw / "minitf")      # run from inside a copy
     assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "y.zip")]) == 2
     assert "is a homework copy" in capsys.readouterr().err
+
+
+def test_the_requirements_are_read_from_a_checkout_that_was_never_installed(monkeypatch, tmp_path):
+    """Run from a source tree on PYTHONPATH there is no package metadata: pyproject.toml, the
+    same list, is read instead; and with neither, one line says what to do."""
+    import importlib.metadata
+
+    installed = autograder.requirements()
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "requires", not_installed)
+    assert autograder.requirements() == installed and "numpy>=1.24" in installed
+    monkeypatch.setattr(autograder, "__file__", str(tmp_path / "minitf" / "homework" / "x.py"))
+    with pytest.raises(RuntimeError, match=r"it is not installed, and .*pyproject.toml gave "
+                                           r"FileNotFoundError; install it \(pip install \.\)"):
+        autograder.requirements()

@@ -51,9 +51,24 @@ exit 0
 
 
 def requirements() -> list[str]:
-    """minitf's runtime dependencies as pip reads them (e.g. 'numpy>=1.24'), extras left out."""
-    declared = importlib.metadata.requires("minitf") or []
+    """minitf's runtime dependencies as pip reads them (e.g. 'numpy>=1.24'), extras left out:
+    from the installed package's metadata, or, run from a source checkout that was never
+    installed, from the pyproject.toml beside the package."""
+    try:
+        declared = importlib.metadata.requires("minitf") or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = _declared_in_pyproject(Path(__file__).resolve().parents[2] / "pyproject.toml")
     return sorted(r.split(";")[0].replace(" ", "") for r in declared if "extra ==" not in r)
+
+
+def _declared_in_pyproject(path: Path) -> list[str]:
+    try:
+        import tomllib                                   # Python ≥ 3.11
+        return tomllib.loads(path.read_text())["project"]["dependencies"]
+    except (ImportError, OSError, KeyError) as err:
+        raise RuntimeError(f"minitf's dependencies could not be read: it is not installed, and "
+                           f"{path} gave {type(err).__name__}; install it (pip install .) and "
+                           f"run again") from None
 
 
 def _add(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
