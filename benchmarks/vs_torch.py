@@ -302,13 +302,19 @@ TABLES = {  # measure: (title, header)
 }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default=",".join(CONFIGS),
-                        help="comma-separated, of: " + ", ".join(CONFIGS))
+def parser_for(description, configs):
+    """The options this script and vs_torch_gpu.py share: which configs, rounds, vocabulary."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--configs", default=",".join(configs),
+                        help="comma-separated, of: " + ", ".join(configs))
     parser.add_argument("--pairs", type=int, default=10, help="timed rounds (default 10)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
     parser.add_argument("--vocab", type=int, default=100, help="vocabulary size (default 100)")
+    return parser
+
+
+def main():
+    parser = parser_for(__doc__.splitlines()[0], CONFIGS)
     parser.add_argument("--threads", type=int, help="torch and BLAS threads (default: theirs)")
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny only, 2 rounds")
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)

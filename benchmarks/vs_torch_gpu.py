@@ -12,7 +12,6 @@ Measures the training step (with AdamW), forward only, KV-cache decoding per tok
 floor: CuPy alone doing the step's matrix products. Each row is printed as soon as it is measured,
 the tables at the end.
 """
-import argparse
 import shlex
 import sys
 from collections import namedtuple
@@ -77,12 +76,7 @@ def measure(name, args, rows):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default=",".join(CONFIGS),
-                        help="comma-separated, of: " + ", ".join(CONFIGS))
-    parser.add_argument("--pairs", type=int, default=10, help="timed rounds (default 10)")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
-    parser.add_argument("--vocab", type=int, default=100, help="vocabulary size (default 100)")
+    parser = cpu.parser_for(__doc__.splitlines()[0], CONFIGS)
     args = parser.parse_args()
     names = args.configs.split(",")
     if not set(names) <= set(CONFIGS):
