@@ -63,7 +63,7 @@ print("✓ only the learned table grows with the length; every other model runs 
 # The experiment
 # --------------
 #
-# The text is the Python documentation every CPython ships, split into the first 90 % for
+# The text is the Python documentation that comes with minitf, split into the first 90 % for
 # training and the last 10 % held out. Each model (d_model 32, 4 heads, 2 pre-LN blocks, about
 # 29,000 parameters) starts from the same seed and sees the same 300 batches of 16 random
 # windows of 32 characters, with AdamW, a warm-up and a cosine decay. The learned model gets a
