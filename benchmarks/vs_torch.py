@@ -139,22 +139,31 @@ def matmul_shapes(config, vocab, backward=True):
     return forward + back
 
 
-def floor_step(shapes, torch_device=None):
+def floor_step(shapes, torch_device=None, shared=False):
     """A step of matrix products alone, on random float32 operands made once, written into `out`:
     by minitf's array module (NumPy, or CuPy when it is active), or with ``torch_device``
     ("cpu", "cuda") by torch's own, whose matrix library is not NumPy's. The operands are drawn
-    where they are used: for a large config they are gigabytes, which the host would take
-    minutes to draw, multiply and copy."""
+    where they are used. Each product has its own, as each of the step's reads fresh arrays;
+    ``shared`` draws them once per distinct shape instead: on a GPU, where a large config's
+    would otherwise be tens of GiB, and its 50 MB cache is no help either way."""
     if torch_device is None:
         xp = backend.get_array_module()
         rng, matmul = xp.random.default_rng(0), xp.matmul
-        operands = [(rng.standard_normal(a, dtype=xp.float32),
-                     rng.standard_normal(b, dtype=xp.float32)) for a, b in shapes]
+
+        def draw(shape):
+            return rng.standard_normal(shape, dtype=xp.float32)
     else:
         rng, matmul = torch.Generator(torch_device).manual_seed(0), torch.matmul
-        operands = [(torch.randn(a, generator=rng, device=torch_device),
-                     torch.randn(b, generator=rng, device=torch_device)) for a, b in shapes]
-    operands = [(a, b, a @ b) for a, b in operands]
+
+        def draw(shape):
+            return torch.randn(shape, generator=rng, device=torch_device)
+    made = {}
+    operands = []
+    for a, b in shapes:
+        if not shared or (a, b) not in made:
+            A, B = draw(a), draw(b)
+            made[a, b] = (A, B, A @ B)
+        operands.append(made[a, b])
 
     def step():
         for a, b, out in operands:
@@ -240,8 +249,10 @@ def time_steps(ours, theirs, x, y, config, vocab, rounds, warmup, rows, shape, w
         ours.train(what == "train")
         theirs.train(what == "train")
         shapes = matmul_shapes(config, vocab, backward=what == "train")
-        contestants = {"minitf": ours_step, "torch": theirs_step, "floor": floor_step(shapes),
-                       "torch floor": floor_step(shapes, torch_device=device)}
+        shared = device != "cpu"
+        contestants = {"minitf": ours_step, "torch": theirs_step,
+                       "floor": floor_step(shapes, shared=shared),
+                       "torch floor": floor_step(shapes, torch_device=device, shared=shared)}
         if wait is not None:
             contestants = {name: wait(run) for name, run in contestants.items()}
         times = alternate(contestants, rounds, warmup)
