@@ -14,7 +14,6 @@ the tables at the end.
 """
 import shlex
 import sys
-from collections import namedtuple
 
 import cupy
 import torch
@@ -22,10 +21,9 @@ import torch
 import vs_torch as cpu
 from minitf import backend
 
-Config = namedtuple("Config", "d_model n_layers n_heads n batch")
 CONFIGS = {
     "default": cpu.CONFIGS["default"],          # `minitf train`'s model
-    "large": Config(512, 8, 8, 512, 32),
+    "large": cpu.Config(512, 8, 8, 512, 32),
 }
 
 

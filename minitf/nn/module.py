@@ -15,7 +15,7 @@ import functools
 
 from minitf.backend import (backend_of, float_dtype, get_array_module, is_array, randn,
                             to_device, to_numpy)
-from minitf.validate import (check_dtype, check_like, check_shape, inside_a_model, nesting,
+from minitf.validate import (at_the_boundary, check_dtype, check_like, check_shape, nesting,
                              not_real_numbers)
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
@@ -134,10 +134,11 @@ class Module:
 
     # -- checks at the boundary ------------------------------------------------------------------
 
+    # Skipped inside a model, whose own input was checked at its boundary: finding the dtype
+    # walks the whole parameter tree, which costs more than a generated token's arithmetic.
+    @at_the_boundary
     def _check_input(self, x, name: str, spec) -> None:
         """Shape against ``spec`` (see minitf.validate) and dtype against the parameters'."""
-        if inside_a_model():        # checked at the model's boundary; finding the dtype walks
-            return                  # the parameter tree, which costs more than a token's step
         where = type(self).__name__
         check_shape(x, name, spec, where)
         first = next(self.named_parameters(), None)
