@@ -16,10 +16,12 @@ from minitf.backend import get_array_module, is_array
 
 
 class _Nesting(threading.local):
-    """What is running in this thread: Module forwards and backwards (``depth``), and how many of
-    them are whole models (``models``). minitf.nn.Module keeps the count."""
-    depth = 0
-    models = 0
+    """What is running in this thread: ``state`` is (depth, models), how many Module forwards and
+    backwards are running and how many of them are whole models. minitf.nn.Module sets it on
+    the way in and puts the outer state back on the way out: one tuple, read once and written
+    twice, because a generated token goes through some forty modules and every attribute of a
+    thread-local costs a lookup."""
+    state = (0, 0)
 
 
 nesting = _Nesting()
@@ -40,7 +42,8 @@ def at_the_boundary(check):
 def inside_a_model() -> bool:
     """True while a layer runs inside a model's forward or backward: its input was checked at
     the model's boundary, so the layer's own checks are skipped (see at_the_boundary)."""
-    return bool(nesting.models and nesting.depth > 1)
+    depth, models = nesting.state
+    return bool(models and depth > 1)
 
 
 def _spec_text(spec) -> str:

@@ -120,3 +120,45 @@ def test_float32_stays_float32(backend_name):
     dx, dmemory = block.backward(backend.randn(*y.shape))
     assert {y.dtype, dx.dtype, dmemory.dtype} == {np.dtype("float32")}
     assert {p.grad.dtype for p in block.parameters()} == {np.dtype("float32")}
+
+
+def test_layer_checks_are_skipped_inside_a_model_only():
+    """A layer's input checks run when you call it, and are skipped while a model runs it (the
+    model checked its own input); a model that fails half-way leaves the layers checking again."""
+    from minitf.validate import inside_a_model
+
+    class Probe(nn.Module):
+        seen = []
+
+        def forward(self, x):
+            self.seen.append(inside_a_model())
+            if x.shape[-1] != 4:
+                raise ValueError("probe: wanted 4 features")
+            return x
+
+    class Model(nn.Module):
+        is_model = True
+
+        def __init__(self):
+            self.probe, self.linear = Probe(), nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.linear(self.probe(x))
+
+    class Block(nn.Module):                       # a layer made of layers: not a model
+        def __init__(self):
+            self.probe = Probe()
+
+        def forward(self, x):
+            return self.probe(x)
+
+    model, x = Model(), backend.randn(2, 4)
+    model(x)
+    model.probe(x)
+    Block()(x)
+    assert Probe.seen == [True, False, False]
+    with pytest.raises(ValueError, match="probe"):
+        model(backend.randn(2, 3))
+    assert not inside_a_model()
+    with pytest.raises(ValueError, match="x has shape"):
+        model.linear(backend.randn(2, 3))           # checked again: the failed model let go

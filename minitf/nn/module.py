@@ -56,17 +56,22 @@ def as_tuple(grads) -> tuple:
     return grads if isinstance(grads, tuple) else (grads,)
 
 
+def _enter(module) -> tuple:
+    """Count ``module`` as running (one level deeper; one model more if it is one) and return the
+    state outside it, which the caller puts back when the module is done."""
+    outer = nesting.state
+    nesting.state = (outer[0] + 1, outer[1] + module.is_model)
+    return outer
+
+
 def _recording_output(forward_of_class):
     @functools.wraps(forward_of_class)
     def forward(self, *args, **kwargs):
-        is_model = self.is_model
-        nesting.depth += 1                 # inside a model, its layers skip the input checks
-        nesting.models += is_model
+        outer = _enter(self)               # inside a model, its layers skip the input checks
         try:
             y = forward_of_class(self, *args, **kwargs)
         finally:
-            nesting.depth -= 1
-            nesting.models -= is_model
+            nesting.state = outer
         self._output = (y.shape, y.dtype) if is_array(y) else None
         return y
     return forward
@@ -75,16 +80,14 @@ def _recording_output(forward_of_class):
 def _checking_gradient(backward_of_class):
     @functools.wraps(backward_of_class)
     def backward(self, dy, *args, **kwargs):      # named so: tracers see a call to a backward
-        nesting.depth += 1
-        nesting.models += self.is_model
+        outer = _enter(self)
         try:
             if self._output is not None and self._cache is not _NO_CACHE:
                 check_like(dy, "dy", *self._output, f"{type(self).__name__}.backward",
                            "the last forward's output")
             return backward_of_class(self, dy, *args, **kwargs)
         finally:
-            nesting.depth -= 1
-            nesting.models -= self.is_model
+            nesting.state = outer
     return backward
 
 
