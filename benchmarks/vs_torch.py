@@ -66,6 +66,9 @@ CONFIGS = {
 DECODE_CONFIGS = ("ref", "default")
 DECODE_AT = (64, 256)      # report the time per token near these tokens
 WINDOW = 8                 # ... as the median of the WINDOW tokens ending there (one is too noisy)
+# A decoding round is short (256 tokens, well under a second each) and one stall of a shared
+# machine moves a whole window, so decoding gets this many times the rounds of the steps.
+DECODE_ROUNDS_PER_PAIR = 3
 
 
 def build(config, vocab):
@@ -236,7 +239,8 @@ def environment(rounds, warmup, vocab):
     return [f"CPU: {cpu} (AVX-512: {avx512}), {os.cpu_count()} logical cores",
             f"NumPy {np.__version__}, torch {torch.__version__}, float32, vocabulary {vocab}",
             f"threads: torch {torch.get_num_threads()}; BLAS: {blas}",
-            f"{rounds} timed rounds after {warmup} warm-up rounds",
+            f"{rounds} timed rounds after {warmup} warm-up rounds "
+            f"({DECODE_ROUNDS_PER_PAIR * rounds} for decoding)",
             f"command: python {shlex.join(sys.argv)}"]
 
 
@@ -289,7 +293,7 @@ def measure(name, args, rounds, warmup, decode, rows):
         print(f"{name}: {check_same_decoding(ours, theirs, prompt)}")
     time_steps(ours, theirs, x, y, config, args.vocab, rounds, warmup, rows, shape)
     if decode:
-        time_decoding(ours, theirs, prompt, rounds, warmup, rows, name)
+        time_decoding(ours, theirs, prompt, DECODE_ROUNDS_PER_PAIR * rounds, warmup, rows, name)
     ours_mib, theirs_mib = (peak_memory(framework, name, args) for framework in ("minitf", "torch"))
     rows["memory"].append([shape, f"{ours_mib:.1f}", f"{theirs_mib:.1f}",
                            f"{ours_mib / theirs_mib:.2f}"])
