@@ -34,7 +34,8 @@ def at_the_boundary(check):
     more than a decoding step's arithmetic. A layer or an op called by you is always checked."""
     @functools.wraps(check)
     def checked(*args, **kwargs):
-        if not inside_a_model():
+        depth, models = nesting.state     # inside_a_model(), spelled out: a decoded token
+        if not (models and depth > 1):    # passes some seventy checks
             check(*args, **kwargs)
     return checked
 

@@ -109,6 +109,7 @@ class Module:
         super().__init_subclass__(**kwargs)
         if "forward" in vars(cls):
             cls.forward = _recording_output(vars(cls)["forward"])
+            cls.__call__ = cls.forward     # module(x) *is* the forward: no call in between
         if "backward" in vars(cls):
             cls.backward = _checking_gradient(vars(cls)["backward"])
 
