@@ -162,3 +162,26 @@ def test_layer_checks_are_skipped_inside_a_model_only():
     assert not inside_a_model()
     with pytest.raises(ValueError, match="x has shape"):
         model.linear(backend.randn(2, 3))           # checked again: the failed model let go
+
+
+def test_a_module_called_is_its_forward_unless_it_defines_its_own_call():
+    class Double(nn.Module):
+        def forward(self, x):
+            return 2 * x
+
+    class Loud(Double):
+        def __call__(self, x):
+            return "called"
+
+        def forward(self, x):
+            return 3 * x
+
+    x, double = backend.randn(2, 3), Double()
+    np.testing.assert_array_equal(backend.to_numpy(double(x)), 2 * backend.to_numpy(x))
+    assert double._output == (x.shape, x.dtype)      # the call went through the forward's wrapper
+    class Louder(Loud):                               # inherits Loud's own __call__
+        def forward(self, x):
+            return 4 * x
+
+    assert Loud()(x) == "called" and Louder()(x) == "called"
+    np.testing.assert_array_equal(backend.to_numpy(Loud().forward(x)), 3 * backend.to_numpy(x))

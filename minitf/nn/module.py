@@ -64,6 +64,14 @@ def _enter(module) -> tuple:
     return outer
 
 
+def _defines_call(cls) -> bool:
+    """Whether ``cls`` or a parent of it below Module has a ``__call__`` of its own, which must
+    then stay what calling the module does (the others' __call__ is their wrapped forward)."""
+    below_module = cls.__mro__[:cls.__mro__.index(Module)]
+    return any("__call__" in vars(c) and vars(c)["__call__"] is not vars(c).get("forward")
+               for c in below_module)
+
+
 def _recording_output(forward_of_class):
     @functools.wraps(forward_of_class)
     def forward(self, *args, **kwargs):
@@ -105,11 +113,14 @@ class Module:
 
     def __init_subclass__(cls, **kwargs):
         """Wrap each subclass's own forward and backward once, generically: forward records the
-        shape and dtype of its output, and backward refuses a ``dy`` that does not have them."""
+        shape and dtype of its output, and backward refuses a ``dy`` that does not have them.
+        Calling the module then runs the wrapped forward itself (unless the class has a
+        ``__call__`` of its own)."""
         super().__init_subclass__(**kwargs)
         if "forward" in vars(cls):
             cls.forward = _recording_output(vars(cls)["forward"])
-            cls.__call__ = cls.forward     # module(x) *is* the forward: no call in between
+            if not _defines_call(cls):
+                cls.__call__ = cls.forward     # module(x) *is* the forward: no call in between
         if "backward" in vars(cls):
             cls.backward = _checking_gradient(vars(cls)["backward"])
 
