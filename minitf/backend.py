@@ -265,9 +265,25 @@ def row_dot(a, b, axis: int = -1):
     if axis in (-1, a.ndim - 1):                         # the usual case, without moveaxis's cost
         if hasattr(xp, "vecdot"):                        # NumPy ≥ 2: a ufunc, no einsum parsing
             return xp.vecdot(a, b)[..., None]
-        return xp.einsum("...i,...i->...", a, b)[..., None]
+        # CuPy (no vecdot): a batch of (1, d) @ (d, 1) products, one matrix-library call; its
+        # einsum takes 2-4 x as long on a (b, n, 512) array, its (a * b).sum up to 1.4 x.
+        return (a[..., None, :] @ b[..., :, None])[..., 0]
     a, b = xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)          # views, no copies
     return xp.expand_dims(xp.einsum("...i,...i->...", a, b), axis)
+
+
+def sum_over_positions(a, trailing: int = 1):
+    """Σ over every axis but the last ``trailing``: (..., d) -> (d,) by default. A bias or a
+    layer norm's γ is used at every position, so its gradient is this sum over the positions.
+
+    Written as ones(positions) @ a(positions, d), a matrix-vector product: it runs at memory
+    speed on both libraries, where a reduction over the leading axes does not (measured at a
+    training step's shapes: NumPy's ``a.sum(axis=0)`` takes 1.3-2.6 x as long, CuPy's 4-40 x).
+    """
+    kept = a.shape[a.ndim - trailing:]
+    rows = a.reshape(-1, math.prod(kept))                  # (positions, d): a view if contiguous
+    ones = get_array_module(a).ones(rows.shape[0], dtype=rows.dtype)
+    return (ones @ rows).reshape(kept)
 
 
 def sum_to_shape(grad, shape: tuple):
@@ -279,7 +295,7 @@ def sum_to_shape(grad, shape: tuple):
     shape = tuple(shape)
     extra = grad.ndim - len(shape)
     if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
+        grad = sum_over_positions(grad, trailing=grad.ndim - extra)
     stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
     if stretched:
         grad = grad.sum(axis=stretched, keepdims=True)

@@ -88,6 +88,26 @@ def test_sum_to_shape_undoes_broadcasting(backend_name):
                                backend.to_numpy(g).sum(axis=(0, 2, 3))[:, None, None], rtol=1e-5)
 
 
+def test_sums_over_positions_and_row_dots_agree_with_plain_sums(backend_name):
+    """The shim's matrix-library sums give what the plain reductions give, for contiguous and
+    transposed input, one or several trailing axes, float32 and float64."""
+    for dtype in ("float32", "float64"):
+        a = backend.randn(3, 4, 5, dtype=dtype)
+        b = backend.randn(3, 4, 5, dtype=dtype)
+        for x in (a, a.transpose(1, 0, 2)):
+            sums = backend.sum_over_positions(x)
+            assert sums.shape == (5,) and sums.dtype == x.dtype
+            np.testing.assert_allclose(backend.to_numpy(sums), backend.to_numpy(x).sum(axis=(0, 1)),
+                                       rtol=1e-5)
+        np.testing.assert_allclose(backend.to_numpy(backend.sum_over_positions(a, trailing=2)),
+                                   backend.to_numpy(a).sum(axis=0), rtol=1e-5)
+        dots = backend.row_dot(a, b)
+        assert dots.shape == (3, 4, 1) and dots.dtype == a.dtype
+        np.testing.assert_allclose(backend.to_numpy(dots),
+                                   (backend.to_numpy(a) * backend.to_numpy(b)).sum(-1, keepdims=True),
+                                   rtol=1e-5, atol=1e-6)
+
+
 def test_erf_matches_the_standard_library(backend_name):
     import math
     with backend.precision("float64"):

@@ -2,7 +2,7 @@
 
     y = γ ⊙ (x − μ) / √(σ² + ε) + β
 """
-from minitf.backend import get_array_module, row_dot
+from minitf.backend import get_array_module, row_dot, sum_over_positions
 from minitf.validate import check_shape
 
 
@@ -42,8 +42,7 @@ def layer_norm_backward(dy, cache):
     dx = (dx_hat
           - dx_hat.mean(axis=-1, keepdims=True)
           - x_hat * (row_dot(dx_hat, x_hat) / x_hat.shape[-1])) * rstd    # row_dot: Σ_i over d
-    positions = tuple(range(dy.ndim - 1))
-    dgamma = (dy * x_hat).sum(axis=positions)                          # (d,)
-    dbeta = dy.sum(axis=positions)                                     # (d,)
+    dgamma = sum_over_positions(dy * x_hat)                            # (d,)
+    dbeta = sum_over_positions(dy)                                     # (d,)
     return dx, dgamma, dbeta
     # END SOLUTION
