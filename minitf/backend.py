@@ -277,8 +277,9 @@ def sum_over_positions(a, trailing: int = 1):
     layer norm's γ is used at every position, so its gradient is this sum over the positions.
 
     Written as ones(positions) @ a(positions, d), a matrix-vector product: it runs at memory
-    speed on both libraries, where a reduction over the leading axes does not (measured at a
-    training step's shapes: NumPy's ``a.sum(axis=0)`` takes 1.3-2.6 x as long, CuPy's 4-40 x).
+    speed on both libraries, where a reduction over the leading axes does not: at a training
+    step's shapes NumPy's ``a.sum(axis=0)`` takes up to 2.8 x as long, CuPy's up to 40 x
+    (benchmarks/reductions.py).
     """
     kept = a.shape[a.ndim - trailing:]
     rows = a.reshape(-1, math.prod(kept))                  # (positions, d): a view if contiguous

@@ -1,6 +1,6 @@
 """benchmarks/vs_torch.py: its smoke run prints every table after the two models agree, and it
-refuses to time models that disagree. No speed is asserted: timings on a shared machine are not
-a test."""
+refuses to time models that disagree; benchmarks/step_profile.py: it charges each function its own
+time and sees every call. No speed is asserted: timings on a shared machine are not a test."""
 import importlib.util
 import subprocess
 import sys
@@ -14,8 +14,9 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "vs_torch.py"
 TITLES = ("### Training step", "### Forward only", "### KV-cache decoding", "### Peak memory")
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("vs_torch", SCRIPT)
+def load(name):
+    """A script of benchmarks/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPT.parent / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -38,7 +39,7 @@ def test_quick_run_checks_the_models_then_prints_every_table():
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_script()
+    return load("vs_torch")
 
 
 def test_a_model_that_differs_is_refused(bench):
@@ -64,3 +65,30 @@ def test_the_floor_has_two_backward_products_per_forward_one(bench):
     assert len(everything) == 3 * len(forward)
     for a, b in everything:                                         # every product is well formed
         assert a[:-2] == b[:-2] and a[-1] == b[-2]
+
+
+def test_the_step_profile_counts_a_callee_once_in_its_caller_only():
+    import time
+    profile = load("step_profile").Profile(wait=lambda: None)
+    inner = profile.timed(lambda: time.sleep(0.02), "inner")
+    outer = profile.timed(lambda: (inner(), time.sleep(0.01)), "outer")
+    outer()
+    assert profile.calls == {"inner": 1, "outer": 1}
+    assert profile.inclusive["outer"] >= 0.03 and profile.inclusive["inner"] >= 0.02
+    assert profile.exclusive["outer"] < 0.02 <= profile.exclusive["inner"]
+    assert abs(profile.exclusive["outer"] + profile.exclusive["inner"]
+               - profile.inclusive["outer"]) < 1e-9
+
+
+def test_the_step_profile_sees_every_linear_layer_and_one_optimizer_step():
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "step_profile.py"), "--config",
+                           "tiny", "--steps", "2", "--top", "100"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    calls = {line.split("`")[1]: int(line.rsplit("|", 2)[1])
+             for line in done.stdout.splitlines() if line.startswith("| `")}
+    n_layers = load("vs_torch").CONFIGS["tiny"].n_layers
+    # q, k, v fused, the output projection and the two of the MLP per block, and the LM head
+    assert calls["functional.linear.linear"] == calls["functional.linear.linear_backward"] \
+        == 4 * n_layers + 1
+    assert calls["optim.AdamW.step"] == 1

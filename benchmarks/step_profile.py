@@ -1,0 +1,114 @@
+"""Where a minitf training step's time goes, function by function, on NumPy or on a GPU.
+
+    python benchmarks/step_profile.py --config ref
+    python benchmarks/step_profile.py --backend cupy --config large
+
+Times every function of ``minitf.functional`` and of the shim (``minitf.backend``), and the
+optimizer's step, between two waits for the device, and prints each one's time per training step
+*exclusive* of the minitf functions it calls (``linear`` is its matrix product and bias add;
+``attention`` does not count the ``softmax`` inside it). The waits make every kernel finish
+inside the function that queued it, so a GPU's time lands where it is spent; they also add a
+little to each call, so the attributed sum runs above the plain step time printed first.
+"""
+import argparse
+import collections
+import os
+import sys
+import time
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vs_torch  # noqa: E402
+
+from minitf import backend  # noqa: E402
+from minitf.optim import AdamW  # noqa: E402
+
+# Bookkeeping of the shim, called everywhere and doing no array work: left unwrapped.
+UNTIMED = {"get_array_module", "float_dtype", "backend_name", "float_errors_ignored", "_is_cupy",
+           "_load_cupy", "is_array"}
+
+
+class Profile:
+    """Inclusive and exclusive seconds and calls per function, over all the wrapped calls."""
+
+    def __init__(self, wait):
+        self.wait = wait
+        self.exclusive, self.inclusive = collections.Counter(), collections.Counter()
+        self.calls = collections.Counter()
+        self.children = []        # one running total per open call: time spent in its callees
+
+    def timed(self, function, label):
+        def call(*args, **kwargs):
+            self.wait()
+            self.children.append(0.0)
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.wait()
+                spent = time.perf_counter() - start
+                inside = self.children.pop()
+                self.inclusive[label] += spent
+                self.exclusive[label] += spent - inside
+                self.calls[label] += 1
+                if self.children:
+                    self.children[-1] += spent
+        return call
+
+    def install(self):
+        """Replace every timed function by its timed twin, in every minitf module that holds it,
+        so calls from inside minitf (``attention`` calling ``softmax``) are caught too."""
+        twins = {}
+        for module in [m for name, m in sys.modules.items() if name.startswith("minitf") and m]:
+            for name, value in list(vars(module).items()):
+                if (isinstance(value, types.FunctionType) and name not in UNTIMED
+                        and value.__module__.startswith(("minitf.functional", "minitf.backend"))):
+                    if id(value) not in twins:
+                        label = f"{value.__module__.removeprefix('minitf.')}.{value.__name__}"
+                        twins[id(value)] = self.timed(value, label)
+                    setattr(module, name, twins[id(value)])
+        AdamW.step = self.timed(AdamW.step, "optim.AdamW.step")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="numpy", choices=backend.BACKENDS)
+    parser.add_argument("--config", default="ref",
+                        help=f"one of {', '.join(vs_torch.CONFIGS)}, or on a GPU also large")
+    parser.add_argument("--steps", type=int, default=3, help="timed steps (default 3)")
+    parser.add_argument("--top", type=int, default=25, help="rows to print (default 25)")
+    args = parser.parse_args()
+    configs, wait = dict(vs_torch.CONFIGS), lambda: None
+    if args.backend == "cupy":                  # its twin imports CuPy: only where it is wanted
+        import vs_torch_gpu
+        configs, wait = {**configs, **vs_torch_gpu.CONFIGS}, vs_torch_gpu.sync
+    if args.config not in configs:
+        parser.error(f"--config: wanted one of {list(configs)}; got {args.config!r}")
+    config = configs[args.config]
+    with backend.use(args.backend):
+        ours, theirs = vs_torch.build(config, 100)
+        ids = backend.to_numpy(backend.randint(0, 100, (config.batch, config.n + 1)))
+        train = vs_torch.steps(ours, theirs, ids[:, :-1], ids[:, 1:])["train"][0]
+        for _ in range(2):
+            train()
+        wait()
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            train()
+        wait()
+        plain = (time.perf_counter() - start) / args.steps
+        profile = Profile(wait)
+        profile.install()
+        for _ in range(args.steps):
+            train()
+    per_step = 1e3 / args.steps
+    print(f"{args.config} {config} on {args.backend}: a training step takes {plain * 1e3:.2f} ms; "
+          f"attributed with the waits: {sum(profile.exclusive.values()) * per_step:.2f} ms")
+    print("| function | ms per step, exclusive | inclusive | calls per step |\n|---|---|---|---|")
+    for label, seconds in profile.exclusive.most_common(args.top):
+        print(f"| `{label}` | {seconds * per_step:.2f} | {profile.inclusive[label] * per_step:.2f} | "
+              f"{profile.calls[label] // args.steps} |")
+
+
+if __name__ == "__main__":
+    main()
