@@ -262,14 +262,13 @@ def row_dot(a, b, axis: int = -1):
     of attention weights the temporary costs more than the arithmetic.
     """
     xp = get_array_module(a, b)
-    if axis in (-1, a.ndim - 1):                         # the usual case, without moveaxis's cost
-        if hasattr(xp, "vecdot"):                        # NumPy ≥ 2: a ufunc, no einsum parsing
-            return xp.vecdot(a, b)[..., None]
-        # CuPy (no vecdot): a batch of (1, d) @ (d, 1) products, one matrix-library call; its
-        # einsum takes 2-4 x as long on a (b, n, 512) array, its (a * b).sum up to 1.4 x.
-        return (a[..., None, :] @ b[..., :, None])[..., 0]
-    a, b = xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)          # views, no copies
-    return xp.expand_dims(xp.einsum("...i,...i->...", a, b), axis)
+    if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
+        return xp.moveaxis(row_dot(xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)), -1, axis)
+    if hasattr(xp, "vecdot"):                 # NumPy ≥ 2: a ufunc, no einsum parsing
+        return xp.vecdot(a, b)[..., None]
+    # CuPy (no vecdot): a batch of (1, d) @ (d, 1) products, one matrix-library call; its
+    # einsum takes 2-4 x as long on a (b, n, 512) array, its (a * b).sum up to 1.4 x.
+    return (a[..., None, :] @ b[..., :, None])[..., 0]
 
 
 def sum_over_positions(a, trailing: int = 1):

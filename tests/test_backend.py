@@ -101,11 +101,12 @@ def test_sums_over_positions_and_row_dots_agree_with_plain_sums(backend_name):
                                        rtol=1e-5)
         np.testing.assert_allclose(backend.to_numpy(backend.sum_over_positions(a, trailing=2)),
                                    backend.to_numpy(a).sum(axis=0), rtol=1e-5)
-        dots = backend.row_dot(a, b)
-        assert dots.shape == (3, 4, 1) and dots.dtype == a.dtype
-        np.testing.assert_allclose(backend.to_numpy(dots),
-                                   (backend.to_numpy(a) * backend.to_numpy(b)).sum(-1, keepdims=True),
-                                   rtol=1e-5, atol=1e-6)
+        for axis, shape in ((-1, (3, 4, 1)), (1, (3, 1, 5)), (0, (1, 4, 5))):
+            dots = backend.row_dot(a, b, axis)
+            assert dots.shape == shape and dots.dtype == a.dtype
+            np.testing.assert_allclose(backend.to_numpy(dots), (backend.to_numpy(a) *
+                                       backend.to_numpy(b)).sum(axis, keepdims=True),
+                                       rtol=1e-5, atol=1e-6)
 
 
 def test_erf_matches_the_standard_library(backend_name):
