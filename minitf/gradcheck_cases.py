@@ -217,6 +217,11 @@ def _():
     return ModuleCase(nn.FeedForward(6, 12, activation="gelu", dropout=0.2), {"x": randn(2, 3, 6)})
 
 
+@case("FeedForward, hidden layer rebuilt")       # GELU, no dropout: W_2's input is x Φ(x) again
+def _():
+    return ModuleCase(nn.FeedForward(6, 12, activation="gelu"), {"x": randn(2, 3, 6)})
+
+
 @case("SinusoidalPositionalEncoding")
 def _():
     return ModuleCase(nn.SinusoidalPositionalEncoding(6), {"x": randn(2, 3, 6)}, {"offset": 2})

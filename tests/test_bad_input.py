@@ -98,6 +98,18 @@ def test_backward_twice_after_one_forward_is_refused():
         layer.backward(y)
 
 
+def test_an_input_not_kept_must_be_handed_back_and_only_then():
+    layer, x = nn.Linear(4, 3), backend.randn(2, 4)
+    layer(x, keep_input=False)
+    with raises(ValueError, "Linear.backward", "keep_input=False", "got x=None",
+                "wanted backward(dy, x)"):
+        layer.backward(backend.randn(2, 3))
+    layer(x)
+    with raises(ValueError, "Linear.backward", "kept its input", "got an x as well",
+                "wanted backward(dy) alone"):
+        layer.backward(backend.randn(2, 3), x)
+
+
 def test_input_dtype_must_match_the_parameters(backend_name):
     layer = nn.Linear(4, 3)                                  # float32 parameters
     with backend.precision("float64"):

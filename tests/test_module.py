@@ -88,6 +88,37 @@ def test_attention_weights_are_kept_for_plotting(backend_name):
     assert np.all(np.triu(probs, k=1) == 0)
 
 
+def _hidden_arrays_kept(ffn, hidden_shape):
+    """The distinct (..., d_ff) arrays the FFN's layers keep for the backward."""
+    kept = {}
+    for layer in (ffn.W_1, ffn.act, ffn.drop, ffn.W_2):
+        cache = layer._cache if isinstance(layer._cache, tuple) else (layer._cache,)
+        kept.update({id(a): a for a in cache if getattr(a, "shape", None) == hidden_shape})
+    return len(kept)
+
+
+@pytest.mark.parametrize("activation, dropout, kept", [("gelu", 0.0, 2), ("gelu", 0.5, 4),
+                                                        ("relu", 0.0, 2)])
+def test_feed_forward_keeps_no_copy_of_a_hidden_layer_it_can_rebuild(backend_name, activation,
+                                                                     dropout, kept):
+    """A GELU keeps x and Φ(x); its output x Φ(x), W_2's input, is rebuilt, not kept a third time.
+    With dropout, W_2's input is x Φ(x) masked and is kept beside the mask; ReLU keeps a mask and
+    W_2 its input."""
+    ffn = nn.FeedForward(8, 32, activation=activation, dropout=dropout)
+    x, dy = backend.randn(3, 5, 8), backend.randn(3, 5, 8)
+    backend.seed(1)
+    ffn(x)
+    assert _hidden_arrays_kept(ffn, (3, 5, 32)) == kept
+    grads = [backend.to_numpy(g).copy() for g in
+             [ffn.backward(dy)] + [p.grad for p in ffn.parameters()]]
+    ffn.zero_grad()                                    # the same bits as the plain chain gives
+    backend.seed(1)
+    ffn.W_2(ffn.drop(ffn.act(ffn.W_1(x))))
+    plain = [ffn.W_1.backward(ffn.act.backward(ffn.drop.backward(ffn.W_2.backward(dy))))]
+    for ours, theirs in zip(grads, plain + [p.grad for p in ffn.parameters()], strict=True):
+        np.testing.assert_array_equal(ours, backend.to_numpy(theirs))
+
+
 def test_free_head_sizes_set_the_projection_widths(backend_name):
     """d_head and d_v chosen freely (10 is not divisible by 3: fine once d_head is given)."""
     attention = nn.MultiHeadAttention(10, 3, d_head=4, d_v=6)

@@ -27,10 +27,18 @@ class FeedForward(Module):
         self.W_2 = Linear(d_ff, d_model, bias)
 
     def forward(self, x):
-        return self.W_2(self.drop(self.act(self.W_1(x))))
+        hidden = self.drop(self.act(self.W_1(x)))               # (..., d_ff)
+        # The hidden layer is the widest array of a block. A GELU keeps x and Φ(x) for its own
+        # backward, and hidden = x Φ(x) is one multiply away, so W_2 need not keep a third
+        # (..., d_ff) array (with dropout on, hidden also holds the dropout mask: kept then).
+        rebuilt = isinstance(self.act, GELU) and not (self.drop.training and self.drop.p > 0)
+        self._save(rebuilt)
+        return self.W_2(hidden, keep_input=not rebuilt)
 
     def backward(self, dy):
-        return self.W_1.backward(self.act.backward(self.drop.backward(self.W_2.backward(dy))))
+        # the rebuilt hidden layer (..., d_ff) lives only for W_2's backward
+        dhidden = self.W_2.backward(dy, self.act.output() if self._pop_cache() else None)
+        return self.W_1.backward(self.act.backward(self.drop.backward(dhidden)))
 
 
 class Residual(Module):

@@ -25,14 +25,23 @@ class Linear(Module):
         self.W = normal(d_in, d_out, std=1.0 / math.sqrt(d_in))
         self.b = zeros(d_out) if bias else None
 
-    def forward(self, x):
+    def forward(self, x, keep_input: bool = True):
+        """keep_input=False: do not keep x for the backward; the caller hands it back there, as
+        ``backward(dy, x)``, having rebuilt it from something it keeps anyway (FeedForward)."""
         self._check_input(x, "x", ("...", ("d_in", self.d_in)))
-        y, cache = F.linear(x, self.W.data, None if self.b is None else self.b.data)
-        self._save(cache)
+        y, (_, W, has_bias) = F.linear(x, self.W.data, None if self.b is None else self.b.data)
+        self._save((x if keep_input else None, W, has_bias))
         return y
 
-    def backward(self, dy):
-        dx, dW, db = F.linear_backward(dy, self._pop_cache())
+    def backward(self, dy, x=None):
+        kept, W, has_bias = self._pop_cache()
+        if kept is None and x is None:
+            raise ValueError("Linear.backward: the forward ran with keep_input=False, so its input "
+                             "must be handed back; got x=None, wanted backward(dy, x)")
+        if kept is not None and x is not None:
+            raise ValueError("Linear.backward: the forward kept its input (keep_input=True); got "
+                             "an x as well, wanted backward(dy) alone")
+        dx, dW, db = F.linear_backward(dy, (kept if x is None else x, W, has_bias))
         self.W.grad += dW
         if self.b is not None:
             self.b.grad += db
@@ -183,6 +192,12 @@ class GELU(Module):
 
     def backward(self, dy):
         return F.gelu_backward(dy, self._pop_cache())
+
+    def output(self):
+        """y = x Φ(x) of the last forward, rebuilt from its cache by the same product, so equal to
+        the last bit: a layer that reads y can hand it back here instead of keeping a copy."""
+        x, cdf, _ = self._cache
+        return x * cdf
 
 
 class MeanPool(Module):
