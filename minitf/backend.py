@@ -233,14 +233,12 @@ def scatter_add(target, indices, values) -> None:
     Embedding lookups are backpropagated this way: a token that appears twice receives both
     gradients.
     """
-    if get_array_module(target) is numpy:
-        if indices.ndim == 1 and len(indices) == len(values) > 0:
-            _add_rows_sorted(target, indices, values)
-        else:
-            numpy.add.at(target, indices, values)
+    xp = get_array_module(target)
+    if xp is numpy and indices.ndim == 1 and len(indices) == len(values) > 0:
+        _add_rows_sorted(target, indices, values)
     else:
-        import cupyx
-        cupyx.scatter_add(target, indices, values)
+        # on CuPy an atomic add per entry (cupyx.scatter_add, its older name, is deprecated)
+        xp.add.at(target, indices, values)
 
 
 def _add_rows_sorted(target, indices, values) -> None:
