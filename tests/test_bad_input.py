@@ -90,6 +90,11 @@ def test_backward_before_forward(module, call):
         call(m)
 
 
+def test_a_gelu_output_asked_before_forward_is_refused():
+    with raises(RuntimeError, "GELU.output() was called before forward()"):
+        nn.GELU().output()
+
+
 def test_backward_twice_after_one_forward_is_refused():
     layer = nn.Linear(4, 3)
     y = layer(backend.randn(2, 4))

@@ -140,12 +140,18 @@ class Module:
 
     def _pop_cache(self):
         """The cache the last forward saved; freed here so the arrays it holds can be released."""
-        if self._cache is _NO_CACHE:
-            raise RuntimeError(f"{type(self).__name__}.backward() was called before forward(): "
-                               f"run the module on an input first, then call backward() once "
-                               f"with the gradient of its output")
-        cache, self._cache = self._cache, _NO_CACHE
+        cache, self._cache = self._peek_cache("backward"), _NO_CACHE
         return cache
+
+    def _peek_cache(self, caller: str):
+        """The cache the last forward saved, left in place; ``caller`` names the method for the
+        error when no forward has run since the last backward."""
+        if self._cache is _NO_CACHE:
+            then = (", then call backward() once with the gradient of its output"
+                    if caller == "backward" else "")
+            raise RuntimeError(f"{type(self).__name__}.{caller}() was called before forward(): "
+                               f"run the module on an input first{then}")
+        return self._cache
 
     # -- checks at the boundary ------------------------------------------------------------------
 
