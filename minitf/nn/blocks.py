@@ -27,11 +27,12 @@ class FeedForward(Module):
         self.W_2 = Linear(d_ff, d_model, bias)
 
     def forward(self, x):
-        hidden = self.drop(self.act(self.W_1(x)))               # (..., d_ff)
+        activated = self.act(self.W_1(x))                       # (..., d_ff)
+        hidden = self.drop(activated)                           # the same array if no dropout
         # The hidden layer is the widest array of a block. A GELU keeps x and Φ(x) for its own
         # backward, and hidden = x Φ(x) is one multiply away, so W_2 need not keep a third
-        # (..., d_ff) array (with dropout on, hidden also holds the dropout mask: kept then).
-        rebuilt = isinstance(self.act, GELU) and not (self.drop.training and self.drop.p > 0)
+        # (..., d_ff) array (a dropout that ran made a new, masked array: kept then).
+        rebuilt = isinstance(self.act, GELU) and hidden is activated
         self._save(rebuilt)
         return self.W_2(hidden, keep_input=not rebuilt)
 
