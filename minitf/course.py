@@ -106,8 +106,8 @@ LESSONS = (
            "uncached; 2·L·b·n·d numbers; O(n) per token vs O(n²); the x[:, -1] slip",
            ("12_sampling", "12_kv_cache"), 8.4),
     Lesson("13_cost_model",
-           "counting parameters, FLOPs, IO and memory; arithmetic intensity; n² attention vs a "
-           "sequential recurrence",
+           "counting parameters, FLOPs, IO and memory; arithmetic intensity; the scores a causal "
+           "mask wastes, skipped; n² attention vs a sequential recurrence",
            "4d² + 2d·d_ff and the 2d/d_ff ratio; 2nmk FLOPs and nm + mk + nk IO (a slide slip); "
            "the per-operation cost tables; n² time and memory; self-attention vs RNN steps; an RNN "
            "LM trained beside a Transformer; the vanishing gradient over distance",

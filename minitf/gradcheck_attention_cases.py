@@ -51,6 +51,14 @@ def _():
     return _attention(mask=F.causal_mask(4, 5), dropout_p=0.3)  # every evaluation: the same seed
 
 
+@case("causal_attention, three blocks of queries")
+def _():
+    """n = 7 in blocks of 3: two full blocks and a last one of a single query."""
+    inputs = {"q": randn(2, 3, 7, 6), "k": randn(2, 3, 7, 6), "v": randn(2, 3, 7, 5)}
+    return FunctionCase(F.causal_attention, F.causal_attention_backward, inputs, ("q", "k", "v"),
+                        {"block": 3})
+
+
 def _relative_attention(values, mask=None, dropout_p=0.0):
     """b=2, h=3, n_q=4, 2K+1=5, n_k=6, d_v=7, d_k=8: offsets j − i run from −5 to 3, K = 2 clips."""
     inputs = {"q": randn(2, 3, 4, 8), "k": randn(2, 3, 6, 8), "v": randn(2, 3, 6, 7),
@@ -91,6 +99,12 @@ def _():
 def _():
     return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True), {"x": randn(2, 4, 8)},
                       {"mask": F.padding_mask([4, 2], 4)})
+
+
+@case("MultiHeadAttention, causal, two blocks of queries (n = CAUSAL_BLOCK + 2)")
+def _():
+    n = F.CAUSAL_BLOCK + 2                               # past one block: causal_attention splits
+    return ModuleCase(nn.MultiHeadAttention(4, 2, causal=True), {"x": randn(2, n, 4)})
 
 
 @case("MultiHeadAttention, fully masked query row")

@@ -238,3 +238,30 @@ def test_relative_position_buckets_like_t5(float64):
     assert buckets[distance >= 128].tolist() == [31] * int((distance >= 128).sum())
     both = host(F.relative_position_buckets(3, bidirectional=True, num_buckets=8))
     assert both.tolist() == [[0, 5, 6], [1, 0, 5], [2, 1, 0]]          # the future: upper half
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 64])
+def test_causal_attention_is_attention_under_the_causal_mask(float64, block):
+    """Blocks of 1 and 3 queries, one block of all 7, one block larger than n: the same output,
+    weights and gradients as attention with causal_mask(n); only the prefixes' weights are kept."""
+    q, k, v = backend.randn(2, 3, 7, 4), backend.randn(2, 3, 7, 4), backend.randn(2, 3, 7, 5)
+    dout = backend.randn(2, 3, 7, 5)
+    out, cache = F.attention(q, k, v, mask=F.causal_mask(7))
+    blocked_out, blocked = F.causal_attention(q, k, v, block=block)
+    np.testing.assert_allclose(host(blocked_out), host(out), rtol=1e-12)
+    np.testing.assert_allclose(host(blocked.probs), host(cache.probs), rtol=1e-12, atol=1e-300)
+    for grad, blocked_grad in zip(F.attention_backward(dout, cache)[:3],
+                                  F.attention_backward(dout, blocked)[:3]):
+        np.testing.assert_allclose(host(blocked_grad), host(grad), rtol=1e-12)
+    ends = [min(end, 7) for end in range(block, 7 + block, block)]   # each block's last key + 1
+    kept = sum(c.probs.shape[-2] * c.probs.shape[-1] for _, _, c in blocked.blocks)
+    assert kept == sum((end - start) * end for start, end in zip([0] + ends[:-1], ends))
+    assert kept < 7 * 7 or block >= 7
+
+
+def test_causal_attention_refuses_a_key_sequence_of_another_length(float64):
+    q = backend.randn(1, 4, 2)
+    with pytest.raises(ValueError, match="q has 4 queries and k 5 keys"):
+        F.causal_attention(q, backend.randn(1, 5, 2), backend.randn(1, 5, 2))
+    with pytest.raises(ValueError, match="block must be a positive integer"):
+        F.causal_attention(q, q, q, block=0)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import minitf.functional as F
 import minitf.nn as nn
 from minitf import backend
 
@@ -216,3 +217,25 @@ def test_a_module_called_is_its_forward_unless_it_defines_its_own_call():
 
     assert Loud()(x) == "called" and Louder()(x) == "called"
     np.testing.assert_array_equal(backend.to_numpy(Loud().forward(x)), 3 * backend.to_numpy(x))
+
+
+def test_causal_self_attention_runs_in_blocks_of_queries(float64):
+    """Past CAUSAL_BLOCK queries, a causal MultiHeadAttention computes the weights a block at a
+    time; its output, weights and gradients are those of the one-block path (forced here by an
+    all-True mask, which sends it through F.attention with the whole causal mask)."""
+    n = 2 * F.CAUSAL_BLOCK + 1                                     # three blocks, the last of 1
+    blocked, whole = (nn.MultiHeadAttention(4, 2, causal=True) for _ in range(2))
+    whole.load_state_dict(blocked.state_dict())
+    x, dy = backend.randn(1, n, 4), backend.randn(1, n, 4)
+    everywhere = backend.get_array_module(x).ones((n, n), dtype=bool)
+    y, y_whole = blocked(x), whole(x, mask=everywhere)
+    assert len(blocked._cache[0].blocks) == 3 and whole._cache[0].probs.shape == (1, 2, n, n)
+    np.testing.assert_allclose(backend.to_numpy(y), backend.to_numpy(y_whole), rtol=1e-12)
+    np.testing.assert_allclose(backend.to_numpy(blocked.probs), backend.to_numpy(whole.probs),
+                               rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(backend.to_numpy(blocked.backward(dy)),
+                               backend.to_numpy(whole.backward(dy)), rtol=1e-10)
+    for (name, p), q in zip(blocked.named_parameters(), whole.parameters()):
+        wanted = backend.to_numpy(q.grad)     # the key bias's is 0 up to rounding: softmax is
+        np.testing.assert_allclose(backend.to_numpy(p.grad), wanted,      # blind to a row shift
+                                   rtol=1e-10, atol=1e-12 * np.abs(wanted).max(), err_msg=name)

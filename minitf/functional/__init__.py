@@ -8,15 +8,17 @@ its own. Every op accepts any leading batch shape.
 """
 from minitf.functional.activation import (dropout, dropout_backward, gelu, gelu_backward, relu,
                                           relu_backward)
-from minitf.functional.attention import (AttentionCache, RelativeAttentionCache,
-                                         as_additive_mask, attention, attention_backward,
-                                         causal_mask, combine_masks, merge_heads, padding_mask,
-                                         padding_mask_from_ids, relative_attention,
+from minitf.functional.attention import (CAUSAL_BLOCK, AttentionCache, CausalAttentionCache,
+                                         RelativeAttentionCache, attention, attention_backward,
+                                         causal_attention, causal_attention_backward,
+                                         merge_heads, relative_attention,
                                          relative_attention_backward, split_heads)
 from minitf.functional.layer_norm import layer_norm, layer_norm_backward
 from minitf.functional.linear import (embedding, embedding_backward, linear, linear_backward,
                                       patches, patches_backward)
 from minitf.functional.loss import mse_loss, mse_loss_backward
+from minitf.functional.masks import (as_additive_mask, causal_mask, combine_masks,
+                                     padding_mask, padding_mask_from_ids)
 from minitf.functional.positional import (alibi_bias, alibi_slopes, clipped_relative_positions,
                                           fourier_features, fourier_features_backward,
                                           relative_bias, relative_bias_backward,
@@ -32,6 +34,7 @@ __all__ = [
     "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
     "cross_entropy", "cross_entropy_backward", "layer_norm", "layer_norm_backward",
     "attention", "attention_backward", "AttentionCache", "split_heads", "merge_heads",
+    "causal_attention", "causal_attention_backward", "CausalAttentionCache", "CAUSAL_BLOCK",
     "as_additive_mask", "causal_mask", "padding_mask", "padding_mask_from_ids", "combine_masks",
     "sinusoidal_table", "rope_angles", "rope", "rope_backward", "alibi_slopes", "alibi_bias",
     "relative_position_buckets", "relative_bias", "relative_bias_backward",

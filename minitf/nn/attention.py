@@ -144,7 +144,13 @@ class MultiHeadAttention(Module):
             rows = 2 * max_relative + 1
             self.table_k = normal(rows, d_head, std=0.02)
             self.table_v = normal(rows, d_v, std=0.02) if shaw_values else None
-        self.probs = None
+        self._last_attention = None
+
+    @property
+    def probs(self):
+        """The attention weights of the last forward (b, h, n_q, n_k), for plotting; None before
+        the first. Made when asked for: causal_attention keeps only the blocks it computed."""
+        return None if self._last_attention is None else self._last_attention.probs
 
     def _project(self, x, memory, cache):
         """q, k (b, h, n, d_head), v (b, h, n, d_v): one matmul for all heads (and q, k, v)."""
@@ -200,19 +206,24 @@ class MultiHeadAttention(Module):
         if cache is not None and not self.cross:
             k, v = cache.append(k, v)                            # (b, h, offset + n, ·)
         n_k = k.shape[2]
-        mask = self._mask(mask, (b, h, n, n_k), x.dtype, xp)
         dropout_p = self.attn_dropout if self.training and cache is None else 0.0
-        if self.positional == "shaw":                            # the new queries are the last n
+        if (self.causal and n == n_k and mask is None and dropout_p == 0.0
+                and self.positional in (None, "rope")):
+            # A decoder's usual case: the causal mask is all there is, and causal_attention
+            # skips the scores it would discard (the same weights, about half the work at n=512)
+            context, attention_cache = F.causal_attention(q, k, v)
+        elif self.positional == "shaw":                          # the new queries are the last n
             positions = F.clipped_relative_positions(n, n_k, self.max_relative, xp)
             table_v = None if self.table_v is None else self.table_v.data
-            context, attention_cache = F.relative_attention(q, k, v, positions, self.table_k.data,
-                                                            table_v, mask=mask,
-                                                            dropout_p=dropout_p)
+            context, attention_cache = F.relative_attention(
+                q, k, v, positions, self.table_k.data, table_v,
+                mask=self._mask(mask, (b, h, n, n_k), x.dtype, xp), dropout_p=dropout_p)
         else:
             bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
-            context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias,
-                                                   dropout_p=dropout_p)
-        self.probs = attention_cache.probs
+            context, attention_cache = F.attention(
+                q, k, v, mask=self._mask(mask, (b, h, n, n_k), x.dtype, xp), bias=bias,
+                dropout_p=dropout_p)
+        self._last_attention = attention_cache                   # its weights: see ``probs``
         # A cached forward is for generation: its keys came from earlier calls, so no backward.
         self._save(None if cache is not None else (attention_cache, rope_cache))
         return self.W_o(F.merge_heads((context,)))     # (b, h, n, d_v): concat heads, then W_o

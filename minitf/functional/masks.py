@@ -1,0 +1,82 @@
+"""Masks: additive arrays that broadcast to the attention scores (b, h, n_q, n_k).
+
+0 where a query may look at a key, −inf where it may not: added to the scores before the
+softmax, a −inf becomes a weight of exactly 0. Masks are constants, so they get no gradient.
+"""
+import math
+
+from minitf.backend import float_dtype, get_array_module
+from minitf.validate import check_array, check_ids
+
+
+def as_additive_mask(mask, dtype=None):
+    """A mask in additive form: 0 where attention is allowed, −inf where it is not.
+
+    A boolean mask (True = keep) is converted; a float mask is taken as additive already. An
+    integer mask is refused: a 0/1 mask read as additive would add 0 or 1 to the scores and mask
+    nothing, and read as boolean it could be a mask of either convention (1 = keep, or 1 = hide).
+    """
+    if mask is None:
+        return None
+    xp = get_array_module(mask)
+    dtype = dtype or float_dtype()
+    if mask.dtype.kind in "iu":
+        raise TypeError(f"attention: mask has dtype {mask.dtype}; wanted bool (True = attend) or "
+                        f"float (additive: 0 or -inf); for a 0/1 mask with 1 = attend, pass "
+                        f"mask.astype(bool)")
+    if mask.dtype == bool:
+        return xp.where(mask, 0.0, -math.inf).astype(dtype)
+    return mask.astype(dtype, copy=False)
+
+
+def causal_mask(n_q, n_k=None, dtype=None, xp=None):
+    """No peeking at the future: query i may attend to key j only if j ≤ i.
+
+    The queries are the *last* n_q of the n_k positions (n_k > n_q when earlier keys come from a
+    KV cache during generation), so query i sits at position i + (n_k − n_q).
+    ->  (n_q, n_k) additive mask: 0 on and below the diagonal, −inf above it
+    """
+    n_k = n_q if n_k is None else n_k
+    if n_k < n_q:
+        raise ValueError(f"causal_mask: n_k={n_k} must be at least n_q={n_q}")
+    xp = xp or get_array_module()
+    query_pos = xp.arange(n_q)[:, None] + (n_k - n_q)           # (n_q, 1)
+    key_pos = xp.arange(n_k)[None, :]                           # (1, n_k)
+    return as_additive_mask(key_pos <= query_pos, dtype)
+
+
+def padding_mask(lengths, n, dtype=None):
+    """Keys at positions ≥ a sequence's length are padding and must not be attended to.
+
+    lengths: (b,) integers in [0, n]   ->   (b, 1, 1, n) additive mask (broadcasts over h and n_q)
+    """
+    xp = get_array_module(lengths)
+    lengths = xp.asarray(lengths)
+    check_ids(lengths, "lengths", n + 1, "padding_mask", size_name="n + 1")
+    keep = xp.arange(n)[None, :] < lengths[:, None]              # (b, n)
+    return as_additive_mask(keep[:, None, None, :], dtype)
+
+
+def padding_mask_from_ids(ids, pad_id, dtype=None):
+    """The padding mask of a batch of token ids: −inf wherever ``ids == pad_id``.
+
+    ids: (b, n)   ->   (b, 1, 1, n) additive mask
+    """
+    check_array(ids, "ids", "padding_mask_from_ids")
+    if ids.ndim != 2:
+        raise ValueError(f"padding_mask_from_ids: ids has shape {tuple(ids.shape)}; wanted (b, n)")
+    return as_additive_mask((ids != pad_id)[:, None, None, :], dtype)
+
+
+def combine_masks(*masks):
+    """The sum of additive masks (None entries skipped): a position is blocked if any mask blocks it.
+
+    E.g. combine_masks(causal_mask(n), padding_mask(lengths, n)) -> (b, 1, n, n). None if all None.
+    """
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    total = present[0]
+    for m in present[1:]:
+        total = total + m
+    return total
