@@ -311,6 +311,17 @@ def test_d_ff_zero_is_refused_not_read_as_the_default(build):
     assert build(None) is not None          # None still means 4 · d_model
 
 
+def test_causal_attention_wants_one_sequence_and_a_positive_block(backend_name):
+    q = backend.randn(1, 4, 2)
+    with raises(ValueError, "causal_attention: q has 4 queries and k 5 keys; wanted the same "
+                            "sequence for both (for a longer k, use attention with "
+                            "causal_mask(n_q, n_k))"):
+        F.causal_attention(q, backend.randn(1, 5, 2), backend.randn(1, 5, 2))
+    with raises(ValueError, "causal_attention: block must be a positive integer, the number of "
+                            "queries per block; got 0"):
+        F.causal_attention(q, q, q, block=0)
+
+
 def test_attention_dropout_outside_zero_one(backend_name):
     q = backend.randn(2, 3, 4)
     with raises(ValueError, "attention: dropout_p must lie in [0, 1); got 1.0"):
