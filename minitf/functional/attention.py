@@ -143,7 +143,7 @@ def _scores_backward(dweights, cache):
 # Causal attention a block of queries at a time: the masked half of the scores is never computed
 # ----------------------------------------------------------------------------------------------
 
-CAUSAL_BLOCK = 64   # queries per block; with fewer, the per-block work costs more than it saves
+CAUSAL_BLOCK = 64   # queries per block: 64 and 128 ran fastest at n = 512 (benchmarks/RESULTS.md)
 
 
 class CausalAttentionCache(namedtuple("CausalAttentionCache", ["q", "k", "v", "blocks"])):
@@ -166,9 +166,9 @@ def causal_attention(q, k, v, block=CAUSAL_BLOCK):
     Under a causal mask, the queries start … end − 1 see the keys 0 … end − 1 and no further. So
     each block of queries is an ordinary attention over that prefix of the keys, with the causal
     mask of its own (end − start, end) corner. The scores above the diagonal, which the mask
-    would set to −inf and the softmax to 0, are never computed: at n = 512 in blocks of 64, 56 %
-    of the n² scores are, and only those are kept for the backward -- less work in both passes
-    and less memory. The weights are those of ``attention`` up to the order of float additions.
+    would set to −inf and the softmax to 0, are never computed. At n = 512 in blocks of 64, 56 %
+    of the n² scores are computed, and only those are kept for the backward: less work in both
+    passes, and less memory. The weights are attention's, up to the order of float additions.
 
     q, k: (..., n, d_k)   v: (..., n, d_v)   (one sequence: n queries, the same n keys)
     ->    out: (..., n, d_v), and a CausalAttentionCache
