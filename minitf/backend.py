@@ -315,6 +315,27 @@ def erf(x):
     return scipy_erf(x)
 
 
+ELEMENTWISE_BLOCK = 1 << 18      # elements: 1 MiB of float32, which a CPU core's cache holds
+
+
+def elementwise_in_blocks(fn, *arrays):
+    """fn(*arrays) for an elementwise fn of arrays of one shape, ELEMENTWISE_BLOCK elements at a
+    time, into one new array. What it saves: fn's temporaries are the size of a block, not of the
+    arrays (GELU's backward makes two the size of the hidden layer), and a block stays in the
+    cache from one of fn's passes to the next. On a GPU it is fn(*arrays): there every block
+    would cost a kernel launch per pass, and the temporaries are not what runs short."""
+    if get_array_module(*arrays) is not numpy or arrays[0].size <= ELEMENTWISE_BLOCK:
+        return fn(*arrays)
+    flat = [a.reshape(-1) for a in arrays]               # views of C-ordered arrays, else copies
+    first = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))
+    out = numpy.empty(arrays[0].shape, dtype=first.dtype)
+    out.reshape(-1)[:ELEMENTWISE_BLOCK] = first
+    for start in range(ELEMENTWISE_BLOCK, out.size, ELEMENTWISE_BLOCK):
+        block = slice(start, start + ELEMENTWISE_BLOCK)
+        out.reshape(-1)[block] = fn(*(a[block] for a in flat))
+    return out
+
+
 def float_errors_ignored(*kinds: str):
     """A ``with`` block in which NumPy does not warn about floating-point ``kinds`` ("over",
     "invalid" (inf − inf, 0 · inf), "divide"; all three by default): for code that expects them

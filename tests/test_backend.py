@@ -6,6 +6,7 @@ import sys
 import numpy as np
 import pytest
 
+import minitf.functional as F
 import minitf.nn as nn
 from minitf import backend
 
@@ -115,6 +116,38 @@ def test_erf_matches_the_standard_library(backend_name):
         x = backend.randn(50)
     expected = [math.erf(v) for v in backend.to_numpy(x)]
     np.testing.assert_allclose(backend.to_numpy(backend.erf(x)), expected, rtol=1e-14, atol=1e-15)
+
+
+def test_elementwise_in_blocks_is_the_function_on_the_whole(backend_name, monkeypatch):
+    """Blocks of 7 over 60 elements (the last block short), on an array in C order and on a
+    transposed view: the same numbers, bit for bit, in an array of the function's dtype."""
+    monkeypatch.setattr(backend, "ELEMENTWISE_BLOCK", 7)
+    xp = backend.get_array_module()
+    a, b = backend.randn(3, 5, 4), backend.randn(4, 5, 3).transpose(2, 1, 0)
+
+    def fn(a, b):
+        return (a * b + xp.exp(a)) > 1.0
+
+    out = backend.elementwise_in_blocks(fn, a, b)
+    assert out.shape == (3, 5, 4) and out.dtype == bool
+    assert bool((out == fn(a, b)).all())
+    small = backend.randn(7)
+    assert bool((backend.elementwise_in_blocks(xp.exp, small) == xp.exp(small)).all())
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_gelu_in_blocks_has_the_gradient_of_gelu_on_the_whole(float64, monkeypatch, approximate):
+    """nn.GELU's backward runs a block at a time (on NumPy); the gradient check, with a block of
+    5 elements, and the gradient bit-equal to F.gelu_backward on the whole array."""
+    monkeypatch.setattr(backend, "ELEMENTWISE_BLOCK", 5)
+    from minitf.gradcheck import ModuleCase, check
+    gelu, x = nn.GELU(approximate), backend.randn(2, 3, 4)
+    rows = check("GELU in blocks", ModuleCase(gelu, {"x": x}))
+    assert rows and all(row.passed for row in rows)
+    _, cache = F.gelu(x, approximate)
+    dy = backend.randn(2, 3, 4)
+    gelu(x)
+    assert bool((gelu.backward(dy) == F.gelu_backward(dy, cache)).all())
 
 
 def test_the_same_seed_gives_the_same_model():

@@ -3,7 +3,7 @@ minitf.functional, adding the parameter gradients into ``.grad``."""
 import math
 
 import minitf.functional as F
-from minitf.backend import get_array_module
+from minitf.backend import elementwise_in_blocks, get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
 from minitf.validate import check_int, check_probability, check_segments, check_shape
 
@@ -191,7 +191,11 @@ class GELU(Module):
         return y
 
     def backward(self, dy):
-        return F.gelu_backward(dy, self._pop_cache())
+        x, cdf, approximate = self._pop_cache()
+        # elementwise, so a block at a time: the backward's temporaries are then the size of a
+        # block, not two more copies of the (b, n, d_ff) hidden layer at the step's peak
+        return elementwise_in_blocks(
+            lambda dy, x, cdf: F.gelu_backward(dy, (x, cdf, approximate)), dy, x, cdf)
 
     def output(self):
         """y = x Φ(x) of the last forward, rebuilt from its cache by the same product, so equal to
