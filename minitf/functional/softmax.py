@@ -83,7 +83,6 @@ def log_softmax(x, axis=-1):
 
     x: (...)  ->  log p: (...)
     """
-    xp = get_array_module(x)
     z, _ = _shifted(x, axis)
     out = z - _log_sum(z, axis)
     return out, (out, axis)

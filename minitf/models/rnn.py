@@ -1,5 +1,4 @@
 """A character-level recurrent language model: the baseline the Transformer is compared with."""
-import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import LSTM, RNN, Embedding, Linear
 from minitf.validate import check_ids, check_int, check_shape
