@@ -197,17 +197,18 @@ print("✓ the table's FLOPs match lm_cost; softmax and decoding are limited by 
 lengths = np.array([128, 256, 512, 1024])
 
 
-def forward_backward(q, k, v):
-    """One attention call and its backward; returns the cache, whose probs are (b, h, n, n)."""
-    out, attn = F.attention(q, k, v)
+def forward_backward(q, k, v, attend=F.attention, **options):
+    """One attention call (``attend``: F.attention, or F.causal_attention below) and its
+    backward; returns the output and the cache, whose probs are (b, h, n, n)."""
+    out, attn = attend(q, k, v, **options)
     F.attention_backward(np.ones_like(out), attn)
-    return attn
+    return out, attn
 
 
 with backend.precision("float32"):
     inputs = [[backend.randn(1, 4, int(n_keys), 32) for _ in range(3)] for n_keys in lengths]
     seconds = best_times([lambda qkv=qkv: forward_backward(*qkv) for qkv in inputs])
-    nbytes = np.array([forward_backward(*qkv).probs.nbytes for qkv in inputs])
+    nbytes = np.array([forward_backward(*qkv)[1].probs.nbytes for qkv in inputs])
 for n_keys, nb in zip(lengths, nbytes):
     assert nb == 4 * 1 * 4 * n_keys ** 2, "float32 attention weights take 4·b·h·n² bytes"
     assert nb == cost.attention_table(1, int(n_keys), 128, 4)["attention_bytes"], \
@@ -248,25 +249,14 @@ print("✓ attention's time and memory are quadratic in n")
 # ``MultiHeadAttention`` takes this path whenever the causal mask is all it has to apply.
 
 # %%
-def causal_forward_backward(in_blocks, q, k, v):
-    """Causal attention and its backward, whole (F.attention under F.causal_mask) or a block of
-    queries at a time (F.causal_attention); returns the output and the cache."""
-    if in_blocks:
-        out, attn = F.causal_attention(q, k, v)
-    else:
-        out, attn = F.attention(q, k, v, mask=F.causal_mask(q.shape[-2], dtype=q.dtype))
-    F.attention_backward(np.ones_like(out), attn)
-    return out, attn
-
-
 n_keys = 512
 k_blocks = n_keys // F.CAUSAL_BLOCK                   # 8 blocks of 64 queries
 with backend.precision("float32"):
     qkv = [backend.randn(1, 4, n_keys, 32) for _ in range(3)]
-    (whole_out, whole), (blocked_out, blocked) = (causal_forward_backward(in_blocks, *qkv)
-                                                  for in_blocks in (False, True))
-    seconds = best_times([lambda in_blocks=in_blocks: causal_forward_backward(in_blocks, *qkv)
-                          for in_blocks in (False, True)])
+    ways = [lambda: forward_backward(*qkv, mask=F.causal_mask(n_keys)),
+            lambda: forward_backward(*qkv, attend=F.causal_attention)]       # whole, in blocks
+    (whole_out, whole), (blocked_out, blocked) = (way() for way in ways)
+    seconds = best_times(ways)
 kept = sum(attn.probs.size for _, _, attn in blocked.blocks)   # each block: (end − start, end)
 print(f"n = {n_keys} in {k_blocks} blocks of {F.CAUSAL_BLOCK} queries: {kept:,} of the "
       f"{whole.probs.size:,} weights computed and kept ({kept / whole.probs.size:.1%}); forward "

@@ -327,12 +327,13 @@ def elementwise_in_blocks(fn, *arrays):
     if get_array_module(*arrays) is not numpy or arrays[0].size <= ELEMENTWISE_BLOCK:
         return fn(*arrays)
     flat = [a.reshape(-1) for a in arrays]               # views of C-ordered arrays, else copies
-    first = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))
+    first = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))          # its dtype is fn's to choose
     out = numpy.empty(arrays[0].shape, dtype=first.dtype)
-    out.reshape(-1)[:ELEMENTWISE_BLOCK] = first
+    out_flat = out.reshape(-1)                                  # a view: out is new, C-ordered
+    out_flat[:ELEMENTWISE_BLOCK] = first
     for start in range(ELEMENTWISE_BLOCK, out.size, ELEMENTWISE_BLOCK):
         block = slice(start, start + ELEMENTWISE_BLOCK)
-        out.reshape(-1)[block] = fn(*(a[block] for a in flat))
+        out_flat[block] = fn(*(a[block] for a in flat))
     return out
 
 

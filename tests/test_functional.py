@@ -248,6 +248,7 @@ def test_causal_attention_is_attention_under_the_causal_mask(float64, block):
     dout = backend.randn(2, 3, 7, 5)
     out, cache = F.attention(q, k, v, mask=F.causal_mask(7))
     blocked_out, blocked = F.causal_attention(q, k, v, block=block)
+    assert isinstance(blocked, F.CausalAttentionCache) and len(blocked.blocks) == -(-7 // block)
     np.testing.assert_allclose(host(blocked_out), host(out), rtol=1e-12)
     np.testing.assert_allclose(host(blocked.probs), host(cache.probs), rtol=1e-12, atol=1e-300)
     for grad, blocked_grad in zip(F.attention_backward(dout, cache)[:3],

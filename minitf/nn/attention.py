@@ -212,17 +212,18 @@ class MultiHeadAttention(Module):
             # A decoder's usual case: the causal mask is all there is, and causal_attention
             # skips the scores it would discard (the same weights, about half the work at n=512)
             context, attention_cache = F.causal_attention(q, k, v)
-        elif self.positional == "shaw":                          # the new queries are the last n
-            positions = F.clipped_relative_positions(n, n_k, self.max_relative, xp)
-            table_v = None if self.table_v is None else self.table_v.data
-            context, attention_cache = F.relative_attention(
-                q, k, v, positions, self.table_k.data, table_v,
-                mask=self._mask(mask, (b, h, n, n_k), x.dtype, xp), dropout_p=dropout_p)
         else:
-            bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
-            context, attention_cache = F.attention(
-                q, k, v, mask=self._mask(mask, (b, h, n, n_k), x.dtype, xp), bias=bias,
-                dropout_p=dropout_p)
+            mask = self._mask(mask, (b, h, n, n_k), x.dtype, xp)
+            if self.positional == "shaw":                        # the new queries are the last n
+                positions = F.clipped_relative_positions(n, n_k, self.max_relative, xp)
+                table_v = None if self.table_v is None else self.table_v.data
+                context, attention_cache = F.relative_attention(
+                    q, k, v, positions, self.table_k.data, table_v, mask=mask,
+                    dropout_p=dropout_p)
+            else:
+                bias = self.relative_bias(n, n_k) if self.positional == "relative" else None
+                context, attention_cache = F.attention(q, k, v, mask=mask, bias=bias,
+                                                       dropout_p=dropout_p)
         self._last_attention = attention_cache                   # its weights: see ``probs``
         # A cached forward is for generation: its keys came from earlier calls, so no backward.
         self._save(None if cache is not None else (attention_cache, rope_cache))
