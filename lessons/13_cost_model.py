@@ -259,8 +259,8 @@ with backend.precision("float32"):
     seconds = best_times(ways)
 kept = sum(attn.probs.size for _, _, attn in blocked.blocks)   # each block: (end − start, end)
 print(f"n = {n_keys} in {k_blocks} blocks of {F.CAUSAL_BLOCK} queries: {kept:,} of the "
-      f"{whole.probs.size:,} weights computed and kept ({kept / whole.probs.size:.1%}); forward "
-      f"+ backward {1e3 * seconds[0]:.1f} ms whole, {1e3 * seconds[1]:.1f} ms in blocks")
+      f"{whole.probs.size:,} weights ({kept / whole.probs.size:.1%})\n"
+      f"forward + backward: {1e3 * seconds[0]:.1f} ms whole, {1e3 * seconds[1]:.1f} ms in blocks")
 assert kept / whole.probs.size == (k_blocks + 1) / (2 * k_blocks), "(k + 1)/(2k) of the n² scores"
 assert np.allclose(backend.to_numpy(blocked_out), backend.to_numpy(whole_out), atol=1e-5), \
     "the blocks compute the same attention"
