@@ -318,13 +318,20 @@ def erf(x):
 ELEMENTWISE_BLOCK = 1 << 18      # elements: 1 MiB of float32, which a CPU core's cache holds
 
 
+def blocks_pay_off(*arrays) -> bool:
+    """Whether to split work on ``arrays`` into blocks: yes on NumPy, where a block's temporaries
+    are small and stay in the cache from one pass to the next; no on a GPU, where each block
+    launches every kernel again (measured: causal attention in blocks of 64 queries took 1.6 ×
+    the time of one block at the large config, benchmarks/RESULTS.md) and has memory to spare."""
+    return get_array_module(*arrays) is numpy
+
+
 def elementwise_in_blocks(fn, *arrays):
     """fn(*arrays) for an elementwise fn of arrays of one shape, ELEMENTWISE_BLOCK elements at a
     time, into one new array. What it saves: fn's temporaries are the size of a block, not of the
     arrays (GELU's backward makes two the size of the hidden layer), and a block stays in the
-    cache from one of fn's passes to the next. On a GPU it is fn(*arrays): there every block
-    would cost a kernel launch per pass, and the temporaries are not what runs short."""
-    if get_array_module(*arrays) is not numpy or arrays[0].size <= ELEMENTWISE_BLOCK:
+    cache from one of fn's passes to the next. On a GPU it is fn(*arrays) (see blocks_pay_off)."""
+    if not blocks_pay_off(*arrays) or arrays[0].size <= ELEMENTWISE_BLOCK:
         return fn(*arrays)
     flat = [a.reshape(-1) for a in arrays]               # views of C-ordered arrays, else copies
     first = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))          # its dtype is fn's to choose

@@ -101,9 +101,9 @@ def _():
                       {"mask": F.padding_mask([4, 2], 4)})
 
 
-@case("MultiHeadAttention, causal, two blocks of queries (n = CAUSAL_BLOCK + 2)")
+@case("MultiHeadAttention, causal, past one block of queries (n = CAUSAL_BLOCK + 2)")
 def _():
-    n = F.CAUSAL_BLOCK + 2                               # past one block: causal_attention splits
+    n = F.CAUSAL_BLOCK + 2                               # two blocks, where blocks pay off
     return ModuleCase(nn.MultiHeadAttention(4, 2, causal=True), {"x": randn(2, n, 4)})
 
 

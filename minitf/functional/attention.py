@@ -13,7 +13,7 @@ import itertools
 import math
 from collections import namedtuple
 
-from minitf.backend import get_array_module, sum_to_shape
+from minitf.backend import blocks_pay_off, get_array_module, sum_to_shape
 from minitf.functional.activation import dropout, dropout_backward
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import as_additive_mask, causal_mask
@@ -143,7 +143,7 @@ def _scores_backward(dweights, cache):
 # Causal attention a block of queries at a time: the masked half of the scores is never computed
 # ----------------------------------------------------------------------------------------------
 
-CAUSAL_BLOCK = 64   # queries per block: 64 and 128 ran fastest at n = 512 (benchmarks/RESULTS.md)
+CAUSAL_BLOCK = 64   # queries per block on NumPy: 64 ran fastest at n = 512 (benchmarks/RESULTS.md)
 
 
 class CausalAttentionCache(namedtuple("CausalAttentionCache", ["q", "k", "v", "blocks"])):
@@ -160,7 +160,7 @@ class CausalAttentionCache(namedtuple("CausalAttentionCache", ["q", "k", "v", "b
         return probs
 
 
-def causal_attention(q, k, v, block=CAUSAL_BLOCK):
+def causal_attention(q, k, v, block=None):
     """attention(q, k, v, mask=causal_mask(n)), computed ``block`` queries at a time.
 
     Under a causal mask, the queries start … end − 1 see the keys 0 … end − 1 and no further. So
@@ -169,6 +169,8 @@ def causal_attention(q, k, v, block=CAUSAL_BLOCK):
     would set to −inf and the softmax to 0, are never computed. At n = 512 in blocks of 64, 56 %
     of the n² scores are computed, and only those are kept for the backward: less work in both
     passes, and less memory. The weights are attention's, up to the order of float additions.
+    block: queries per block; by default CAUSAL_BLOCK on NumPy, and all n on a GPU, where every
+    block launches the same dozen kernels again and costs more time than its skipped scores save.
 
     q, k: (..., n, d_k)   v: (..., n, d_v)   (one sequence: n queries, the same n keys)
     ->    out: (..., n, d_v), and a CausalAttentionCache
@@ -179,6 +181,8 @@ def causal_attention(q, k, v, block=CAUSAL_BLOCK):
         raise ValueError(f"causal_attention: q has {n} queries and k {k.shape[-2]} keys; wanted "
                          f"the same sequence for both (for a longer k, use attention with "
                          f"causal_mask(n_q, n_k))")
+    if block is None:
+        block = CAUSAL_BLOCK if blocks_pay_off(q) else max(n, 1)
     check_int(block, "block", "causal_attention", what="the number of queries per block")
     xp = get_array_module(q)
     out = xp.empty((*q.shape[:-1], v.shape[-1]), dtype=q.dtype)       # (..., n, d_v)
