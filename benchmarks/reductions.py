@@ -3,16 +3,18 @@
     python benchmarks/reductions.py                      # NumPy
     python benchmarks/reductions.py --backend cupy       # CuPy, on a GPU
 
-The shim's ``sum_over_positions`` (a bias's or a layer norm's gradient, summed over positions)
-and ``row_dot`` (Σ_i a_i b_i of every row: layer norm and softmax backward) chose their spelling
-from these figures. Milliseconds per call, the best of five runs of 30 calls.
+The shim's ``sum_over_positions`` (a bias's or a layer norm's gradient, summed over positions),
+``row_sum`` (Σ_i a_i of every row: layer norm's mean, softmax's denominator) and ``row_dot``
+(Σ_i a_i b_i of every row: layer norm and softmax backward) chose their spelling from these
+figures. Milliseconds per call, the best of five runs of 30 calls.
 """
 import argparse
 import time
 
 from minitf import backend
 
-SHAPES = [(52, 64, 128), (16, 128, 1024), (32, 512, 512), (32, 512, 2048), (32, 8, 512, 512)]
+SHAPES = [(52, 64, 128), (52, 4, 64, 64), (16, 128, 1024), (32, 512, 512), (32, 512, 2048),
+          (32, 8, 512, 512)]
 
 
 def best_ms(call, backend_name):
@@ -52,6 +54,8 @@ def main():
                 "Σ over positions: ones @ a  (sum_over_positions)": lambda: ones @ rows_a,
                 "Σ over positions of a⊙b: (a * b).sum(axis=0)": lambda: (rows_a * rows_b).sum(0),
                 "Σ over positions of a⊙b: ones @ (a * b)": lambda: ones @ (rows_a * rows_b),
+                "row sums: a.sum(-1, keepdims=True)": lambda: a.sum(-1, keepdims=True),
+                "row sums: a @ ones((d, 1))  (row_sum)": lambda: backend.row_sum(a),
                 "row dots: (a * b).sum(-1, keepdims=True)": lambda: (a * b).sum(-1, keepdims=True),
                 "row dots: einsum('...i,...i->...')": lambda: xp.einsum("...i,...i->...", a, b),
                 "row dots: a[..., None, :] @ b[..., :, None]": lambda: a[..., None, :] @ b[..., :, None],

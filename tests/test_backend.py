@@ -110,6 +110,20 @@ def test_sums_over_positions_and_row_dots_agree_with_plain_sums(backend_name):
                                        rtol=1e-5, atol=1e-6)
 
 
+def test_row_sums_agree_with_plain_sums(backend_name):
+    """row_sum gives a.sum(axis, keepdims=True) along any axis, for contiguous and strided rows,
+    float32 and float64, both for a few rows (NumPy's sum) and for many (the product)."""
+    for dtype in ("float32", "float64"):
+        for a in (backend.randn(2, 3, 5, dtype=dtype), backend.randn(3, 128, 5, dtype=dtype)):
+            for x in (a, a.transpose(1, 0, 2).copy().transpose(1, 0, 2)):   # strided rows too
+                for axis in (-1, 1, 0):
+                    sums = backend.row_sum(x, axis)
+                    wanted = backend.to_numpy(x).sum(axis, keepdims=True)
+                    assert sums.shape == wanted.shape and sums.dtype == a.dtype
+                    np.testing.assert_allclose(backend.to_numpy(sums), wanted, rtol=1e-5,
+                                               atol=1e-5)
+
+
 def test_erf_matches_the_standard_library(backend_name):
     import math
     with backend.precision("float64"):

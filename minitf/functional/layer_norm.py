@@ -2,7 +2,7 @@
 
     y = γ ⊙ (x − μ) / √(σ² + ε) + β
 """
-from minitf.backend import get_array_module, row_dot, sum_over_positions
+from minitf.backend import get_array_module, row_dot, row_sum, sum_over_positions
 from minitf.validate import check_shape
 
 
@@ -18,7 +18,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     check_shape(x, "x", ("...", ("d", gamma.shape[0])), where)
     check_shape(beta, "beta", (("d", gamma.shape[0]),), where)
     xp = get_array_module(x)
-    mu = x.sum(axis=-1, keepdims=True) / x.shape[-1]      # (..., 1)   mean of x
+    mu = row_sum(x) / x.shape[-1]                         # (..., 1)   mean of x
     x_hat = x - mu                                        # (..., d)   x − μ, normalized below
     var = row_dot(x_hat, x_hat) / x.shape[-1]             # (..., 1)   mean of (x − μ)²
     rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ
@@ -40,7 +40,7 @@ def layer_norm_backward(dy, cache):
     x_hat, rstd, gamma = cache
     dx_hat = dy * gamma                                                 # (..., d)
     dx = (dx_hat
-          - dx_hat.mean(axis=-1, keepdims=True)
+          - row_sum(dx_hat) / x_hat.shape[-1]                          # mean(dx̂)
           - x_hat * (row_dot(dx_hat, x_hat) / x_hat.shape[-1])) * rstd    # row_dot: Σ_i over d
     dgamma = sum_over_positions(dy * x_hat)                            # (d,)
     dbeta = sum_over_positions(dy)                                     # (d,)

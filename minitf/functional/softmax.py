@@ -6,7 +6,7 @@
 """
 import math
 
-from minitf.backend import float_errors_ignored, get_array_module, row_dot
+from minitf.backend import float_errors_ignored, get_array_module, row_dot, row_sum
 from minitf.validate import check_array, check_ids, check_probability, check_shape
 
 REDUCTIONS = ("mean", "sum")
@@ -43,7 +43,7 @@ def _shifted(x, axis, out=None):
 def _log_sum(z, axis):
     """log Σ exp(z) along ``axis`` (0 for a fully masked row, whose Σ is 0)."""
     xp = get_array_module(z)
-    sums = xp.exp(z).sum(axis=axis, keepdims=True)
+    sums = row_sum(xp.exp(z), axis)
     return xp.log(xp.maximum(sums, 1.0))         # Σ ≥ 1 unless the row is fully masked (see softmax)
 
 
@@ -58,7 +58,7 @@ def softmax(x, axis=-1, out=None):
     xp = get_array_module(x)
     z, _ = _shifted(x, axis, out)
     p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
-    sums = p.sum(axis=axis, keepdims=True)
+    sums = row_sum(p, axis)
     # Σ ≥ 1 in every row that has a finite maximum (that entry adds e⁰ = 1); only a fully masked
     # row has Σ = 0, and max(Σ, 1) keeps its p at 0 instead of 0/0 = NaN
     p *= 1.0 / xp.maximum(sums, 1.0)
