@@ -274,7 +274,7 @@ def row_sum(a, axis: int = -1):
 
     ``a.sum(axis=axis, keepdims=True)`` as a product with a column of ones: NumPy sums each short
     row on its own, 3-4 x slower at a training step's shapes than one matrix-vector product over
-    all rows (benchmarks/reductions.py). Under ~100 rows (a generated token) the sum is cheaper.
+    all rows (benchmarks/reductions.py). Under 128 rows (a generated token's) NumPy's is cheaper.
     """
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
         xp = get_array_module(a)
