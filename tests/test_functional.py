@@ -221,6 +221,26 @@ def test_rope_scores_depend_only_on_relative_position(float64):
                                np.linalg.norm(host(x), axis=-1))       # rotations keep length
 
 
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_rope_turns_each_pair_by_its_angle(backend_name, precision):
+    """y_2i = x_2i cos θ − x_2i+1 sin θ, y_2i+1 = x_2i sin θ + x_2i+1 cos θ, pair by pair, for q
+    as attention hands it over: one head's slice of the fused projection, a strided view."""
+    with backend.precision(precision):
+        b, n, h, d_head = 2, 5, 3, 8
+        qkv = backend.randn(b, n, 3 * h * d_head)
+        q = qkv[:, :, :h * d_head].reshape(b, n, h, d_head).transpose(0, 2, 1, 3)
+        cos, sin = F.rope_angles(n, d_head, offset=4)
+        y, _ = F.rope(q, cos, sin)
+        assert y.dtype == q.dtype and y.shape == q.shape
+        x, c, s = (host(a).astype("float64") for a in (q, cos, sin))
+        want = np.empty_like(x)
+        want[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s
+        want[..., 1::2] = x[..., 0::2] * s + x[..., 1::2] * c
+        tolerance = 1e-6 if precision == "float32" else 1e-14
+        np.testing.assert_allclose(host(y), want, rtol=0, atol=tolerance)
+        np.testing.assert_allclose(host(F.rope_backward(y, (cos, sin))), x, rtol=0, atol=tolerance)
+
+
 def test_alibi(float64):
     assert F.alibi_slopes(4) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8]
     assert F.alibi_slopes(6) == [2 ** -2, 2 ** -4, 2 ** -6, 2 ** -8, 2 ** -1, 2 ** -3]
