@@ -45,7 +45,7 @@ class RunConfig:
     n_heads: int = 4
     n_layers: int = 2
     d_ff: int | None = None
-    positional: str = "learned"
+    positional: str = "rope"
     model: str = "transformer"       # or "rnn", "lstm": RNNLM, d_model wide (heads, blocks unused)
     dropout: float = 0.0
     lr: float = 6e-3

@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
     train.add_argument("--n-layers", type=POSITIVE, help="blocks (default 2)")
     train.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
-    train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default learned)")
+    train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default rope)")
     train.add_argument("--model", choices=MODEL_CHOICES,
                        help="the Transformer (default), or the recurrent baseline: rnn or lstm")
     train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
