@@ -1,9 +1,10 @@
 """The same DecoderLM in minitf and in torch, with identical weights, and the checks that the two
 compute the same thing before anything is timed. Used by vs_torch.py (CPU) and vs_torch_gpu.py.
 
-minitf's model is `minitf train`'s DecoderLM (pre-LN, tanh-GELU, learned positions, tied head);
-torch's is built from its own layers, with minitf's weights copied in. Inputs are host (NumPy)
-arrays; each side moves them to its own device.
+minitf's model is a DecoderLM of `minitf train`'s kind (pre-LN, tanh-GELU, tied head), with
+learned positions where the main job uses RoPE; torch's is built from its own layers, with
+minitf's weights copied in. Inputs are host (NumPy) arrays; each side moves them to its own
+device.
 """
 import time
 

@@ -5,12 +5,14 @@
     python benchmarks/vs_torch.py --configs ref,long --pairs 20
     python benchmarks/vs_torch.py --quick               # smoke run: tiny only, 2 pairs, < 1 min
 
-The model is `minitf train`'s DecoderLM (pre-LN, tanh-GELU, learned positions, tied head), float32;
-torch runs the same model built from its own layers, with minitf's weights copied in. Measures:
-training step (with AdamW), forward only, KV-cache decoding per token, peak memory of training
-(fresh process each), and the BLAS floor: NumPy alone doing the step's matrix products. Timing
-alternates minitf, torch and the floor, round after round; nothing is timed unless both models
-give the same loss and the same decoding logits. benchmarks/RESULTS.md explains every column.
+The model is a DecoderLM (pre-LN, tanh-GELU, learned positions, tied head), float32: at the
+`default` config, `minitf train`'s, except that the main job rotates q and k (RoPE, about 1 % of
+its step), which torch has no layer for. Torch runs the same model built from its own layers,
+with minitf's weights copied in. Measures: training step (with AdamW), forward only, KV-cache
+decoding per token, peak memory of training (fresh process each), and the BLAS floor: NumPy alone
+doing the step's matrix products. Timing alternates minitf, torch and the floor, round after
+round; nothing is timed unless both models give the same loss and the same decoding logits.
+benchmarks/RESULTS.md explains every column.
 """
 import argparse
 import json
@@ -61,7 +63,7 @@ CONFIGS = {
     "small": Config(128, 2, 4, 128, 16),
     "ref": Config(256, 4, 4, 128, 16),
     "long": Config(256, 4, 4, 512, 4),
-    "default": Config(128, 2, 4, 64, 52),       # `minitf train`: RunConfig's defaults
+    "default": Config(128, 2, 4, 64, 52),       # `minitf train`: RunConfig's shape
 }
 DECODE_CONFIGS = ("ref", "default")
 DECODE_AT = (64, 256)      # report the time per token near these tokens
