@@ -5,14 +5,13 @@
     python benchmarks/vs_torch.py --configs ref,long --pairs 20
     python benchmarks/vs_torch.py --quick               # smoke run: tiny only, 2 pairs, < 1 min
 
-The model is a DecoderLM (pre-LN, tanh-GELU, learned positions, tied head), float32: at the
-`default` config, `minitf train`'s, except that the main job rotates q and k (RoPE, about 1 % of
-its step), which torch has no layer for. Torch runs the same model built from its own layers,
-with minitf's weights copied in. Measures: training step (with AdamW), forward only, KV-cache
-decoding per token, peak memory of training (fresh process each), and the BLAS floor: NumPy alone
-doing the step's matrix products. Timing alternates minitf, torch and the floor, round after
-round; nothing is timed unless both models give the same loss and the same decoding logits.
-benchmarks/RESULTS.md explains every column.
+The model is a DecoderLM (pre-LN, tanh-GELU, tied head), float32, with learned positions, or at
+the `default` config `minitf train`'s own model, with RoPE. Torch runs the same model built from
+its own layers, with minitf's weights copied in (same_model.py). Measures: training step (with
+AdamW), forward only, KV-cache decoding per token, peak memory of training (fresh process each),
+and the BLAS floor: NumPy alone doing the step's matrix products. Timing alternates minitf, torch
+and the floor, round after round; nothing is timed unless both models give the same loss and
+the same decoding logits. benchmarks/RESULTS.md explains every column.
 """
 import argparse
 import json
@@ -57,13 +56,13 @@ try:
 except ImportError:
     threadpoolctl = None
 
-Config = namedtuple("Config", "d_model n_layers n_heads n batch")
+Config = namedtuple("Config", "d_model n_layers n_heads n batch positional", defaults=("learned",))
 CONFIGS = {
     "tiny": Config(64, 2, 4, 64, 8),
     "small": Config(128, 2, 4, 128, 16),
     "ref": Config(256, 4, 4, 128, 16),
     "long": Config(256, 4, 4, 512, 4),
-    "default": Config(128, 2, 4, 64, 52),       # `minitf train`: RunConfig's shape
+    "default": Config(128, 2, 4, 64, 52, "rope"),     # `minitf train`'s model: RunConfig
 }
 DECODE_CONFIGS = ("ref", "default")
 DECODE_AT = (64, 256)      # report the time per token near these tokens
@@ -281,11 +280,17 @@ def time_decoding(ours, theirs, prompt, rounds, warmup, rows, name, sync=no_sync
                                             [r[k] for r in t["torch"]])])
 
 
+def label(name, config):
+    """A config's row label: its name and shape, and RoPE where it rotates q and k."""
+    rope = ", RoPE" if config.positional == "rope" else ""
+    return (f"{name}: d {config.d_model}, {config.n_layers}×{config.n_heads} heads, "
+            f"{config.batch} × {config.n}{rope}")
+
+
 def measure(name, args, rounds, warmup, decode, rows):
     """Check, then time one config; append its row to each table of ``rows``."""
     config = CONFIGS[name]
-    shape = f"{name}: d {config.d_model}, {config.n_layers}×{config.n_heads} heads, " \
-            f"{config.batch} × {config.n}"
+    shape = label(name, config)
     ours, theirs = build(config, args.vocab)
     ids = backend.to_numpy(backend.randint(0, args.vocab, (config.batch, config.n + 1)))
     x, y = ids[:, :-1], ids[:, 1:]

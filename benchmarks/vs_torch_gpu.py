@@ -55,8 +55,7 @@ def environment(rounds, warmup, vocab):
 
 def measure(name, args, rows):
     config = CONFIGS[name]
-    shape = f"{name}: d {config.d_model}, {config.n_layers}×{config.n_heads} heads, " \
-            f"{config.batch} × {config.n}"
+    shape = cpu.label(name, config)
     with backend.use("cupy"):
         ours, theirs = cpu.build(config, args.vocab)
         theirs.to("cuda")

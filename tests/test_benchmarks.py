@@ -57,6 +57,21 @@ def test_a_model_that_differs_is_refused(bench):
         bench.check_same_decoding(ours, theirs, prompt)
 
 
+def test_torch_turns_q_and_k_as_minitf_does(bench):
+    """With RoPE torch's blocks run by hand; they must give minitf's loss and cached logits, and
+    turning the other way (e^{−iθ}) must be caught."""
+    config = bench.Config(16, 2, 2, 12, 3, "rope")
+    ours, theirs = bench.build(config, 20)
+    assert theirs.pos is None and "pos_emb.W" not in dict(ours.named_parameters())
+    torch.manual_seed(0)
+    ids = torch.randint(0, 20, (config.batch, config.n + 1)).numpy()
+    assert "passed" in bench.check_same_loss(ours, theirs, ids[:, :-1], ids[:, 1:])
+    assert "passed" in bench.check_same_decoding(ours, theirs, ids[:1, :2])
+    theirs.turns = theirs.turns.conj()
+    with pytest.raises(SystemExit, match="same-loss check FAILED"):
+        bench.check_same_loss(ours, theirs, ids[:, :-1], ids[:, 1:])
+
+
 def test_the_floor_has_two_backward_products_per_forward_one(bench):
     config = bench.CONFIGS["tiny"]
     forward = bench.matmul_shapes(config, 100, backward=False)
