@@ -37,6 +37,7 @@ class TorchLM(torch.nn.Module):
 
     def __init__(self, vocab, d_model, n_heads, n_layers, d_ff, max_len, positional="learned"):
         super().__init__()
+        self.max_len = max_len
         self.tok = torch.nn.Embedding(vocab, d_model)
         self.pos = torch.nn.Parameter(torch.zeros(max_len, d_model)) if positional == "learned" \
             else None
@@ -166,8 +167,7 @@ def torch_decode(theirs, prompt, n_tokens, forced=None, sync=no_sync):
     -> seconds per token (n_tokens,), the logits of every step (b, n_tokens, V)"""
     b, d_model = prompt.shape[0], theirs.tok.embedding_dim
     h = theirs.blocks[0].self_attn.num_heads
-    max_len = len(theirs.pos) if theirs.pos is not None else len(theirs.turns)
-    cache = torch.zeros(len(theirs.blocks), 2, b, h, max_len, d_model // h,
+    cache = torch.zeros(len(theirs.blocks), 2, b, h, theirs.max_len, d_model // h,
                         device=theirs.tok.weight.device)                       # k and v
     (new,), offset, stamps, logits = on_device_of(theirs, prompt), 0, [time.perf_counter()], []
     forced = None if forced is None else on_device_of(theirs, forced)[0]
