@@ -47,6 +47,19 @@ def test_shaw_attention_with_a_kv_cache_matches_the_full_causal_forward(float64,
     assert np.abs(backend.to_numpy(full) - backend.to_numpy(stepwise)).max() <= 1e-9
 
 
+def test_a_rope_layer_moved_to_float64_turns_by_float64_angles(float64):
+    """The layer keeps cos θ and sin θ from one call to the next. Run once in float32, then moved
+    to float64, it must turn q and k by float64 angles, as a fresh float64 layer does: float32
+    ones would be off by about 1e-8."""
+    layer = nn.MultiHeadAttention(8, 2, causal=True, positional="rope")
+    x = backend.randn(2, 5, 8)
+    layer.to(dtype="float32")(x.astype("float32"))      # the angles of 5 positions, in float32
+    layer.to(dtype="float64")
+    fresh = nn.MultiHeadAttention(8, 2, causal=True, positional="rope")
+    fresh.load_state_dict(layer.state_dict())
+    assert np.abs(backend.to_numpy(layer(x) - fresh(x))).max() <= 1e-12
+
+
 def test_the_decoders_kv_cache_matches_full_recomputation(float64):
     model = Transformer(12, 12, 16, 2, 2, dropout=0.0)
     src = backend.to_device(np.array([[3, 4, 5, 6], [7, 8, 0, 0]]))
