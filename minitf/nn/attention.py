@@ -179,7 +179,7 @@ class MultiHeadAttention(Module):
 
         They are rows of a table the layer keeps, doubled when a longer sequence comes. Otherwise
         a generated token would compute its one row anew in every layer at every step: some ten
-        small array operations, about 7 % of the layer's time for that token.
+        small array operations, about 5 % of the layer's time for that token.
         """
         table = self._rope_table
         if (table is None or len(table[0]) < offset + n or table[0].dtype != dtype
