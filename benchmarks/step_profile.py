@@ -2,6 +2,7 @@
 
     python benchmarks/step_profile.py --config ref
     python benchmarks/step_profile.py --backend cupy --config large
+    python benchmarks/step_profile.py --config default --forward
 
 Times every function of ``minitf.functional`` and of the shim (``minitf.backend``), and the
 optimizer's step, between two waits for the device, and prints each one's time per training step
@@ -77,6 +78,8 @@ def main():
                         help=f"one of {', '.join(vs_torch.CONFIGS)}, or on a GPU also large")
     parser.add_argument("--steps", type=int, default=3, help="timed steps (default 3)")
     parser.add_argument("--top", type=int, default=25, help="rows to print (default 25)")
+    parser.add_argument("--forward", action="store_true",
+                        help="profile the forward only (logits, no gradient), not a training step")
     args = parser.parse_args()
     configs, wait = dict(vs_torch.CONFIGS), lambda: None
     if args.backend == "cupy":                  # its twin imports CuPy: only where it is wanted
@@ -88,7 +91,8 @@ def main():
     with backend.use(args.backend):
         ours, theirs = vs_torch.build(config, 100)
         ids = backend.to_numpy(backend.randint(0, 100, (config.batch, config.n + 1)))
-        train = vs_torch.steps(ours, theirs, ids[:, :-1], ids[:, 1:])["train"][0]
+        what = "forward" if args.forward else "train"
+        train = vs_torch.steps(ours, theirs, ids[:, :-1], ids[:, 1:])[what][0]
         for _ in range(2):
             train()
         wait()
@@ -102,7 +106,8 @@ def main():
         for _ in range(args.steps):
             train()
     per_step = 1e3 / args.steps
-    print(f"{args.config} {config} on {args.backend}: a training step takes {plain * 1e3:.2f} ms; "
+    step = "a forward (no gradient)" if args.forward else "a training step"
+    print(f"{args.config} {config} on {args.backend}: {step} takes {plain * 1e3:.2f} ms; "
           f"attributed with the waits: {sum(profile.exclusive.values()) * per_step:.2f} ms")
     print("| function | ms per step, exclusive | inclusive | calls per step |\n|---|---|---|---|")
     for label, seconds in profile.exclusive.most_common(args.top):
