@@ -2,7 +2,8 @@
 
     python benchmarks/step_profile.py --config ref
     python benchmarks/step_profile.py --backend cupy --config large
-    python benchmarks/step_profile.py --config default --forward
+    python benchmarks/step_profile.py --config default --forward --threads 1
+    python benchmarks/step_profile.py --config default --forward --threads 1 --torch
 
 Times every function of ``minitf.functional`` and of the shim (``minitf.backend``), and the
 optimizer's step, between two waits for the device, and prints each one's time per training step
@@ -10,6 +11,10 @@ optimizer's step, between two waits for the device, and prints each one's time p
 ``attention`` does not count the ``softmax`` inside it). The waits make every kernel finish
 inside the function that queued it, so a GPU's time lands where it is spent; they also add a
 little to each call, so the attributed sum runs above the plain step time printed first.
+
+``--torch`` profiles torch's side of the same comparison instead (vs_torch.py's model, the same
+weights), with torch's own profiler: each op's self time per step, to read beside minitf's table.
+``--threads`` sets torch's and the BLAS's threads as vs_torch.py's does.
 """
 import argparse
 import collections
@@ -71,6 +76,20 @@ class Profile:
         AdamW.step = self.timed(AdamW.step, "optim.AdamW.step")
 
 
+def torch_profile(run, steps, top):
+    """Print torch's own account of ``steps`` calls of ``run``: each op's self CPU time per step
+    (exclusive of the ops it calls, as minitf's table), its total, and its calls per step."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as recorded:
+        for _ in range(steps):
+            run()
+    ops = sorted(recorded.key_averages(), key=lambda op: op.self_cpu_time_total, reverse=True)
+    print("| torch op | ms per step, self | total | calls per step |\n|---|---|---|---|")
+    for op in ops[:top]:                                        # the profiler counts µs
+        print(f"| `{op.key}` | {op.self_cpu_time_total / 1e3 / steps:.2f} | "
+              f"{op.cpu_time_total / 1e3 / steps:.2f} | {op.count // steps} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="numpy", choices=backend.BACKENDS)
@@ -80,7 +99,14 @@ def main():
     parser.add_argument("--top", type=int, default=25, help="rows to print (default 25)")
     parser.add_argument("--forward", action="store_true",
                         help="profile the forward only (logits, no gradient), not a training step")
+    parser.add_argument("--torch", action="store_true",
+                        help="profile torch's side instead, with torch's profiler (CPU only)")
+    parser.add_argument("--threads", type=int, help="torch and BLAS threads (default: theirs)")
     args = parser.parse_args()
+    if args.torch and args.backend != "numpy":
+        parser.error("--torch: profiles torch on the CPU only; wanted --backend numpy, got "
+                     f"--backend {args.backend}")
+    vs_torch.limit_threads(args.threads)
     configs, wait = dict(vs_torch.CONFIGS), lambda: None
     if args.backend == "cupy":                  # its twin imports CuPy: only where it is wanted
         import vs_torch_gpu
@@ -92,21 +118,26 @@ def main():
         ours, theirs = vs_torch.build(config, 100)
         ids = backend.to_numpy(backend.randint(0, 100, (config.batch, config.n + 1)))
         what = "forward" if args.forward else "train"
-        train = vs_torch.steps(ours, theirs, ids[:, :-1], ids[:, 1:])[what][0]
+        run, torch_run = vs_torch.steps(ours, theirs, ids[:, :-1], ids[:, 1:])[what]
+        if args.torch:
+            run = torch_run
         for _ in range(2):
-            train()
+            run()
         wait()
         start = time.perf_counter()
         for _ in range(args.steps):
-            train()
+            run()
         wait()
         plain = (time.perf_counter() - start) / args.steps
+        step = "a forward (no gradient)" if args.forward else "a training step"
+        if args.torch:
+            print(f"{args.config} {config}, torch on the CPU: {step} takes {plain * 1e3:.2f} ms")
+            return torch_profile(run, args.steps, args.top)
         profile = Profile(wait)
         profile.install()
         for _ in range(args.steps):
-            train()
+            run()
     per_step = 1e3 / args.steps
-    step = "a forward (no gradient)" if args.forward else "a training step"
     print(f"{args.config} {config} on {args.backend}: {step} takes {plain * 1e3:.2f} ms; "
           f"attributed with the waits: {sum(profile.exclusive.values()) * per_step:.2f} ms")
     print("| function | ms per step, exclusive | inclusive | calls per step |\n|---|---|---|---|")

@@ -324,6 +324,15 @@ TABLES = {  # measure: (title, header)
 }
 
 
+def limit_threads(threads):
+    """torch's pool, and the BLAS's at run time too with threadpoolctl (see the top), to
+    ``threads``; None leaves both to their defaults."""
+    if threads:
+        torch.set_num_threads(threads)
+        if threadpoolctl is not None:
+            threadpoolctl.threadpool_limits(threads)
+
+
 def parser_for(description, configs):
     """The options this script and vs_torch_gpu.py share: which configs, rounds, vocabulary."""
     parser = argparse.ArgumentParser(description=description)
@@ -341,10 +350,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny only, 2 rounds")
     parser.add_argument("--memory-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.threads:      # torch's pool; the BLAS's at run time too with threadpoolctl (see top)
-        torch.set_num_threads(args.threads)
-        if threadpoolctl is not None:
-            threadpoolctl.threadpool_limits(args.threads)
+    limit_threads(args.threads)
     if args.memory_child:
         return memory_child(*args.memory_child, args.vocab)
     names = ["tiny"] if args.quick else args.configs.split(",")

@@ -1,6 +1,7 @@
 """benchmarks/vs_torch.py: its smoke run prints every table after the two models agree, and it
 refuses to time models that disagree; benchmarks/step_profile.py: it charges each function its own
-time and sees every call. No speed is asserted: timings on a shared machine are not a test."""
+time and sees every call, of a training step or a forward, minitf's or torch's. No speed is
+asserted: timings on a shared machine are not a test."""
 import importlib.util
 import subprocess
 import sys
@@ -95,15 +96,36 @@ def test_the_step_profile_counts_a_callee_once_in_its_caller_only():
                - profile.inclusive["outer"]) < 1e-9
 
 
-def test_the_step_profile_sees_every_linear_layer_and_one_optimizer_step():
+def profiled_calls(*options):
+    """{function or op: calls per step} from step_profile.py's table for the tiny config."""
     done = subprocess.run([sys.executable, str(SCRIPT.parent / "step_profile.py"), "--config",
-                           "tiny", "--steps", "2", "--top", "100"],
+                           "tiny", "--steps", "2", "--top", "100", *options],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    calls = {line.split("`")[1]: int(line.rsplit("|", 2)[1])
-             for line in done.stdout.splitlines() if line.startswith("| `")}
+    return {line.split("`")[1]: int(line.rsplit("|", 2)[1])
+            for line in done.stdout.splitlines() if line.startswith("| `")}
+
+
+def test_the_step_profile_sees_every_linear_layer_and_one_optimizer_step():
+    calls = profiled_calls()
     n_layers = load("vs_torch").CONFIGS["tiny"].n_layers
     # q, k, v fused, the output projection and the two of the MLP per block, and the LM head
     assert calls["functional.linear.linear"] == calls["functional.linear.linear_backward"] \
         == 4 * n_layers + 1
     assert calls["optim.AdamW.step"] == 1
+
+
+def test_the_forward_profile_has_no_backward_and_no_optimizer_step():
+    calls = profiled_calls("--forward")
+    n_layers = load("vs_torch").CONFIGS["tiny"].n_layers
+    assert calls["functional.linear.linear"] == 4 * n_layers + 1
+    assert not [label for label in calls if "backward" in label or "AdamW" in label]
+
+
+def test_the_torch_profile_counts_torch_ops_of_the_same_model():
+    calls = profiled_calls("--forward", "--torch", "--threads", "1")
+    n_layers = load("vs_torch").CONFIGS["tiny"].n_layers
+    # four linear maps a block (q k v fused, output, the MLP's two); the tied head is one matmul
+    assert calls["aten::linear"] == 4 * n_layers
+    assert calls["aten::scaled_dot_product_attention"] == n_layers
+    assert not [op for op in calls if "backward" in op]
