@@ -17,6 +17,7 @@ from minitf import backend
 from minitf import functional as F
 
 SHAPES = {                      # (batch, heads, n, d_head) of a block's attention
+    "default": (52, 4, 64, 32),  # vs_torch.py's default config, `minitf train`'s model
     "long": (4, 4, 512, 64),    # vs_torch.py's long config
     "large": (32, 8, 512, 64),  # vs_torch_gpu.py's large config
 }
@@ -31,7 +32,7 @@ def forward_backward(q, k, v, dout, block):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="numpy", choices=backend.BACKENDS)
-    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--shapes", nargs="+", default=["long", "large"], choices=list(SHAPES))
     args = parser.parse_args()
     with backend.use(args.backend):
         for name in args.shapes:

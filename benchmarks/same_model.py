@@ -12,6 +12,7 @@ import time
 import numpy as np
 import torch
 
+from configs import BETAS, LR, WEIGHT_DECAY
 from minitf import backend
 from minitf.functional import rope_angles
 from minitf.generate import generate
@@ -19,7 +20,6 @@ from minitf.gradcheck import relative_error
 from minitf.models import DecoderLM
 from minitf.optim import AdamW
 
-LR, BETAS, WEIGHT_DECAY = 6e-3, (0.9, 0.95), 0.1     # `minitf train`'s AdamW
 LOSS_TOLERANCE, LOGITS_TOLERANCE = 1e-5, 1e-4
 
 

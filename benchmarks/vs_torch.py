@@ -20,7 +20,6 @@ import shlex
 import subprocess
 import sys
 import time
-from collections import namedtuple
 from statistics import median
 
 # --threads must reach the BLAS before NumPy loads it: OpenBLAS and MKL read these variables
@@ -47,6 +46,7 @@ from minitf import backend  # noqa: E402
 from minitf.generate import generate  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its sibling, also when loaded
+from configs import CONFIGS  # noqa: E402
 from same_model import (check_same_decoding, check_same_loss, no_sync,  # noqa: E402
                         on_device_of, optimizers, torch_decode)
 import same_model  # noqa: E402
@@ -56,14 +56,6 @@ try:
 except ImportError:
     threadpoolctl = None
 
-Config = namedtuple("Config", "d_model n_layers n_heads n batch positional", defaults=("learned",))
-CONFIGS = {
-    "tiny": Config(64, 2, 4, 64, 8),
-    "small": Config(128, 2, 4, 128, 16),
-    "ref": Config(256, 4, 4, 128, 16),
-    "long": Config(256, 4, 4, 512, 4),
-    "default": Config(128, 2, 4, 64, 52, "rope"),     # `minitf train`'s model: RunConfig
-}
 DECODE_CONFIGS = ("ref", "default")
 DECODE_AT = (64, 256)      # report the time per token near these tokens
 WINDOW = 8                 # ... as the median of the WINDOW tokens ending there (one is too noisy)

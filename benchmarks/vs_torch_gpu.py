@@ -19,11 +19,12 @@ import cupy
 import torch
 
 import vs_torch as cpu
+from configs import Config
 from minitf import backend
 
 CONFIGS = {
     "default": cpu.CONFIGS["default"],          # `minitf train`'s model
-    "large": cpu.Config(512, 8, 8, 512, 32),
+    "large": Config(512, 8, 8, 512, 32),
 }
 
 

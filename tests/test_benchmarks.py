@@ -61,7 +61,7 @@ def test_a_model_that_differs_is_refused(bench):
 def test_torch_turns_q_and_k_as_minitf_does(bench):
     """With RoPE torch's blocks run by hand; they must give minitf's loss and cached logits, and
     turning the other way (e^{−iθ}) must be caught."""
-    config = bench.Config(16, 2, 2, 12, 3, "rope")
+    config = load("configs").Config(16, 2, 2, 12, 3, "rope")
     ours, theirs = bench.build(config, 20)
     assert theirs.pos is None and "pos_emb.W" not in dict(ours.named_parameters())
     torch.manual_seed(0)

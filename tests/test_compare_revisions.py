@@ -1,0 +1,62 @@
+"""benchmarks/compare_revisions.py: two versions of minitf, each imported from its own tree, the
+same model and batch on both, one table row per config; a revision git does not know is one clear
+line. No speed is asserted: timings on a shared machine are not a test."""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "compare_revisions.py"
+ROW = re.compile(r"^\| tiny \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \|$", re.M)
+
+
+def compare(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args, "--configs", "tiny",
+                           "--threads", "1"], capture_output=True, text=True, timeout=300)
+
+
+def in_git_checkout():
+    return shutil.which("git") is not None and subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode == 0
+
+
+def test_the_same_tree_twice_computes_the_same_loss_and_prints_a_row():
+    done = compare(".", ".", "--rounds", "3", "--warmup", "1")
+    assert done.returncode == 0, done.stderr
+    assert "tiny: first loss A" in done.stdout
+    assert "relative difference 0.0e+00)" in done.stdout        # same code, same weights, same batch
+    a_ms, b_ms, ratio, low, high = map(float, ROW.search(done.stdout).groups())
+    assert a_ms > 0 and b_ms > 0 and low <= ratio <= high
+    assert "command: python benchmarks/compare_revisions.py . ." in done.stdout
+
+
+@pytest.mark.skipif(not in_git_checkout(), reason="needs git and a git checkout of minitf")
+def test_a_revision_runs_from_its_own_unpacked_tree():
+    # The script stops if a worker imported minitf from anywhere but its own tree
+    done = compare("HEAD", "--rounds", "1", "--warmup", "0")
+    assert done.returncode == 0, done.stderr
+    assert ROW.search(done.stdout), done.stdout
+
+
+@pytest.mark.skipif(not in_git_checkout(), reason="needs git and a git checkout of minitf")
+def test_an_unknown_revision_is_one_clear_line():
+    done = compare("no-such-revision", "--rounds", "1")
+    assert done.returncode != 0
+    assert done.stderr.startswith("compare_revisions: revision 'no-such-revision' is not one git "
+                                  "knows here: ")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    ((".", ".", "--configs", "huge"), "--configs: wanted some of"),
+    ((".", ".", "--rounds", "0"), "--rounds: wanted at least 1; got 0"),
+    ((), "the revision A to compare against is missing"),
+])
+def test_bad_options_are_named(args, message):
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and message in done.stderr
