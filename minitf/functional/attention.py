@@ -200,10 +200,16 @@ def causal_attention_backward(dout, cache):
     """attention_backward block by block: a block's queries get their gradient from it alone,
     while every key and value gets a share from each block of queries that saw it.
     Returns (dq, dk, dv, None): no bias, so no dbias, as attention_backward's."""
-    xp = get_array_module(dout)
-    dq = xp.empty_like(cache.q)                                         # (..., n, d_k)
-    dk, dv = xp.zeros_like(cache.k), xp.zeros_like(cache.v)             # (..., n, d_k | d_v)
-    for start, end, block in cache.blocks:
+    *earlier, (start, end, last) = cache.blocks
+    # The last block saw all n keys: its dk and dv are full-size new arrays, so they can hold the
+    # sums that the earlier blocks add into: no arrays of zeros to fill, and two adds fewer.
+    # With one block (n ≤ the block size, or a GPU), its gradients are the gradients.
+    dq_last, dk, dv, _ = attention_backward(dout[..., start:end, :], last)  # dk, dv (..., n, d)
+    if not earlier:
+        return dq_last, dk, dv, None
+    dq = get_array_module(dout).empty_like(cache.q)                     # (..., n, d_k)
+    dq[..., start:end, :] = dq_last
+    for start, end, block in earlier:
         dq_block, dk_block, dv_block, _ = attention_backward(dout[..., start:end, :], block)
         dq[..., start:end, :] = dq_block
         dk[..., :end, :] += dk_block
