@@ -47,6 +47,7 @@ from minitf.generate import generate  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its sibling, also when loaded
 from configs import CONFIGS  # noqa: E402
+from machine import cpu_line  # noqa: E402
 from same_model import (check_same_decoding, check_same_loss, no_sync,  # noqa: E402
                         on_device_of, optimizers, torch_decode)
 import same_model  # noqa: E402
@@ -217,11 +218,6 @@ def peak_memory(framework, name, args):
 
 
 def environment(rounds, warmup, vocab):
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    cpu = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
-                if line.startswith("Model name")), "unknown")
-    with open("/proc/cpuinfo") as cpuinfo:
-        avx512 = "yes" if " avx512f" in cpuinfo.read() else "no"
     if threadpoolctl is not None:
         blas = ", ".join(f"{pool['internal_api']} {pool.get('version') or ''} "
                          f"({pool['num_threads']} threads)"
@@ -229,7 +225,7 @@ def environment(rounds, warmup, vocab):
     else:
         blas = "threadpoolctl not installed; " + ", ".join(
             f"{variable}={os.environ.get(variable, 'unset')}" for variable in THREAD_VARIABLES)
-    return [f"CPU: {cpu} (AVX-512: {avx512}), {os.cpu_count()} logical cores",
+    return [f"CPU: {cpu_line()}",
             f"NumPy {np.__version__}, torch {torch.__version__}, float32, vocabulary {vocab}",
             f"threads: torch {torch.get_num_threads()}; BLAS: {blas}",
             f"{rounds} timed rounds after {warmup} warm-up rounds "
