@@ -135,7 +135,8 @@ def compare(name, sources, args, env):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", nargs="?", help="revision A (the baseline)")
-    parser.add_argument("b", nargs="?", default=".", help='revision B (default ".", the working tree)')
+    parser.add_argument("b", nargs="?", default=".",
+                        help='revision B (default ".", the working tree)')
     parser.add_argument("--configs", default="default", help="comma-separated, of: "
                         + ", ".join(CONFIGS) + " (default: default)")
     parser.add_argument("--measure", default="train", choices=("train", "forward"))
@@ -157,7 +158,7 @@ def main():
             parser.error(f"--{option}: wanted at least {int(option == 'rounds')}; "
                          f"got {getattr(args, option)}")
     env = dict(os.environ)
-    if args.threads:          # read by the BLAS once, when NumPy loads it: set before the workers start
+    if args.threads:         # the BLAS reads these once, when NumPy loads: before the workers start
         env.update(dict.fromkeys(THREAD_VARIABLES, str(args.threads)))
     print(f"command: python benchmarks/compare_revisions.py {shlex.join(sys.argv[1:])}")
     print(f"A = {args.a}, B = {args.b}; {args.measure} steps, {args.rounds} rounds after "
