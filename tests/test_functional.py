@@ -282,6 +282,14 @@ def test_causal_attention_is_attention_under_the_causal_mask(float64, block):
     assert kept < 7 * 7 or block >= 7
 
 
+def test_causal_attention_of_an_empty_sequence_is_empty_both_ways(backend_name):
+    q, v = backend.randn(2, 3, 0, 4), backend.randn(2, 3, 0, 5)
+    out, cache = F.causal_attention(q, q, v)
+    dq, dk, dv, dbias = F.attention_backward(out, cache)
+    assert out.shape == dv.shape == (2, 3, 0, 5) and dq.shape == dk.shape == (2, 3, 0, 4)
+    assert dbias is None
+
+
 def test_causal_attention_splits_its_queries_where_blocks_pay_off(backend_name):
     """By default: blocks of CAUSAL_BLOCK queries on NumPy, and one block of all n on a GPU,
     where each block launches every kernel again (backend.blocks_pay_off)."""

@@ -200,6 +200,8 @@ def causal_attention_backward(dout, cache):
     """attention_backward block by block: a block's queries get their gradient from it alone,
     while every key and value gets a share from each block of queries that saw it.
     Returns (dq, dk, dv, None): no bias, so no dbias, as attention_backward's."""
+    if not cache.blocks:                # n = 0: no queries and no keys, so empty gradients
+        return cache.q.copy(), cache.k.copy(), cache.v.copy(), None
     *earlier, (start, end, last) = cache.blocks
     # The last block saw all n keys: its dk and dv are full-size new arrays, so they can hold the
     # sums that the earlier blocks add into: no arrays of zeros to fill, and two adds fewer.
