@@ -295,7 +295,8 @@ def sum_over_positions(a, trailing: int = 1):
     (benchmarks/reductions.py).
     """
     kept = a.shape[a.ndim - trailing:]
-    rows = a.reshape(-1, math.prod(kept))                  # (positions, d): a view if contiguous
+    positions = math.prod(a.shape[:a.ndim - trailing])    # counted, not -1: it may be 0
+    rows = a.reshape(positions, math.prod(kept))           # (positions, d): a view if contiguous
     ones = get_array_module(a).ones(rows.shape[0], dtype=rows.dtype)
     return (ones @ rows).reshape(kept)
 

@@ -102,6 +102,9 @@ def test_sums_over_positions_and_row_dots_agree_with_plain_sums(backend_name):
                                        rtol=1e-5)
         np.testing.assert_allclose(backend.to_numpy(backend.sum_over_positions(a, trailing=2)),
                                    backend.to_numpy(a).sum(axis=0), rtol=1e-5)
+        # Empty arrays (an empty sequence's gradients): zeros of the kept shape, or empty
+        assert backend.to_numpy(backend.sum_over_positions(a[:, :0])).tolist() == [0.0] * 5
+        assert backend.sum_over_positions(a[:, :0], trailing=2).shape == (0, 5)
         for axis, shape in ((-1, (3, 4, 1)), (1, (3, 1, 5)), (0, (1, 4, 5))):
             dots = backend.row_dot(a, b, axis)
             assert dots.shape == shape and dots.dtype == a.dtype
