@@ -28,9 +28,9 @@ from pathlib import Path
 from statistics import median
 
 from configs import BETAS, CONFIGS, LR, WEIGHT_DECAY
+from machine import THREAD_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]          # the checkout this script belongs to
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 # -- a worker: one version of minitf, one step per line it reads -----------------------------------

@@ -14,9 +14,10 @@ import os
 import statistics
 import time
 
+from machine import THREAD_VARIABLES
+
 # One BLAS thread, set before NumPy loads its BLAS (which reads these once, at load time).
-for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[variable] = "1"
+os.environ.update(dict.fromkeys(THREAD_VARIABLES, "1"))
 
 from minitf import backend  # noqa: E402
 from minitf.char_lm import RunConfig, _build_model  # noqa: E402

@@ -1,7 +1,11 @@
-"""The CPU a figure was taken on, in the words benchmarks/RESULTS.md uses (Linux: lscpu and
-/proc/cpuinfo; elsewhere "unknown")."""
+"""The machine a figure was taken on: its CPU, in the words benchmarks/RESULTS.md uses (Linux:
+lscpu and /proc/cpuinfo; elsewhere "unknown"), and the variables that set the BLAS's threads.
+Imports no NumPy, so a script can set those variables before NumPy loads its BLAS."""
 import os
 import subprocess
+
+# OpenBLAS, MKL and OpenMP read these once, when NumPy loads them: set them before that
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def cpu_line():

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from machine import cpu_line
+from machine import THREAD_VARIABLES, cpu_line
 from sample_words import real_word_share
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,8 +94,8 @@ def header(python, args):
                            capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
                             capture_output=True, text=True).stdout.strip() or "unknown"
-    threads = ", ".join(f"{name}={os.environ[name]}" for name in
-                        ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") if name in os.environ)
+    threads = ", ".join(f"{name}={os.environ[name]}" for name in THREAD_VARIABLES
+                        if name in os.environ)
     return [f"CPU: {cpu_line()}",
             f"NumPy {numpy}; BLAS threads: {threads or 'its default'}; minitf at {commit}",
             f"{'a fresh install' if args.python is None else python}; command: python "

@@ -22,10 +22,12 @@ import sys
 import time
 from statistics import median
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its siblings, also when loaded
+from machine import THREAD_VARIABLES, cpu_line  # noqa: E402
+
 # --threads must reach the BLAS before NumPy loads it: OpenBLAS and MKL read these variables
 # once, at load time. threadpoolctl (if installed) then also sets the pool at run time and
 # reports what the BLAS really uses; torch.set_num_threads sets torch's own pool.
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def threads_in_argv():
@@ -45,9 +47,7 @@ import torch  # noqa: E402
 from minitf import backend  # noqa: E402
 from minitf.generate import generate  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its sibling, also when loaded
 from configs import CONFIGS  # noqa: E402
-from machine import cpu_line  # noqa: E402
 from same_model import (check_same_decoding, check_same_loss, no_sync,  # noqa: E402
                         on_device_of, optimizers, torch_decode)
 import same_model  # noqa: E402
