@@ -60,7 +60,13 @@ def worker(source, name, measure, vocab):
 
     step = train if measure == "train" else lambda: model(x)
     loss, _ = model.loss(x, y)
-    print(f"{float(loss)!r} {backend.__file__}", flush=True)
+    strays = sorted(module.__file__ for module_name, module in sys.modules.items()
+                    if module_name.split(".")[0] == "minitf" and getattr(module, "__file__", None)
+                    and not Path(module.__file__).is_relative_to(source))
+    if strays:                 # an installed minitf filled in what this version lacks: not its own
+        raise SystemExit(f"compare_revisions: the worker for {source} imported minitf modules "
+                         f"from elsewhere: {', '.join(strays)}")
+    print(repr(float(loss)), flush=True)
     for _ in sys.stdin:
         start = time.perf_counter()
         step()
@@ -79,6 +85,9 @@ def unpack(revision, into):
         raise SystemExit(f"compare_revisions: revision {revision!r} is not one git knows here: "
                          f"{archive.stderr.decode().strip().splitlines()[-1]}")
     subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
+    if not os.path.isfile(os.path.join(into, "minitf", "__init__.py")):
+        raise SystemExit(f"compare_revisions: revision {revision!r} has no minitf package "
+                         f"(minitf/__init__.py) to time")
     return into
 
 
@@ -86,20 +95,25 @@ class Version:
     """A worker process for one source tree and config; ``step()`` returns one step's seconds."""
 
     def __init__(self, source, name, args, env):
+        self.source = source
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--worker", source, "--configs", name,
              "--measure", args.measure, "--vocab", str(args.vocab)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        first = self.process.stdout.readline().split()
+        first = self.process.stdout.readline()
         if not first:
             raise SystemExit(f"compare_revisions: the worker for {source} stopped before its "
                              f"first step (its error is above)")
-        self.loss, self.where = float(first[0]), first[1]
+        self.loss = float(first)
 
     def step(self):
         self.process.stdin.write("\n")
         self.process.stdin.flush()
-        return float(self.process.stdout.readline())
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise SystemExit(f"compare_revisions: the worker for {self.source} stopped during a "
+                             f"step (its error is above)")
+        return float(answer)
 
     def close(self):
         self.process.stdin.close()
@@ -110,10 +124,6 @@ def compare(name, sources, args, env):
     """One config: warm-up rounds, then ``args.rounds`` alternating rounds. -> a table row."""
     a, b = (Version(source, name, args, env) for source in sources)
     try:
-        for source, version in zip(sources, (a, b)):
-            if not version.where.startswith(source):
-                raise SystemExit(f"compare_revisions: the worker for {source} imported minitf "
-                                 f"from {version.where}")
         difference = abs(b.loss - a.loss) / abs(a.loss)
         print(f"{name}: first loss A {a.loss:.7f}, B {b.loss:.7f} (relative difference "
               f"{difference:.1e}{'; the versions compute different things' * (difference > 1e-5)})")

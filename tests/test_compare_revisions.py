@@ -1,6 +1,7 @@
-"""benchmarks/compare_revisions.py: two versions of minitf, each imported from its own tree, the
-same model and batch on both, one table row per config; a revision git does not know is one clear
-line. No speed is asserted: timings on a shared machine are not a test."""
+"""benchmarks/compare_revisions.py: two versions of minitf, each imported from its own tree and
+from nowhere else, the same model and batch on both, one table row per config; a revision git does
+not know, or one without minitf, is one clear line. No speed is asserted: timings on a shared
+machine are not a test."""
 import re
 import shutil
 import subprocess
@@ -49,6 +50,30 @@ def test_an_unknown_revision_is_one_clear_line():
     assert done.stderr.startswith("compare_revisions: revision 'no-such-revision' is not one git "
                                   "knows here: ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(not in_git_checkout(), reason="needs git and a git checkout of minitf")
+def test_a_revision_without_the_package_is_refused():
+    first = subprocess.run(["git", "-C", str(ROOT), "rev-list", "--max-parents=0", "HEAD"],
+                           capture_output=True, text=True).stdout.split()[0]
+    if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{first}:minitf/__init__.py"],
+                      capture_output=True).returncode == 0:
+        pytest.skip("the first commit already has minitf/__init__.py")
+    done = compare(first, "--rounds", "1")
+    assert done.returncode != 0
+    assert done.stderr.strip().endswith("has no minitf package (minitf/__init__.py) to time")
+
+
+def test_a_tree_missing_a_module_never_borrows_the_installed_one(tmp_path):
+    """A tree whose minitf lacks optim.py: the worker must stop, not time the installed optim."""
+    shutil.copytree(ROOT / "minitf", tmp_path / "minitf",
+                    ignore=shutil.ignore_patterns("optim.py", "__pycache__"))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--worker", str(tmp_path), "--configs",
+                           "tiny"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode != 0 and not done.stdout
+    assert ("imported minitf modules from elsewhere" in done.stderr        # an editable install
+            or "No module named 'minitf.optim'" in done.stderr)            # a regular one
 
 
 @pytest.mark.parametrize("args, message", [
