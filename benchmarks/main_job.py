@@ -26,6 +26,8 @@ from pathlib import Path
 from machine import THREAD_VARIABLES, cpu_line
 from sample_words import real_word_share
 
+from minitf import checkpoint                        # to read a run's saved figures
+
 ROOT = Path(__file__).resolve().parents[1]
 GNU_TIME = "/usr/bin/time"
 
@@ -63,8 +65,6 @@ def gnu_time_field(report, label):
 
 def one_run(python, workdir, train_args, samples):
     """Times one `minitf train` in ``workdir``: {row: value} for the table."""
-    from minitf import checkpoint                    # only to read the run's saved figures
-
     out = os.path.join(workdir, f"run-{len(os.listdir(workdir))}")
     command = [GNU_TIME, "-v", python, "-m", "minitf", "train", "--no-progress", "--out", out,
                *train_args]

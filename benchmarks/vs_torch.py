@@ -23,6 +23,7 @@ import time
 from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its siblings, also when loaded
+from configs import CONFIGS  # noqa: E402
 from machine import THREAD_VARIABLES, cpu_line  # noqa: E402
 
 # --threads must reach the BLAS before NumPy loads it: OpenBLAS and MKL read these variables
@@ -47,7 +48,6 @@ import torch  # noqa: E402
 from minitf import backend  # noqa: E402
 from minitf.generate import generate  # noqa: E402
 
-from configs import CONFIGS  # noqa: E402
 from same_model import (check_same_decoding, check_same_loss, no_sync,  # noqa: E402
                         on_device_of, optimizers, torch_decode)
 import same_model  # noqa: E402

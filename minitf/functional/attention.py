@@ -201,7 +201,8 @@ def causal_attention_backward(dout, cache):
     while every key and value gets a share from each block of queries that saw it.
     Returns (dq, dk, dv, None): no bias, so no dbias, as attention_backward's."""
     if not cache.blocks:                # n = 0: no queries and no keys, so empty gradients
-        return cache.q.copy(), cache.k.copy(), cache.v.copy(), None
+        xp = get_array_module(dout)
+        return xp.zeros_like(cache.q), xp.zeros_like(cache.k), xp.zeros_like(cache.v), None
     *earlier, (start, end, last) = cache.blocks
     # The last block saw all n keys: its dk and dv are full-size new arrays, so they can hold the
     # sums that the earlier blocks add into: no arrays of zeros to fill, and two adds fewer.
