@@ -3,6 +3,7 @@
     python benchmarks/compare_revisions.py HEAD~1                 # HEAD~1 against the working tree
     python benchmarks/compare_revisions.py HEAD~1 --configs default,long --rounds 40 --threads 1
     python benchmarks/compare_revisions.py main HEAD --measure forward
+    python benchmarks/compare_revisions.py HEAD~1 --configs default,ref --measure decode
 
 A is the first revision, B the second (by default ".", the working tree as it is, uncommitted
 changes included); a revision is anything git names (a commit, a branch, HEAD~1), unpacked with
@@ -14,8 +15,10 @@ and min–max of the per-round ratio B/A (below 1: B is faster).
 
 Why: on a shared machine the same code timed in two separate runs differs by 10–30 %, far more
 than most changes buy; alternating in one run is what tells a 2 % gain from noise. Steps as
-vs_torch.py's: `train` (forward, cross-entropy, backward, AdamW with `minitf train`'s settings) or
-`forward` (the logits). Both revisions must have DecoderLM, its ``loss`` and AdamW as today.
+vs_torch.py's: `train` (forward, cross-entropy, backward, AdamW with `minitf train`'s settings),
+`forward` (the logits), or `decode` (greedy generation with the KV cache of DECODE_TOKENS tokens
+after a one-token prompt, timed as a whole and reported in ms per token). Both revisions must have
+DecoderLM, its ``loss``, AdamW and ``generate`` as today.
 """
 import argparse
 import os
@@ -31,6 +34,7 @@ from configs import BETAS, CONFIGS, LR, WEIGHT_DECAY
 from machine import THREAD_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]          # the checkout this script belongs to
+DECODE_TOKENS = 256                                 # as vs_torch.py's decoding measure
 
 
 # -- a worker: one version of minitf, one step per line it reads -----------------------------------
@@ -41,12 +45,15 @@ def worker(source, name, measure, vocab):
     sys.path.insert(0, source)                 # this version's minitf, before any installed one
     import numpy as np
     from minitf import backend
+    from minitf.generate import generate
     from minitf.models import DecoderLM
     from minitf.optim import AdamW
 
     config = CONFIGS[name]
     backend.seed(0)
-    model = DecoderLM(vocab, config.d_model, config.n_heads, config.n_layers, max_len=config.n,
+    # Decoding needs room for its tokens after the prompt; the other steps keep the config's n.
+    max_len = max(config.n, 1 + DECODE_TOKENS) if measure == "decode" else config.n
+    model = DecoderLM(vocab, config.d_model, config.n_heads, config.n_layers, max_len=max_len,
                       positional=config.positional)
     optimizer = AdamW(model, LR, betas=BETAS, weight_decay=WEIGHT_DECAY)
     ids = np.random.default_rng(0).integers(0, vocab, (config.batch, config.n + 1))
@@ -58,7 +65,11 @@ def worker(source, name, measure, vocab):
         backward()
         optimizer.step()
 
-    step = train if measure == "train" else lambda: model(x)
+    def decode():
+        generate(model, x[:1, :1], DECODE_TOKENS, greedy=True)
+
+    step, per = {"train": (train, 1), "forward": (lambda: model(x), 1),
+                 "decode": (decode, DECODE_TOKENS)}[measure]
     loss, _ = model.loss(x, y)
     strays = sorted(module.__file__ for module_name, module in sys.modules.items()
                     if module_name.split(".")[0] == "minitf" and getattr(module, "__file__", None)
@@ -70,7 +81,7 @@ def worker(source, name, measure, vocab):
     for _ in sys.stdin:
         start = time.perf_counter()
         step()
-        print(time.perf_counter() - start, flush=True)
+        print((time.perf_counter() - start) / per, flush=True)      # seconds per step or token
 
 
 # -- the parent: unpack, start both, alternate ----------------------------------------------------
@@ -138,7 +149,9 @@ def compare(name, sources, args, env):
     finally:
         a.close(), b.close()
     ratios = [tb / ta for ta, tb in zip(times_a, times_b)]
-    return (f"| {name} | {1000 * median(times_a):.2f} | {1000 * median(times_b):.2f} | "
+    digits = 3 if args.measure == "decode" else 2           # a token takes well under 1 ms
+    ms_a, ms_b = (f"{1000 * median(times):.{digits}f}" for times in (times_a, times_b))
+    return (f"| {name} | {ms_a} | {ms_b} | "
             f"{median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}) |")
 
 
@@ -149,7 +162,7 @@ def main():
                         help='revision B (default ".", the working tree)')
     parser.add_argument("--configs", default="default", help="comma-separated, of: "
                         + ", ".join(CONFIGS) + " (default: default)")
-    parser.add_argument("--measure", default="train", choices=("train", "forward"))
+    parser.add_argument("--measure", default="train", choices=("train", "forward", "decode"))
     parser.add_argument("--rounds", type=int, default=30, help="timed rounds (default 30)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
     parser.add_argument("--vocab", type=int, default=100, help="vocabulary size (default 100)")
@@ -176,7 +189,8 @@ def main():
     with tempfile.TemporaryDirectory() as dir_a, tempfile.TemporaryDirectory() as dir_b:
         sources = unpack(args.a, dir_a), unpack(args.b, dir_b)
         rows = [compare(name, sources, args, env) for name in names]
-    print("\n| config | A (ms) | B (ms) | B/A, median (min–max) |\n|---|---|---|---|")
+    unit = "ms per token" if args.measure == "decode" else "ms"
+    print(f"\n| config | A ({unit}) | B ({unit}) | B/A, median (min–max) |\n|---|---|---|---|")
     print("\n".join(rows))
 
 

@@ -35,6 +35,14 @@ def test_the_same_tree_twice_computes_the_same_loss_and_prints_a_row():
     assert "command: python benchmarks/compare_revisions.py . ." in done.stdout
 
 
+def test_decoding_is_timed_per_token():
+    done = compare(".", ".", "--measure", "decode", "--rounds", "2", "--warmup", "0")
+    assert done.returncode == 0, done.stderr
+    assert "| config | A (ms per token) | B (ms per token) |" in done.stdout
+    a_ms, b_ms, ratio, low, high = map(float, ROW.search(done.stdout).groups())
+    assert 0 < a_ms < 10 and 0 < b_ms < 10 and low <= ratio <= high   # a token, not 256 of them
+
+
 @pytest.mark.skipif(not in_git_checkout(), reason="needs git and a git checkout of minitf")
 def test_a_revision_runs_from_its_own_unpacked_tree():
     # The script stops if a worker imported minitf from anywhere but its own tree
