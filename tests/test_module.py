@@ -157,7 +157,7 @@ def test_float32_stays_float32(backend_name):
 def test_layer_checks_are_skipped_inside_a_model_only():
     """A layer's input checks run when you call it, and are skipped while a model runs it (the
     model checked its own input); a model that fails half-way leaves the layers checking again."""
-    from minitf.validate import inside_a_model
+    from minitf.validate import inside_a_model, nesting
 
     class Probe(nn.Module):
         seen = []
@@ -194,6 +194,19 @@ def test_layer_checks_are_skipped_inside_a_model_only():
     assert not inside_a_model()
     with pytest.raises(ValueError, match="x has shape"):
         model.linear(backend.randn(2, 3))           # checked again: the failed model let go
+
+    class Deep(Model):                              # the probe two levels down, inside a block
+        def __init__(self):
+            self.block, self.linear = Block(), nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.linear(self.block(x))
+
+    Probe.seen.clear()
+    Deep()(x)
+    with pytest.raises(ValueError, match="probe"):
+        Deep()(backend.randn(2, 3))
+    assert Probe.seen == [True, True] and nesting.state == (0, 0)   # skipped there too; all left
 
 
 def test_a_module_called_is_its_forward_unless_it_defines_its_own_call():
