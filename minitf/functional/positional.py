@@ -66,10 +66,14 @@ def _rotate(x, cos, sin):
     xp = get_array_module(x)
     # A contiguous copy first: CuPy views only a contiguous array as complex numbers, and on
     # NumPy the copy saves more than it costs (a q cut out of W_qkv's output is strided).
-    z = xp.ascontiguousarray(x)                        # (..., n, d_head)
-    z = z.view(xp.result_type(z.dtype, xp.complex64))  # (..., n, d_head/2)   float32 -> complex64
-    turn = (cos + 1j * sin).astype(z.dtype, copy=False)    # (n, d_head/2)   e^{iθ}
-    return (z * turn).view(x.dtype)                    # (..., n, d_head)   pairs back to features
+    pair_dtype = xp.promote_types(x.dtype, xp.complex64)   # float32 -> complex64
+    z = xp.ascontiguousarray(x).view(pair_dtype)           # (..., n, d_head/2)
+    # e^{iθ} = cos θ + i sin θ, written as the pairs it is made of: cos + 1j * sin would make
+    # two complex128 arrays first (a third of the rotation's time for a generated token)
+    turn = xp.empty(cos.shape, dtype=pair_dtype)           # (n, d_head/2)   e^{iθ}
+    turn_pairs = turn.view(x.dtype)                        # (n, d_head)     cos, sin, cos, …
+    turn_pairs[..., 0::2], turn_pairs[..., 1::2] = cos, sin
+    return (z * turn).view(x.dtype)                        # (..., n, d_head)   back to features
 
 
 def rope(x, cos, sin):
