@@ -195,6 +195,12 @@ def test_layer_checks_are_skipped_inside_a_model_only():
     with pytest.raises(ValueError, match="x has shape"):
         model.linear(backend.randn(2, 3))           # checked again: the failed model let go
 
+    model(x)
+    assert model._output == ((2, 4), x.dtype)                  # a model records its output...
+    assert model.probe._output is None and model.linear._output is None   # ...its layers do not
+    model.linear(x)
+    assert model.linear._output == ((2, 4), x.dtype)           # ...unless called on their own
+
     class Deep(Model):                              # the probe two levels down, inside a block
         def __init__(self):
             self.block, self.linear = Block(), nn.Linear(4, 4)
@@ -203,10 +209,13 @@ def test_layer_checks_are_skipped_inside_a_model_only():
             return self.linear(self.block(x))
 
     Probe.seen.clear()
-    Deep()(x)
+    deep = Deep()
+    deep.block.probe(x)
+    deep(x)
+    assert deep.block.probe._output is None                    # run by the model this time
     with pytest.raises(ValueError, match="probe"):
         Deep()(backend.randn(2, 3))
-    assert Probe.seen == [True, True] and nesting.state == (0, 0)   # skipped there too; all left
+    assert Probe.seen == [False, True, True] and nesting.state == (0, 0)   # all levels left
 
 
 def test_a_module_called_is_its_forward_unless_it_defines_its_own_call():
