@@ -17,7 +17,7 @@ import warnings
 import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
-from minitf.validate import check_sampling
+from minitf.validate import already_checked, check_ids, check_sampling
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -73,6 +73,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
     """
     check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
     ids = _as_batch(prompt, "prompt")
+    check_ids(ids, "prompt", model.vocab_size, "generate")
     xp = get_array_module(ids)
     if ids.shape[1] > model.max_len:
         warnings.warn(f"the prompt has {ids.shape[1]} tokens, more than the model's context of "
@@ -82,12 +83,13 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
     cache, fed, steps = None, 0, []
     for _ in range(max_new_tokens):
         if not use_cache:
-            logits = model(ids[:, -model.max_len:])
+            new = ids[:, -model.max_len:]
         else:
             if cache is None or cache[0].length == model.max_len:
                 cache, fed = model.new_cache(), max(0, ids.shape[1] - model.max_len)
-            logits = model(ids[:, fed:], cache=cache)        # only the tokens not yet cached
-            fed = ids.shape[1]
+            new, fed = ids[:, fed:], ids.shape[1]            # only the tokens not yet cached
+        with already_checked():             # the prompt, checked above, and tokens it picked
+            logits = model(new, cache=cache)
         last = logits[:, -1]                                 # (b, V): the next token's logits
         steps.append(last)
         next_ids = sample_next(last, temperature, top_k, top_p, greedy)

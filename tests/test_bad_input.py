@@ -263,6 +263,20 @@ def test_generate_checks_its_settings_before_the_first_step(setting, fragments):
         generate(DecoderLM(5, 8, 2, 1, max_len=8), [1, 2], **arguments)
 
 
+@pytest.mark.parametrize("prompt, error, fragments", [
+    ([1, 5], ValueError, ("generate: prompt must lie in [0, vocab_size=5)", "from 1 to 5")),
+    ([[-1, 2]], ValueError, ("generate: prompt must lie in [0, vocab_size=5)", "from -1 to 2")),
+    ([1.0, 2.0], TypeError, ("generate: prompt has dtype float64", "wanted an integer dtype")),
+])
+def test_generate_checks_its_prompt_once_at_the_start(backend_name, prompt, error, fragments):
+    """The model checks no ids while generate runs it (they are the prompt, checked here, and
+    tokens the model picked): a bad prompt is still one clear line, in generate's words."""
+    from minitf.generate import generate
+    from minitf.models import DecoderLM
+    with raises(error, *fragments):
+        generate(DecoderLM(5, 8, 2, 1, max_len=8), np.array(prompt), 3)
+
+
 @pytest.mark.parametrize("settings, fragments", [
     (dict(num_buckets=2), ("num_buckets must be an integer ≥ 4", "got 2")),
     (dict(num_buckets=2, bidirectional=False, max_distance=1), ("max_distance must be an integer "

@@ -218,6 +218,24 @@ def test_layer_checks_are_skipped_inside_a_model_only():
     assert Probe.seen == [False, True, True] and nesting.state == (0, 0)   # all levels left
 
 
+def test_a_model_in_an_already_checked_block_skips_its_checks_and_nothing_else_does():
+    from minitf.models import DecoderLM
+    from minitf.validate import already_checked, inside_a_model, nesting
+    model, bad = DecoderLM(5, 8, 2, 1, max_len=4), backend.to_device(np.array([[1, 9]]))
+    with pytest.raises(ValueError, match="ids must lie in"):
+        model(bad)                                        # checked as ever outside the block
+    with pytest.raises(RuntimeError, match="stop"), already_checked():
+        model(backend.to_device(np.array([[1, 2]])))
+        assert model._output is None                      # like a layer, it records nothing
+        with pytest.raises(ValueError) as unchecked:      # a module here checks no input:
+            nn.Linear(4, 3)(backend.randn(2, 5))
+        assert "Linear" not in str(unchecked.value)       # the matrix library's error, not ours
+        raise RuntimeError("stop")
+    assert nesting.state == (0, 0) and not inside_a_model()
+    with pytest.raises(ValueError, match="ids must lie in"):
+        model(bad)                                        # the block let go, error or not
+
+
 def test_a_module_called_is_its_forward_unless_it_defines_its_own_call():
     class Double(nn.Module):
         def forward(self, x):
