@@ -124,9 +124,9 @@ class Module:
 
     def __init_subclass__(cls, **kwargs):
         """Wrap each subclass's own forward and backward once, generically: forward records the
-        shape and dtype of its output, and backward refuses a ``dy`` that does not have them.
-        Calling the module then runs the wrapped forward itself (unless the class has a
-        ``__call__`` of its own)."""
+        shape and dtype of its output (unless a model runs it: the model checks for its layers),
+        and backward refuses a ``dy`` that does not have them. Calling the module then runs the
+        wrapped forward itself (unless the class has a ``__call__`` of its own)."""
         super().__init_subclass__(**kwargs)
         if "forward" in vars(cls):
             cls.forward = _recording_output(vars(cls)["forward"])
