@@ -75,22 +75,21 @@ def _defines_call(cls) -> bool:
 def _recording_output(forward_of_class):
     @functools.wraps(forward_of_class)
     def forward(self, *args, **kwargs):
-        # A model's layers record no output: the model checks the gradient its own backward is
-        # given, and its layers trust the ones it passes them, as they trust their input.
-        self._output = None
         outer = nesting.state              # inside a model, its layers skip the input checks
         if outer[1] and outer[0] > 1:
             # Already among a model's layers, where every check is skipped: one level deeper
             # changes nothing, so the state is left as it is. A generated token passes some
             # forty modules; the writes to a thread-local and the records cost 4-5 % of its time.
+            self._output = None
             return forward_of_class(self, *args, **kwargs)
         nesting.state = (outer[0] + 1, outer[1] + self.is_model)     # _enter(self), spelled out
         try:
             y = forward_of_class(self, *args, **kwargs)
         finally:
             nesting.state = outer
-        if not outer[1] and is_array(y):   # run by no model: backward will check dy against it
-            self._output = (y.shape, y.dtype)
+        # A model's layers record no output: the model checks the gradient its own backward is
+        # given, and its layers trust the ones it passes them, as they trust their input.
+        self._output = (y.shape, y.dtype) if is_array(y) and not outer[1] else None
         return y
     return forward
 
