@@ -120,8 +120,9 @@ def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
     steps = []
     for _ in range(max_len):
         # Every token of out is BOS or generated: none is padding, even one equal to pad_id.
-        logits = model.decode(out[:, -1:] if use_cache else out, memory, memory_mask, cache,
-                              mask_padding=False)
+        with already_checked():         # decode checks out and memory; its layers need not
+            logits = model.decode(out[:, -1:] if use_cache else out, memory, memory_mask, cache,
+                                  mask_padding=False)
         steps.append(logits[:, -1])
         next_ids = logits[:, -1].argmax(axis=-1)
         out = xp.concatenate([out, next_ids[:, None].astype(out.dtype)], axis=1)
@@ -156,8 +157,9 @@ def _beam_one(model, src, beam_size, max_len, alpha):
     for _ in range(max_len):
         k = len(beams)
         last = xp.asarray([[b[-1]] for b in beams], dtype=src.dtype)           # (k, 1)
-        logits = model.decode(last, xp.repeat(memory, k, axis=0),
-                              xp.repeat(memory_mask, k, axis=0), cache)[:, -1]
+        with already_checked():                                   # as in greedy_decode
+            logits = model.decode(last, xp.repeat(memory, k, axis=0),
+                                  xp.repeat(memory_mask, k, axis=0), cache)[:, -1]
         logp, _ = F.log_softmax(logits.astype("float64"), axis=-1)          # (k, V)
         total = (scores[:, None] + logp).reshape(-1)
         best = to_numpy(xp.argsort(-total)[:2 * beam_size])       # room for EOS candidates

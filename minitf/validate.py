@@ -45,7 +45,10 @@ class already_checked:
     its layers skip theirs: for a caller that has checked what it passes. ``generate`` checks the
     prompt once and then feeds the model only tokens it picked itself, hundreds of times, where
     checking the ids again (a min, a max and a shape) and the model's entering and recording cost
-    7 % of a token. Code outside the block (generate's ``on_token``, say) is checked as ever."""
+    7 % of a token. A model's method that is not its forward (``Transformer.decode``, which
+    ``greedy_decode`` calls at every step) still checks its own arguments; the layers it runs
+    skip theirs, as in its forward. Code outside the block (generate's ``on_token``, say) is
+    checked as ever."""
 
     def __enter__(self):
         self.outer = depth, models = nesting.state

@@ -277,6 +277,16 @@ def test_generate_checks_its_prompt_once_at_the_start(backend_name, prompt, erro
         generate(DecoderLM(5, 8, 2, 1, max_len=8), np.array(prompt), 3)
 
 
+def test_greedy_decode_and_beam_search_check_their_source(backend_name):
+    """Their steps run the decoder's layers unchecked (the tokens are the model's own): the
+    source is still checked, once, by the encoder."""
+    from minitf.generate import beam_search, greedy_decode
+    model = models.Transformer(5, 5, 8, 2, 1)
+    for decode in (greedy_decode, beam_search):
+        with raises(ValueError, "Transformer: src must lie in [0, vocab_size=5)", "from 1 to 7"):
+            decode(model, backend.to_device(np.array([[1, 7]])))
+
+
 @pytest.mark.parametrize("settings, fragments", [
     (dict(num_buckets=2), ("num_buckets must be an integer ≥ 4", "got 2")),
     (dict(num_buckets=2, bidirectional=False, max_distance=1), ("max_distance must be an integer "
