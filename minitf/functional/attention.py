@@ -346,6 +346,8 @@ def split_heads(y, n_heads, parts=1):
     if width != n_heads * sum(parts):
         raise ValueError(f"split_heads: y has {width} features; wanted n_heads · (sum of the "
                          f"widths {tuple(parts)}) = {n_heads * sum(parts)}")
+    if len(set(parts)) == 1:           # equal widths (q, k, v of d_head each): one reshape cuts
+        return tuple(split_heads(y, n_heads, len(parts)))     # them all, not one slice per part
     ends = list(itertools.accumulate(n_heads * w for w in parts))       # the column boundaries
     return tuple(y[:, :, end - n_heads * w:end].reshape(b, n, n_heads, w).transpose(0, 2, 1, 3)
                  for w, end in zip(parts, ends))

@@ -160,9 +160,8 @@ class MultiHeadAttention(Module):
             if memory is not None:
                 raise ValueError(f"{where}: self-attention takes no memory; build "
                                  f"MultiHeadAttention(..., cross=True) for cross-attention")
-            # Three equal widths (the usual d_v = d_head) are cut by one reshape, not three slices
-            parts = 3 if self.d_v == self.d_head else (self.d_head, self.d_head, self.d_v)
-            return tuple(F.split_heads(self.W_qkv(x), self.n_heads, parts=parts))
+            return F.split_heads(self.W_qkv(x), self.n_heads,
+                                 parts=(self.d_head, self.d_head, self.d_v))
         if memory is None:
             raise ValueError(f"{where}: cross-attention needs memory (b, m, d_model), the sequence "
                              f"its queries attend to; got None")
