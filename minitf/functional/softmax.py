@@ -6,7 +6,7 @@
 """
 import math
 
-from minitf.backend import float_errors_ignored, get_array_module, row_dot, row_sum
+from minitf.backend import float_errors_ignored, get_array_module, row_dot, row_max, row_sum
 from minitf.validate import check_array, check_ids, check_probability, check_shape
 
 REDUCTIONS = ("mean", "sum")
@@ -27,17 +27,17 @@ def _shifted(x, axis, out=None):
     probability, e^z, is 0 either way, so that overflow is expected and not warned about.
     """
     xp = get_array_module(x)
-    row_max = x.max(axis=axis, keepdims=True)
-    finite = xp.isfinite(row_max)
+    maxima = row_max(x, axis)                     # the row maxima, the axis kept
+    finite = xp.isfinite(maxima)
     usual = bool(finite.all())                              # every row's maximum is finite
-    shift = row_max if usual else xp.where(finite, row_max, 0)
+    shift = maxima if usual else xp.where(finite, maxima, 0)
     with float_errors_ignored("over"):
         z = xp.subtract(x, shift, out=out)
-    if not usual and bool(xp.isposinf(row_max).any()):      # rare: some row holds +inf
+    if not usual and bool(xp.isposinf(maxima).any()):       # rare: some row holds +inf
         # Such a row was shifted by 0, so its +inf entries are +inf in z too (even when out is x)
         limit = xp.where(xp.isposinf(z), 0.0, -math.inf)
-        z[...] = xp.where(xp.isposinf(row_max), limit, z)
-    return z, row_max
+        z[...] = xp.where(xp.isposinf(maxima), limit, z)
+    return z, maxima
 
 
 def _log_sum(z, axis):
@@ -127,7 +127,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
 
     xp = get_array_module(logits)
     x = logits.reshape(-1, n_classes)                            # (N, V)
-    z, row_max = _shifted(x, -1)
+    z, maxima = _shifted(x, -1)
     log_sums = _log_sum(z, -1)                                   # (N, 1)
     logp = z - log_sums                                          # log p   (N, V)
     y = targets.reshape(-1)                                      # (N,)
@@ -139,23 +139,23 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     # float32 limit (±3e38) z = x − max overflows to −inf in float32, and the loss (up to 6.8e38)
     # to inf, while both are finite in float64. That is N numbers, not N × V.
     log_sums = log_sums[:, 0].astype("float64")
-    row_max = row_max[:, 0]
-    per_target = log_sums - _z64(row_max, x[rows, y], z[rows, y], xp)           # −log p_y  (N,)
+    maxima = maxima[:, 0]
+    per_target = log_sums - _z64(maxima, x[rows, y], z[rows, y], xp)            # −log p_y  (N,)
     if label_smoothing:                                          # −Σ_c log p_c / V = lse − mean z
         mean_x = x.mean(axis=-1, dtype="float64")
-        mean_z = mean_x if bool(xp.isfinite(row_max).all()) else z.mean(axis=-1, dtype="float64")
-        uniform = log_sums - _z64(row_max, mean_x, mean_z, xp)
+        mean_z = mean_x if bool(xp.isfinite(maxima).all()) else z.mean(axis=-1, dtype="float64")
+        uniform = log_sums - _z64(maxima, mean_x, mean_z, xp)
         per_target = (1.0 - label_smoothing) * per_target + label_smoothing * uniform
     # where(), not a product: an ignored row's −log p may be inf, and inf · 0 is NaN.
     loss = xp.where(kept, per_target, 0).sum() / divisor
     return loss, (logp, y, kept, divisor, label_smoothing, logits.shape)
 
 
-def _z64(row_max, x_part, z_part, xp):
+def _z64(maxima, x_part, z_part, xp):
     """z = x − max in float64 for rows with a finite maximum; elsewhere (rows all −inf, or
     holding +inf) the z that _shifted defined. x_part, z_part: values or means, one per row."""
-    finite = xp.isfinite(row_max)
-    exact = x_part.astype("float64") - xp.where(finite, row_max, 0).astype("float64")
+    finite = xp.isfinite(maxima)
+    exact = x_part.astype("float64") - xp.where(finite, maxima, 0).astype("float64")
     return xp.where(finite, exact, z_part.astype("float64"))
 
 
