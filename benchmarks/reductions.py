@@ -17,9 +17,10 @@ SHAPES = [(52, 64, 128), (52, 4, 64, 64), (52, 64, 100), (16, 4, 64, 128), (16, 
           (32, 512, 512), (32, 512, 2048), (32, 8, 512, 512)]
 
 
-def best_ms(call, backend_name):
-    """Milliseconds per call of ``call()``: the best of five runs of 30 calls, after one to warm
-    up. On CuPy each run ends by waiting for the GPU, so the time is the work's, not the queue's."""
+def best_ms(call, backend_name, calls=30):
+    """Milliseconds per call of ``call()``: the best of five runs of ``calls`` calls, after one to
+    warm up. On CuPy each run ends by waiting for the GPU, so the time is the work's, not the
+    queue's."""
     if backend_name == "cupy":
         import cupy
         wait = cupy.cuda.get_current_stream().synchronize
@@ -31,10 +32,10 @@ def best_ms(call, backend_name):
     for _ in range(5):
         wait()
         start = time.perf_counter()
-        for _ in range(30):
+        for _ in range(calls):
             call()
         wait()
-        best = min(best, (time.perf_counter() - start) / 30 * 1e3)
+        best = min(best, (time.perf_counter() - start) / calls * 1e3)
     return best
 
 

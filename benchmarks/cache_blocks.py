@@ -1,0 +1,112 @@
+"""Would work that passes over an array several times be faster a block of rows at a time, here?
+
+    python benchmarks/cache_blocks.py
+    python benchmarks/cache_blocks.py --blocks 16384,65536 --rounds 10
+
+A layer norm, a GELU or a softmax is several NumPy calls, and each call is a pass over the whole
+array. Where one core reads memory outside its own cache slowly (about 21 GB/s on the Intel Xeon
+of the fifteenth entry of benchmarks/RESULTS.md, against 110 GB/s on the AMD EPYCs), every pass
+pays that price. Done a block of rows at a time, a block small enough to stay in the core's own
+cache, only a block's first pass reads from memory and the rest from the cache; but every block
+makes all the calls again, which costs Python time.
+
+This script times minitf's own functions at the default model's shapes (`minitf train`: 52
+windows of 64 positions, d_model 128, d_ff 512, 4 heads), forward and backward, once on the whole
+array and once on blocks of rows of each size given (in elements: a block of 65,536 float32 is
+256 KiB), each block's result written into one output array. Each call checks its arguments
+again, as a layer called on each block would, and a blocked implementation would not: the blocks
+here are, if anything, a little slower than they could be; a block as large as the array times
+that harness alone (the copy into the output). One thread; milliseconds per call,
+the best of five runs of `--rounds` calls. Only NumPy: on a GPU blocks do not pay (see
+``backend.blocks_pay_off``).
+"""
+import argparse
+import shlex
+import sys
+
+import numpy as np
+from machine import cpu_line
+from reductions import best_ms
+
+import minitf.functional as F
+from minitf import backend
+
+POSITIONS, D_MODEL, D_FF, HEADS, N = 52 * 64, 128, 512, 4, 64
+
+
+def in_row_blocks(fn, arrays, rows):
+    """fn applied to ``rows`` rows of every array at a time, its results in one array."""
+    out = None
+    for start in range(0, arrays[0].shape[0], rows):
+        part = fn(*(a[start:start + rows] for a in arrays))
+        if out is None:
+            out = np.empty((arrays[0].shape[0], *part.shape[1:]), dtype=part.dtype)
+        out[start:start + rows] = part
+    return out
+
+
+def cases():
+    """(name, fn, arrays): fn takes rows of the arrays and returns one array of results."""
+    x = backend.randn(POSITIONS, D_MODEL)                                  # a block's input
+    gamma, beta = backend.randn(D_MODEL), backend.randn(D_MODEL)
+    _, (x_hat, rstd, _) = F.layer_norm(x, gamma, beta)
+    h = backend.randn(POSITIONS, D_FF)                                     # the hidden layer
+    _, (_, cdf, _) = F.gelu(h)
+    scores = backend.randn(POSITIONS * HEADS, N)                           # one query per row
+    probs, _ = F.softmax(scores)
+    dy = {d: backend.randn(POSITIONS * (HEADS if d == N else 1), d) for d in (D_MODEL, D_FF, N)}
+    return [
+        ("layer norm, forward", lambda x: F.layer_norm(x, gamma, beta)[0], [x]),
+        ("layer norm, backward", lambda dy, x_hat, rstd: F.layer_norm_backward(
+            dy, (x_hat, rstd, gamma))[0], [dy[D_MODEL], x_hat, rstd]),
+        ("GELU, forward", lambda h: F.gelu(h)[0], [h]),
+        ("GELU, backward", lambda dy, h, cdf: F.gelu_backward(dy, (h, cdf, "tanh")),
+         [dy[D_FF], h, cdf]),
+        ("softmax, forward", lambda s: F.softmax(s)[0], [scores]),
+        ("softmax, backward", lambda dp, p: F.softmax_backward(dp, (p, -1)), [dy[N], probs]),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", default="16384,65536,262144,1048576",
+                        help="block sizes in elements, comma-separated")
+    parser.add_argument("--rounds", type=int, default=20, help="calls per timed run (20)")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (1)")
+    args = parser.parse_args()
+    try:
+        blocks = [int(b) for b in args.blocks.split(",")]
+    except ValueError:
+        blocks = []
+    if not blocks or min(blocks) < 1024:
+        parser.error(f"--blocks: wanted whole numbers of elements, each 1024 or more; got "
+                     f"{args.blocks!r}")
+    try:
+        import threadpoolctl
+        threadpoolctl.threadpool_limits(args.threads)
+    except ImportError:
+        print("(threadpoolctl is not installed: the BLAS keeps its own threads)")
+    print(f"- CPU: {cpu_line()}\n- NumPy {np.__version__}, float32, {args.threads} BLAS "
+          f"thread(s), the best of five runs of {args.rounds} calls\n"
+          f"- command: python {shlex.join(sys.argv)}\n")
+    print("| function (rows × width) | whole (ms) | " + " | ".join(
+        f"blocks of {b:,} (ms)" for b in blocks) + " | best / whole |")
+    print("|---|---|" + "---|" * len(blocks) + "---|")
+    with backend.use("numpy"), backend.seed(0):
+        for name, fn, arrays in cases():
+            whole = fn(*arrays)
+            times = [best_ms(lambda: fn(*arrays), "numpy", args.rounds)]
+            for block in blocks:
+                rows = max(1, block // arrays[0].shape[1])
+                blocked = in_row_blocks(fn, arrays, rows)
+                if not np.allclose(blocked, whole, rtol=1e-5, atol=1e-6):
+                    raise SystemExit(f"{name}: in blocks of {block} the result differs")
+                times.append(best_ms(lambda: in_row_blocks(fn, arrays, rows), "numpy",
+                                     args.rounds))
+            shape = " × ".join(str(n) for n in arrays[0].shape)
+            print(f"| {name} ({shape}) | " + " | ".join(f"{t:.3f}" for t in times)
+                  + f" | {min(times[1:]) / times[0]:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""benchmarks/cache_blocks.py: a row per function, the whole array beside each block size; its
+blocks cover every row once, in order, and a result that blocks change is refused; bad block sizes
+are named. No speed is asserted."""
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "cache_blocks.py"
+ROW = re.compile(r"^\| ([a-zA-Z ,]+) \((\d+) × (\d+)\) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
+                 r"([\d.]+) \|$", re.M)
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def script():
+    sys.path.insert(0, str(SCRIPT.parent))          # its own imports: machine, reductions
+    try:
+        spec = importlib.util.spec_from_file_location("cache_blocks", SCRIPT)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    return module
+
+
+def test_a_run_prints_a_row_per_function():
+    done = run("--blocks", "4096,1048576", "--rounds", "1")
+    assert done.returncode == 0, done.stderr
+    rows = ROW.findall(done.stdout)
+    assert [row[0] for row in rows] == [f"{f}, {way}" for f in ("layer norm", "GELU", "softmax")
+                                        for way in ("forward", "backward")]
+    for name, _, _, whole, small, large, ratio in rows:
+        assert min(float(whole), float(small), float(large)) > 0
+        assert float(ratio) == pytest.approx(min(float(small), float(large)) / float(whole),
+                                             abs=0.02), name
+    assert "AVX-512" in done.stdout and "command: python" in done.stdout
+
+
+def test_blocks_cover_every_row_once_in_order(script):
+    a = np.arange(30.0).reshape(10, 3)
+    b = np.arange(10.0)[:, None]
+    assert np.array_equal(script.in_row_blocks(lambda a, b: a * 2 + b, [a, b], 4), a * 2 + b)
+    # a function of the whole column gives another result in blocks: what main() refuses
+    centred = script.in_row_blocks(lambda a: a - a.mean(axis=0), [a], 4)
+    assert not np.allclose(centred, a - a.mean(axis=0))
+
+
+@pytest.mark.parametrize("blocks", ["0", "65536,x", "512", ""])
+def test_a_bad_block_size_is_named(blocks):
+    done = run("--blocks", blocks)
+    assert done.returncode == 2 and "--blocks: wanted whole numbers of elements" in done.stderr
+    assert repr(blocks) in done.stderr
