@@ -18,7 +18,8 @@ again, as a layer called on each block would, and a blocked implementation would
 here are, if anything, a little slower than they could be; a block as large as the array times
 that harness alone (the copy into the output). One thread; milliseconds per call,
 the best of five runs of `--rounds` calls. Only NumPy: on a GPU blocks do not pay (see
-``backend.blocks_pay_off``).
+``backend.blocks_pay_off``). A second table says why, or why not: how fast one core adds two
+arrays into a third, from arrays that fit in its own cache to arrays that fit in none.
 """
 import argparse
 import shlex
@@ -32,6 +33,7 @@ import minitf.functional as F
 from minitf import backend
 
 POSITIONS, D_MODEL, D_FF, HEADS, N = 52 * 64, 128, 512, 4, 64
+MEMORY_SIZES_KIB = (64, 256, 1024, 4096, 16384, 65536)          # one array of float32
 
 
 def in_row_blocks(fn, arrays, rows):
@@ -106,6 +108,21 @@ def main():
             shape = " × ".join(str(n) for n in arrays[0].shape)
             print(f"| {name} ({shape}) | " + " | ".join(f"{t:.3f}" for t in times)
                   + f" | {min(times[1:]) / times[0]:.2f} |", flush=True)
+    print_memory_speed(args.rounds)
+
+
+def print_memory_speed(rounds):
+    """How fast one core adds two arrays into a third, by their size: the speed drops where three
+    arrays no longer fit in a cache, and what it drops to is what every pass over a larger array
+    runs at. GB/s counts the bytes read and written, 3 × the array's."""
+    print("\n| one array (KiB) | " + " | ".join(f"{kib:,}" for kib in MEMORY_SIZES_KIB) + " |")
+    print("|---|" + "---|" * len(MEMORY_SIZES_KIB))
+    speeds = []
+    for kib in MEMORY_SIZES_KIB:
+        a, b, out = (np.ones(kib * 256, dtype=np.float32) for _ in range(3))
+        seconds = best_ms(lambda: np.add(a, b, out=out), "numpy", rounds) / 1e3
+        speeds.append(3 * a.nbytes / seconds / 1e9)
+    print("| `np.add(a, b, out=o)`, GB/s | " + " | ".join(f"{v:.0f}" for v in speeds) + " |")
 
 
 if __name__ == "__main__":

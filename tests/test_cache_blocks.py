@@ -1,6 +1,6 @@
-"""benchmarks/cache_blocks.py: a row per function, the whole array beside each block size; its
-blocks cover every row once, in order, and a result that blocks change is refused; bad block sizes
-are named. No speed is asserted."""
+"""benchmarks/cache_blocks.py: a row per function, the whole array beside each block size, and a
+memory speed per array size; its blocks cover every row once, in order, and a result that blocks
+change is refused; bad block sizes are named. No speed is asserted."""
 import importlib.util
 import re
 import subprocess
@@ -43,6 +43,8 @@ def test_a_run_prints_a_row_per_function():
         assert float(ratio) == pytest.approx(min(float(small), float(large)) / float(whole),
                                              abs=0.02), name
     assert "AVX-512" in done.stdout and "command: python" in done.stdout
+    speeds = re.search(r"^\| `np.add\(a, b, out=o\)`, GB/s \|(.*)\|$", done.stdout, re.M)
+    assert [float(v) > 0 for v in speeds.group(1).split("|")] == [True] * 6
 
 
 def test_blocks_cover_every_row_once_in_order(script):
