@@ -26,7 +26,7 @@ import shlex
 import sys
 
 import numpy as np
-from machine import cpu_line
+from machine import blas_line, cpu_line
 from reductions import best_ms
 
 import minitf.functional as F
@@ -88,8 +88,8 @@ def main():
         threadpoolctl.threadpool_limits(args.threads)
     except ImportError:
         print("(threadpoolctl is not installed: the BLAS keeps its own threads)")
-    print(f"- CPU: {cpu_line()}\n- NumPy {np.__version__}, float32, {args.threads} BLAS "
-          f"thread(s), the best of five runs of {args.rounds} calls\n"
+    print(f"- CPU: {cpu_line()}\n- NumPy {np.__version__}, float32; BLAS: {blas_line()}; the "
+          f"best of five runs of {args.rounds} calls\n"
           f"- command: python {shlex.join(sys.argv)}\n")
     print("| function (rows × width) | whole (ms) | " + " | ".join(
         f"blocks of {b:,} (ms)" for b in blocks) + " | best / whole |")

@@ -1,11 +1,16 @@
 """The machine a figure was taken on: its CPU, in the words benchmarks/RESULTS.md uses (Linux:
-lscpu and /proc/cpuinfo; elsewhere "unknown"), and the variables that set the BLAS's threads.
-Imports no NumPy, so a script can set those variables before NumPy loads its BLAS."""
+lscpu and /proc/cpuinfo; elsewhere "unknown"), the variables that set the BLAS's threads and
+kernels, and the BLAS as it runs. Imports no NumPy, so a script can set those variables before
+NumPy loads its BLAS."""
 import os
 import subprocess
 
 # OpenBLAS, MKL and OpenMP read these once, when NumPy loads them: set them before that
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# OpenBLAS picks its kernels for the CPU it finds when it loads, unless this variable names them:
+# on the AMD EPYC with AVX-512 of benchmarks/RESULTS.md, where the machine's environment named
+# its AVX2 ("Haswell") kernels, its own choice (SkylakeX) ran the products 1.9 x as fast
+KERNEL_VARIABLE = "OPENBLAS_CORETYPE"
 
 
 def cpu_line():
@@ -20,3 +25,21 @@ def cpu_line():
     cpu = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
                 if line.startswith("Model name")), "unknown")
     return f"{cpu} (AVX-512: {avx512}), {os.cpu_count()} logical cores"
+
+
+def blas_line():
+    """e.g. "openblas 0.3.31.188.0, Haswell kernels, 1 thread(s)": the matrix library NumPy
+    loaded, which kernels it runs (the same CPU can run AVX2 or AVX-512 ones, at up to twice the
+    speed), and its threads; read with threadpoolctl, after NumPy is imported."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return "threadpoolctl not installed; " + ", ".join(
+            f"{variable}={os.environ.get(variable, 'unset')}"
+            for variable in (*THREAD_VARIABLES, KERNEL_VARIABLE))
+    pools = [f"{pool['internal_api']} {pool.get('version') or ''}"
+             + (f", {pool['architecture']} kernels" if pool.get("architecture") else "")
+             + f", {pool['num_threads']} thread(s)"
+             for pool in threadpoolctl.threadpool_info()]
+    chosen = os.environ.get(KERNEL_VARIABLE)
+    return "; ".join(pools) + (f" ({KERNEL_VARIABLE}={chosen})" if chosen else "")

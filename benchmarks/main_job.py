@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from machine import THREAD_VARIABLES, cpu_line
+from machine import KERNEL_VARIABLE, THREAD_VARIABLES, cpu_line
 from sample_words import real_word_share
 
 from minitf import checkpoint                        # to read a run's saved figures
@@ -96,8 +96,10 @@ def header(python, args):
                             capture_output=True, text=True).stdout.strip() or "unknown"
     threads = ", ".join(f"{name}={os.environ[name]}" for name in THREAD_VARIABLES
                         if name in os.environ)
+    kernels = os.environ.get(KERNEL_VARIABLE, "as OpenBLAS finds them")
     return [f"CPU: {cpu_line()}",
-            f"NumPy {numpy}; BLAS threads: {threads or 'its default'}; minitf at {commit}",
+            f"NumPy {numpy}; BLAS threads: {threads or 'its default'}; BLAS kernels: {kernels}; "
+            f"minitf at {commit}",
             f"{'a fresh install' if args.python is None else python}; command: python "
             f"benchmarks/main_job.py {shlex.join(sys.argv[1:])}"]
 
