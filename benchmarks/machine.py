@@ -37,7 +37,7 @@ def blas_line():
         return "threadpoolctl not installed; " + ", ".join(
             f"{variable}={os.environ.get(variable, 'unset')}"
             for variable in (*THREAD_VARIABLES, KERNEL_VARIABLE))
-    pools = [f"{pool['internal_api']} {pool.get('version') or ''}"
+    pools = [f"{pool['internal_api']} {pool.get('version') or ''}".rstrip()
              + (f", {pool['architecture']} kernels" if pool.get("architecture") else "")
              + f", {pool['num_threads']} thread(s)"
              for pool in threadpoolctl.threadpool_info()]
