@@ -6,7 +6,8 @@
 The shim's ``sum_over_positions`` (a bias's or a layer norm's gradient, summed over positions),
 ``row_sum`` (Σ_i a_i of every row: layer norm's mean, softmax's denominator) and ``row_dot``
 (Σ_i a_i b_i of every row: layer norm and softmax backward) chose their spelling from these
-figures, and ``row_max`` (the maximum of every row: softmax's shift) too. Milliseconds per call, the best of five runs of 30 calls.
+figures, and ``row_max`` (the maximum of every row: softmax's shift) too. Milliseconds per call,
+the best of five runs of 30 calls.
 """
 import argparse
 import time
