@@ -16,7 +16,7 @@ from statistics import median
 import numpy as np
 
 from configs import CONFIGS
-from machine import cpu_line
+from machine import blas_line, cpu_line
 from minitf import backend
 from minitf.generate import beam_search, greedy_decode
 from minitf.models import Transformer
@@ -57,7 +57,7 @@ def main():
         parser.error(f"--rounds: wanted at least 1; got {args.rounds}")
     time_config(names[0], 1, args.vocab)                          # warm-up: imports, caches
     print(f"- CPU: {cpu_line()}\n- NumPy {np.__version__}, float32, vocabulary {args.vocab}, "
-          f"{args.rounds} rounds\n")
+          f"{args.rounds} rounds\n- BLAS: {blas_line()}\n")
     print("| config | greedy steps | greedy, ms per step | beam search (4), ms per sentence |\n"
           "|---|---|---|---|")
     for name in names:

@@ -19,7 +19,7 @@ def test_a_run_prints_one_row_per_config():
     assert done.returncode == 0, done.stderr
     steps, greedy_ms, beam_ms = ROW.search(done.stdout).groups()
     assert 1 <= int(steps) <= 32 and float(greedy_ms) > 0 and float(beam_ms) > 0
-    assert "AVX-512" in done.stdout
+    assert "AVX-512" in done.stdout and "- BLAS: " in done.stdout
 
 
 def test_an_unknown_config_is_named():
