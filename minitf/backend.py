@@ -257,9 +257,12 @@ def row_dot(a, b, axis: int = -1):
 
     The same as ``(a * b).sum(axis=axis, keepdims=True)`` without the (..., d) product array: a
     layer norm or a softmax backward takes such a dot for every row, and on a (b, h, n, n) array
-    of attention weights the temporary costs more than the arithmetic.
+    of attention weights the temporary costs more than the arithmetic. ``b`` may be one (d,)
+    vector for every row (a layer norm's γ): then it is one matrix-vector product, a @ b.
     """
     xp = get_array_module(a, b)
+    if b.ndim == 1 and axis in (-1, a.ndim - 1):   # all rows against one vector: (rows, d) @ (d,)
+        return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], 1)
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
         return xp.moveaxis(row_dot(xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)), -1, axis)
     if hasattr(xp, "vecdot"):                 # NumPy ≥ 2: a ufunc, no einsum parsing

@@ -111,6 +111,13 @@ def test_sums_over_positions_and_row_dots_agree_with_plain_sums(backend_name):
             np.testing.assert_allclose(backend.to_numpy(dots), (backend.to_numpy(a) *
                                        backend.to_numpy(b)).sum(axis, keepdims=True),
                                        rtol=1e-5, atol=1e-6)
+        gamma = b[0, 0]                     # one (d,) vector for every row: a matrix-vector product
+        for x in (a, a.transpose(1, 0, 2)):
+            dots = backend.row_dot(x, gamma)
+            assert dots.shape == x.shape[:-1] + (1,) and dots.dtype == a.dtype
+            np.testing.assert_allclose(backend.to_numpy(dots), (backend.to_numpy(x) *
+                                       backend.to_numpy(gamma)).sum(-1, keepdims=True),
+                                       rtol=1e-5, atol=1e-6)
 
 
 def test_row_sums_agree_with_plain_sums(backend_name):

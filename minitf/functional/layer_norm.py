@@ -38,11 +38,14 @@ def layer_norm_backward(dy, cache):
     """
     # BEGIN SOLUTION layer_norm_backward
     x_hat, rstd, gamma = cache
-    dx_hat = dy * gamma                                                 # (..., d)
-    dx = (dx_hat
-          - row_sum(dx_hat) / x_hat.shape[-1]                          # mean(dx̂)
-          - x_hat * (row_dot(dx_hat, x_hat) / x_hat.shape[-1])) * rstd    # row_dot: Σ_i over d
-    dgamma = sum_over_positions(dy * x_hat)                            # (d,)
-    dbeta = sum_over_positions(dy)                                     # (d,)
+    d = x_hat.shape[-1]
+    dy_x_hat = dy * x_hat                                     # (..., d)   dγ's summand
+    dgamma = sum_over_positions(dy_x_hat)                     # (d,)
+    dbeta = sum_over_positions(dy)                            # (d,)
+    # With dx̂ = dy ⊙ γ both means are rows against the one vector γ, which needs no dx̂ ⊙ x̂:
+    #   Σ_i dx̂_i = Σ_i dy_i γ_i,   Σ_i dx̂_i x̂_i = Σ_i (dy ⊙ x̂)_i γ_i
+    mean_dx_hat = row_dot(dy, gamma) / d                      # (..., 1)
+    mean_dx_hat_x_hat = row_dot(dy_x_hat, gamma) / d          # (..., 1)
+    dx = (dy * gamma - mean_dx_hat - x_hat * mean_dx_hat_x_hat) * rstd    # dy ⊙ γ is dx̂
     return dx, dgamma, dbeta
     # END SOLUTION
