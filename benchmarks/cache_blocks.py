@@ -18,8 +18,11 @@ again, as a layer called on each block would, and a blocked implementation would
 here are, if anything, a little slower than they could be; a block as large as the array times
 that harness alone (the copy into the output). One thread; milliseconds per call,
 the best of five runs of `--rounds` calls. Only NumPy: on a GPU blocks do not pay (see
-``backend.blocks_pay_off``). A second table says why, or why not: how fast one core adds two
-arrays into a third, from arrays that fit in its own cache to arrays that fit in none.
+``backend.blocks_pay_off``). The last column counts each function's calls in one training step
+of the default model, and the line under the table adds up what the best block size of each would
+change in such a step (GELU's backward already runs in blocks of ``backend.ELEMENTWISE_BLOCK``
+there). A second table says why, or why not: how fast one core adds two arrays into a third,
+from arrays that fit in its own cache to arrays that fit in none.
 """
 import argparse
 import shlex
@@ -33,6 +36,7 @@ import minitf.functional as F
 from minitf import backend
 
 POSITIONS, D_MODEL, D_FF, HEADS, N = 52 * 64, 128, 512, 4, 64
+LAYERS = 2                    # each block: two layer norms, one GELU, one attention softmax
 MEMORY_SIZES_KIB = (64, 256, 1024, 4096, 16384, 65536)          # one array of float32
 
 
@@ -48,7 +52,8 @@ def in_row_blocks(fn, arrays, rows):
 
 
 def cases():
-    """(name, fn, arrays): fn takes rows of the arrays and returns one array of results."""
+    """(name, fn, arrays, calls): fn takes rows of the arrays and returns one array of results;
+    calls: how many times a training step of the default model runs it (a final layer norm too)."""
     x = backend.randn(POSITIONS, D_MODEL)                                  # a block's input
     gamma, beta = backend.randn(D_MODEL), backend.randn(D_MODEL)
     _, (x_hat, rstd, _) = F.layer_norm(x, gamma, beta)
@@ -58,14 +63,15 @@ def cases():
     probs, _ = F.softmax(scores)
     dy = {d: backend.randn(POSITIONS * (HEADS if d == N else 1), d) for d in (D_MODEL, D_FF, N)}
     return [
-        ("layer norm, forward", lambda x: F.layer_norm(x, gamma, beta)[0], [x]),
+        ("layer norm, forward", lambda x: F.layer_norm(x, gamma, beta)[0], [x], 2 * LAYERS + 1),
         ("layer norm, backward", lambda dy, x_hat, rstd: F.layer_norm_backward(
-            dy, (x_hat, rstd, gamma))[0], [dy[D_MODEL], x_hat, rstd]),
-        ("GELU, forward", lambda h: F.gelu(h)[0], [h]),
+            dy, (x_hat, rstd, gamma))[0], [dy[D_MODEL], x_hat, rstd], 2 * LAYERS + 1),
+        ("GELU, forward", lambda h: F.gelu(h)[0], [h], LAYERS),
         ("GELU, backward", lambda dy, h, cdf: F.gelu_backward(dy, (h, cdf, "tanh")),
-         [dy[D_FF], h, cdf]),
-        ("softmax, forward", lambda s: F.softmax(s)[0], [scores]),
-        ("softmax, backward", lambda dp, p: F.softmax_backward(dp, (p, -1)), [dy[N], probs]),
+         [dy[D_FF], h, cdf], LAYERS),
+        ("softmax, forward", lambda s: F.softmax(s)[0], [scores], LAYERS),
+        ("softmax, backward", lambda dp, p: F.softmax_backward(dp, (p, -1)), [dy[N], probs],
+         LAYERS),
     ]
 
 
@@ -92,10 +98,11 @@ def main():
           f"best of five runs of {args.rounds} calls\n"
           f"- command: python {shlex.join(sys.argv)}\n")
     print("| function (rows × width) | whole (ms) | " + " | ".join(
-        f"blocks of {b:,} (ms)" for b in blocks) + " | best / whole |")
-    print("|---|---|" + "---|" * len(blocks) + "---|")
+        f"blocks of {b:,} (ms)" for b in blocks) + " | best / whole | calls per step |")
+    print("|---|---|" + "---|" * len(blocks) + "---|---|")
+    change, now = 0.0, 0.0                     # ms per default step: what blocks would change
     with backend.use("numpy"), backend.seed(0):
-        for name, fn, arrays in cases():
+        for name, fn, arrays, calls in cases():
             whole = fn(*arrays)
             times = [best_ms(lambda: fn(*arrays), "numpy", args.rounds)]
             for block in blocks:
@@ -107,7 +114,11 @@ def main():
                                      args.rounds))
             shape = " × ".join(str(n) for n in arrays[0].shape)
             print(f"| {name} ({shape}) | " + " | ".join(f"{t:.3f}" for t in times)
-                  + f" | {min(times[1:]) / times[0]:.2f} |", flush=True)
+                  + f" | {min(times[1:]) / times[0]:.2f} | {calls} |", flush=True)
+            change += calls * (min(times[1:]) - times[0])
+            now += calls * times[0]
+    print(f"\nIn a training step of the default model these calls take {now:.2f} ms on whole "
+          f"arrays; the best block size of each would change that by {change:+.2f} ms.")
     print_memory_speed(args.rounds)
 
 

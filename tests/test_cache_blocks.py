@@ -1,5 +1,5 @@
-"""benchmarks/cache_blocks.py: a row per function, the whole array beside each block size, and a
-memory speed per array size; its blocks cover every row once, in order, and a result that blocks
+"""benchmarks/cache_blocks.py: a row per function, the whole array beside each block size, the
+sum of what blocks would change in a default step, and a memory speed per array size; its blocks cover every row once, in order, and a result that blocks
 change is refused; bad block sizes are named. No speed is asserted."""
 import importlib.util
 import re
@@ -12,7 +12,9 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "cache_blocks.py"
 ROW = re.compile(r"^\| ([a-zA-Z ,]+) \((\d+) × (\d+)\) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
-                 r"([\d.]+) \|$", re.M)
+                 r"([\d.]+) \| (\d+) \|$", re.M)
+STEP = re.compile(r"take ([\d.]+) ms on whole arrays; the best block size of each would change "
+                  r"that by ([+-][\d.]+) ms")
 
 
 def run(*args):
@@ -38,10 +40,17 @@ def test_a_run_prints_a_row_per_function():
     rows = ROW.findall(done.stdout)
     assert [row[0] for row in rows] == [f"{f}, {way}" for f in ("layer norm", "GELU", "softmax")
                                         for way in ("forward", "backward")]
-    for name, _, _, whole, small, large, ratio in rows:
+    for name, _, _, whole, small, large, ratio, _ in rows:
         assert min(float(whole), float(small), float(large)) > 0
         assert float(ratio) == pytest.approx(min(float(small), float(large)) / float(whole),
                                              abs=0.02), name
+    # a default step: 2 blocks of 2 layer norms and a final one, a GELU and a softmax each
+    assert [int(row[-1]) for row in rows] == [5, 5, 2, 2, 2, 2]
+    now, change = (float(v) for v in STEP.search(done.stdout).groups())
+    calls = [int(row[-1]) for row in rows]
+    assert now == pytest.approx(sum(c * float(row[3]) for c, row in zip(calls, rows)), abs=0.02)
+    assert change == pytest.approx(sum(c * (min(float(row[4]), float(row[5])) - float(row[3]))
+                                       for c, row in zip(calls, rows)), abs=0.02)
     assert "AVX-512" in done.stdout and "command: python" in done.stdout
     speeds = re.search(r"^\| `np.add\(a, b, out=o\)`, GB/s \|(.*)\|$", done.stdout, re.M)
     assert [float(v) > 0 for v in speeds.group(1).split("|")] == [True] * 6
