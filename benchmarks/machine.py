@@ -43,3 +43,16 @@ def blas_line():
              for pool in threadpoolctl.threadpool_info()]
     chosen = os.environ.get(KERNEL_VARIABLE)
     return "; ".join(pools) + (f" ({KERNEL_VARIABLE}={chosen})" if chosen else "")
+
+
+def contention_line(threads):
+    """A warning for the header of a comparison that runs two libraries with ``threads`` threads
+    each in one process, when they have no more cores than that: after each call a pool's idle
+    threads spin for a while, and on a machine with no spare core they slow the other library's
+    next step down (benchmarks/RESULTS.md, eighteenth entry). None when there is room."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if threads < 2 or threads < (cores or 1):
+        return None
+    return (f"{threads} threads each on {cores} cores: each library's idle threads slow the "
+            f"other's next step, and single rounds spread widely; one thread each compares "
+            f"them fairly")

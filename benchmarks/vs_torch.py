@@ -24,7 +24,7 @@ from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # its siblings, also when loaded
 from configs import CONFIGS  # noqa: E402
-from machine import THREAD_VARIABLES, blas_line, cpu_line  # noqa: E402
+from machine import THREAD_VARIABLES, blas_line, contention_line, cpu_line  # noqa: E402
 
 # --threads must reach the BLAS before NumPy loads it: OpenBLAS and MKL read these variables
 # once, at load time. threadpoolctl (if installed) then also sets the pool at run time and
@@ -218,9 +218,11 @@ def peak_memory(framework, name, args):
 
 
 def environment(rounds, warmup, vocab):
+    contention = contention_line(torch.get_num_threads())
     return [f"CPU: {cpu_line()}",
             f"NumPy {np.__version__}, torch {torch.__version__}, float32, vocabulary {vocab}",
             f"threads: torch {torch.get_num_threads()}; BLAS: {blas_line()}",
+            *([f"note: {contention}"] if contention else []),
             f"{rounds} timed rounds after {warmup} warm-up rounds "
             f"({DECODE_ROUNDS_PER_PAIR * rounds} for decoding)",
             f"command: python {shlex.join(sys.argv)}"]

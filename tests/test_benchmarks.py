@@ -129,3 +129,20 @@ def test_the_torch_profile_counts_torch_ops_of_the_same_model():
     assert calls["aten::linear"] == 4 * n_layers
     assert calls["aten::scaled_dot_product_attention"] == n_layers
     assert not [op for op in calls if "backward" in op]
+
+
+def test_the_header_warns_when_two_thread_pools_fill_every_core(bench, monkeypatch):
+    """Two libraries with as many threads each as there are cores slow each other's steps down in
+    one process (their idle threads spin): the header says so, and says nothing at one thread or
+    where cores are to spare."""
+    machine = sys.modules["machine"]
+    monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(bench.torch, "get_num_threads", lambda: 2)
+    notes = [line for line in bench.environment(10, 3, 100) if line.startswith("note:")]
+    assert notes == ["note: 2 threads each on 2 cores: each library's idle threads slow the "
+                     "other's next step, and single rounds spread widely; one thread each "
+                     "compares them fairly"]
+    for threads, cores in ((1, {0, 1}), (1, {0}), (2, {0, 1, 2, 3})):
+        monkeypatch.setattr(bench.torch, "get_num_threads", lambda: threads)
+        monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: cores, raising=False)
+        assert not any(line.startswith("note:") for line in bench.environment(10, 3, 100))
