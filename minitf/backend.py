@@ -262,7 +262,8 @@ def row_dot(a, b, axis: int = -1):
     """
     xp = get_array_module(a, b)
     if b.ndim == 1 and axis in (-1, a.ndim - 1):   # all rows against one vector: (rows, d) @ (d,)
-        return (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], 1)
+        rows = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])     # counted, not -1: d may be 0
+        return (rows @ b).reshape(*a.shape[:-1], 1)
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
         return xp.moveaxis(row_dot(xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)), -1, axis)
     if hasattr(xp, "vecdot"):                 # NumPy ≥ 2: a ufunc, no einsum parsing

@@ -118,6 +118,8 @@ def test_sums_over_positions_and_row_dots_agree_with_plain_sums(backend_name):
             np.testing.assert_allclose(backend.to_numpy(dots), (backend.to_numpy(x) *
                                        backend.to_numpy(gamma)).sum(-1, keepdims=True),
                                        rtol=1e-5, atol=1e-6)
+        empty = backend.row_dot(a[..., :0], gamma[:0])          # rows of no numbers: zeros
+        assert backend.to_numpy(empty).tolist() == [[[0.0]] * 4] * 3
 
 
 def test_row_sums_agree_with_plain_sums(backend_name):
