@@ -120,6 +120,25 @@ def test_feed_forward_keeps_no_copy_of_a_hidden_layer_it_can_rebuild(backend_nam
         np.testing.assert_array_equal(ours, backend.to_numpy(theirs))
 
 
+def _owner(a):
+    """The array that holds a's memory: a itself, or the array a is a view of."""
+    while a.base is not None:
+        a = a.base
+    return a
+
+
+@pytest.mark.parametrize("positional", [None, "rope"])
+def test_attention_keeps_q_k_and_v_and_nothing_around_them(backend_name, positional):
+    """What the backward keeps of the projections is q, k and v themselves. Unturned, they are
+    the three thirds of W_qkv's output; turned by RoPE, q and k are new arrays, and v must not
+    keep the rest of that output (the old q and k) alive."""
+    attention = nn.MultiHeadAttention(8, 2, causal=True, positional=positional)
+    attention(backend.randn(3, 5, 8))
+    q, k, v = attention._cache[0][:3]
+    held = {id(_owner(a)): _owner(a).nbytes for a in (q, k, v)}
+    assert sum(held.values()) == q.nbytes + k.nbytes + v.nbytes
+
+
 def test_free_head_sizes_set_the_projection_widths(backend_name):
     """d_head and d_v chosen freely (10 is not divisible by 3: fine once d_head is given)."""
     attention = nn.MultiHeadAttention(10, 3, d_head=4, d_v=6)
