@@ -81,6 +81,7 @@ def test_targets_must_match_the_logits(backend_name):
     (lambda: nn.LayerNorm(4), lambda m: m.backward(backend.randn(2, 4))),
     (lambda: nn.Dropout(0.5), lambda m: m.backward(backend.randn(2, 4))),
     (lambda: nn.MultiHeadAttention(8, 2), lambda m: m.backward(backend.randn(2, 3, 8))),
+    (lambda: nn.FeedForward(8, 16, "gelu"), lambda m: m.backward(backend.randn(2, 3, 8))),
     (lambda: nn.SinusoidalPositionalEncoding(8), lambda m: m.backward(backend.randn(2, 3, 8))),
     (lambda: nn.RelativePositionBias(2), lambda m: m.backward(backend.randn(2, 3, 3))),
 ])
@@ -103,16 +104,11 @@ def test_backward_twice_after_one_forward_is_refused():
         layer.backward(y)
 
 
-def test_an_input_not_kept_must_be_handed_back_and_only_then():
-    layer, x = nn.Linear(4, 3), backend.randn(2, 4)
-    layer(x, keep_input=False)
-    with raises(ValueError, "Linear.backward", "keep_input=False", "got x=None",
-                "wanted backward(dy, x)"):
-        layer.backward(backend.randn(2, 3))
-    layer(x)
-    with raises(ValueError, "Linear.backward", "kept its input", "got an x as well",
-                "wanted backward(dy) alone"):
-        layer.backward(backend.randn(2, 3), x)
+def test_an_input_rebuilt_before_forward_is_refused():
+    with raises(RuntimeError, "LayerNorm.output() was called before forward()"):
+        nn.LayerNorm(4).output()
+    with raises(RuntimeError, "Linear.rebuild_input_with() was called before forward()"):
+        nn.Linear(4, 3).rebuild_input_with(lambda: None)
 
 
 def test_input_dtype_must_match_the_parameters(backend_name):

@@ -29,16 +29,18 @@ class FeedForward(Module):
     def forward(self, x):
         activated = self.act(self.W_1(x))                       # (..., d_ff)
         hidden = self.drop(activated)                           # the same array if no dropout
+        y = self.W_2(hidden)
         # The hidden layer is the widest array of a block. A GELU keeps x and Φ(x) for its own
         # backward, and hidden = x Φ(x) is one multiply away, so W_2 need not keep a third
         # (..., d_ff) array (a dropout that ran made a new, masked array: kept then).
-        rebuilt = isinstance(self.act, GELU) and hidden is activated
-        self._save(rebuilt)
-        return self.W_2(hidden, keep_input=not rebuilt)
+        if isinstance(self.act, GELU) and hidden is activated:
+            self.W_2.rebuild_input_with(self.act.output)
+        self._save(None)                      # nothing of its own; its layers keep what they need
+        return y
 
     def backward(self, dy):
-        # the rebuilt hidden layer (..., d_ff) lives only for W_2's backward
-        dhidden = self.W_2.backward(dy, self.act.output() if self._pop_cache() else None)
+        self._pop_cache()
+        dhidden = self.W_2.backward(dy)          # the hidden layer, rebuilt, lives only for this
         return self.W_1.backward(self.act.backward(self.drop.backward(dhidden)))
 
 
@@ -63,7 +65,11 @@ class Residual(Module):
 
     def forward(self, x, *context, **options):
         if self.pre_ln:
-            return x + self.drop(self.layer(self.norm(x), *context, **options))
+            normed = self.norm(x)
+            out = self.layer(normed, *context, **options)
+            if self.training:                 # a backward may follow: LN(x) kept once, by the norm
+                _rebuild_where_kept(self.layer, normed, self.norm.output)
+            return x + self.drop(out)
         return self.norm(x + self.drop(self.layer(x, *context, **options)))
 
     def backward(self, dy):
@@ -79,6 +85,16 @@ class Residual(Module):
             dx = dh + d_layer
         return (dx, *d_context) if d_context else dx
         # END SOLUTION
+
+
+def _rebuild_where_kept(layer, x, rebuild) -> None:
+    """Every Linear in ``layer`` that kept x itself for its backward (the first projections: W_qkv
+    or W_q, W_1) keeps ``rebuild`` instead, which makes x again (see Linear.rebuild_input_with).
+    Pre-LN: x = LN(·) is γ x̂ + β, and the norm keeps x̂ anyway; a (b, n, d_model) array less a
+    sublayer."""
+    for module in layer.modules():
+        if isinstance(module, Linear) and module.kept_input() is x:
+            module.rebuild_input_with(rebuild)
 
 
 class EncoderBlock(Module):

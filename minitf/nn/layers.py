@@ -25,23 +25,30 @@ class Linear(Module):
         self.W = normal(d_in, d_out, std=1.0 / math.sqrt(d_in))
         self.b = zeros(d_out) if bias else None
 
-    def forward(self, x, keep_input: bool = True):
-        """keep_input=False: do not keep x for the backward; the caller hands it back there, as
-        ``backward(dy, x)``, having rebuilt it from something it keeps anyway (FeedForward)."""
+    def forward(self, x):
         self._check_input(x, "x", ("...", ("d_in", self.d_in)))
-        y, (_, W, has_bias) = F.linear(x, self.W.data, None if self.b is None else self.b.data)
-        self._save((x if keep_input else None, W, has_bias))
+        y, cache = F.linear(x, self.W.data, None if self.b is None else self.b.data)
+        self._save(cache)                                        # (x, W, has_bias)
         return y
 
-    def backward(self, dy, x=None):
-        kept, W, has_bias = self._pop_cache()
-        if kept is None and x is None:
-            raise ValueError("Linear.backward: the forward ran with keep_input=False, so its input "
-                             "must be handed back; got x=None, wanted backward(dy, x)")
-        if kept is not None and x is not None:
-            raise ValueError("Linear.backward: the forward kept its input (keep_input=True); got "
-                             "an x as well, wanted backward(dy) alone")
-        dx, dW, db = F.linear_backward(dy, (kept if x is None else x, W, has_bias))
+    def kept_input(self):
+        """The x the last forward kept for the backward; None if it kept none, or a rebuild."""
+        cache = self._cache                      # (x, W, has_bias), or no cache at all
+        return cache[0] if isinstance(cache, tuple) and not callable(cache[0]) else None
+
+    def rebuild_input_with(self, rebuild) -> None:
+        """Let go of the x the last forward kept for the backward: ``rebuild()`` returns it again
+        there, equal to the last bit. For the module that made x, when it keeps what x is remade
+        from anyway (a GELU's x and Φ(x), a layer norm's x̂): the widest arrays of a block are
+        then kept once, not twice. Only memory changes, never a gradient."""
+        _, W, has_bias = self._peek_cache("rebuild_input_with")
+        self._save((rebuild, W, has_bias))
+
+    def backward(self, dy):
+        x, W, has_bias = self._pop_cache()
+        if callable(x):                                          # see rebuild_input_with
+            x = x()
+        dx, dW, db = F.linear_backward(dy, (x, W, has_bias))
         self.W.grad += dW
         if self.b is not None:
             self.b.grad += db
@@ -147,6 +154,12 @@ class LayerNorm(Module):
         self.gamma.grad += dgamma
         self.beta.grad += dbeta
         return dx
+
+    def output(self):
+        """y = γ x̂ + β of the last forward, rebuilt from its cache by the same two operations, so
+        equal to the last bit (see Linear.rebuild_input_with)."""
+        x_hat, _, gamma = self._peek_cache("output")
+        return x_hat * gamma + self.beta.data
 
 
 class Dropout(Module):
