@@ -33,6 +33,13 @@ def test_last_dimension_is_not_d_model(backend_name):
         F.linear(backend.randn(3, 4), backend.randn(5, 2))
 
 
+def test_layer_norm_and_rope_name_their_bad_argument(backend_name):
+    with raises(ValueError, "layer_norm", "beta has shape (5)", "wanted (d=4)"):
+        F.layer_norm(backend.randn(2, 4), backend.randn(4), backend.randn(5))
+    with raises(ValueError, "rope", "x has shape (2, 3, 4)", "(..., n=3, d_head=6)"):
+        F.rope(backend.randn(2, 3, 4), *F.rope_angles(3, 6))
+
+
 def test_wrong_number_of_dimensions(backend_name):
     with raises(ValueError, "x has shape (5, 8)", "(b, n, d_model=8)"):
         nn.MultiHeadAttention(8, 2)(backend.randn(5, 8))

@@ -4,7 +4,18 @@
     embedding:  y = W[ids]          (a linear map applied to one-hot rows, done as a lookup)
 """
 from minitf.backend import get_array_module, scatter_add, sum_over_positions
-from minitf.validate import check_ids, check_shape
+from minitf.validate import at_the_boundary, check_ids, check_shape
+
+
+@at_the_boundary
+def _check_linear(x, W, b):
+    """linear's arguments. Inside a model this is one skipped call: three skipped apart, with the
+    specs built for each, took 0.35 µs more a call, and with layer norm's 3 % of a generated
+    token (nine linear layers and five layer norms a token in `minitf train`'s model)."""
+    check_shape(W, "W", ("d_in", "d_out"), "linear")
+    check_shape(x, "x", ("...", ("d_in", W.shape[0])), "linear")
+    if b is not None:
+        check_shape(b, "b", (("d_out", W.shape[1]),), "linear")
 
 
 def linear(x, W, b=None):
@@ -12,10 +23,7 @@ def linear(x, W, b=None):
 
     x: (..., d_in)   W: (d_in, d_out)   b: (d_out,) or None   ->   y: (..., d_out)
     """
-    check_shape(W, "W", ("d_in", "d_out"), "linear")
-    check_shape(x, "x", ("...", ("d_in", W.shape[0])), "linear")
-    if b is not None:
-        check_shape(b, "b", (("d_out", W.shape[1]),), "linear")
+    _check_linear(x, W, b)
     # One (positions, d_in) @ (d_in, d_out) product: NumPy runs a 3-D @ 2-D matmul as a loop
     # of small products, ~4× slower on a CPU than the same work as one big one.
     y = (x.reshape(-1, W.shape[0]) @ W).reshape(*x.shape[:-1], W.shape[1])   # (..., d_out)

@@ -17,7 +17,7 @@ import math
 
 from minitf.backend import float_dtype, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
-from minitf.validate import check_int, check_shape
+from minitf.validate import at_the_boundary, check_int, check_shape
 
 
 def _angles(n, width, offset, base, xp):
@@ -76,6 +76,13 @@ def _rotate(x, cos, sin):
     return (z * turn).view(x.dtype)                        # (..., n, d_head)   back to features
 
 
+@at_the_boundary
+def _check_rope(x, cos):
+    """rope's arguments, skipped as one call inside a model (see linear's)."""
+    check_shape(cos, "cos", ("n", "d_head/2"), "rope")
+    check_shape(x, "x", ("...", ("n", cos.shape[0]), ("d_head", 2 * cos.shape[1])), "rope")
+
+
 def rope(x, cos, sin):
     """Rotary position embedding (Su et al.): rotate the pair (x_2i, x_2i+1) at position p by θ[p, i].
 
@@ -84,8 +91,7 @@ def rope(x, cos, sin):
     Applied to q and k, a dot product q_m · k_n then depends on the positions only through m − n.
     x: (..., n, d_head)   cos, sin: (n, d_head/2) from rope_angles   ->   y: (..., n, d_head)
     """
-    check_shape(cos, "cos", ("n", "d_head/2"), "rope")
-    check_shape(x, "x", ("...", ("n", cos.shape[0]), ("d_head", 2 * cos.shape[1])), "rope")
+    _check_rope(x, cos)
     return _rotate(x, cos, sin), (cos, sin)
 
 
