@@ -212,7 +212,7 @@ class GELU(Module):
 
     def output(self):
         """y = x Φ(x) of the last forward, rebuilt from its cache by the same product, so equal to
-        the last bit: a layer that reads y can hand it back here instead of keeping a copy."""
+        the last bit: a layer that reads y need not keep a copy (see Linear.rebuild_input_with)."""
         x, cdf, _ = self._peek_cache("output")
         return x * cdf
 
