@@ -7,7 +7,8 @@
 
 A is the first revision, B the second (by default ".", the working tree as it is, uncommitted
 changes included); a revision is anything git names (a commit, a branch, HEAD~1), unpacked with
-`git archive` into a temporary directory. Each version runs in a process of its own, imports its
+`git archive` into a temporary directory, or a directory that holds a minitf tree (an unpacked
+release, a copy with a patch applied; no git needed). Each version runs in a process of its own, imports its
 own minitf, and builds the same model with the same weights (seed 0) and the same batch. Then
 the two take turns: each round times one step of A and one of B, the order swapped every round,
 so a change in the machine's load hits both alike. Printed: each side's median ms, and the median
@@ -87,9 +88,12 @@ def worker(source, name, measure, vocab):
 # -- the parent: unpack, start both, alternate ----------------------------------------------------
 
 def unpack(revision, into):
-    """The source of ``revision`` as a directory: "." is this checkout itself."""
+    """The source of ``revision`` as a directory: "." is this checkout itself, and a directory
+    with a minitf package in it is that tree as it is."""
     if revision == ".":
         return str(ROOT)
+    if os.path.isfile(os.path.join(revision, "minitf", "__init__.py")):
+        return os.path.abspath(revision)
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", revision],
                              capture_output=True)
     if archive.returncode != 0:

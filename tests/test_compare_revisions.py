@@ -43,6 +43,18 @@ def test_decoding_is_timed_per_token():
     assert 0 < a_ms < 10 and 0 < b_ms < 10 and low <= ratio <= high   # a token, not 256 of them
 
 
+def test_a_directory_with_a_minitf_tree_is_a_revision(tmp_path):
+    """A copy of the package, changed so that its loss differs: the worker imports the copy."""
+    shutil.copytree(ROOT / "minitf", tmp_path / "minitf")
+    lm = tmp_path / "minitf" / "models" / "lm.py"
+    lm.write_text(lm.read_text().replace("logits, head_cache = F.linear(h, self._head_weight())",
+                                         "logits, head_cache = F.linear(2 * h, self._head_weight())"))
+    done = compare(".", str(tmp_path), "--rounds", "1", "--warmup", "0")
+    assert done.returncode == 0, done.stderr
+    assert "the versions compute different things" in done.stdout
+    assert ROW.search(done.stdout), done.stdout
+
+
 @pytest.mark.skipif(not in_git_checkout(), reason="needs git and a git checkout of minitf")
 def test_a_revision_runs_from_its_own_unpacked_tree():
     # The script stops if a worker imported minitf from anywhere but its own tree
