@@ -183,14 +183,18 @@ def test_elementwise_in_blocks_is_the_function_on_the_whole(backend_name, monkey
 
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
 def test_gelu_in_blocks_has_the_gradient_of_gelu_on_the_whole(float64, monkeypatch, approximate):
-    """nn.GELU's backward runs a block at a time (on NumPy); the gradient check, with a block of
-    5 elements, and the gradient bit-equal to F.gelu_backward on the whole array."""
+    """nn.GELU's backward, and the tanh GELU's Φ in its forward, run a block at a time (on NumPy):
+    the gradient check, with a block of 5 elements; Φ bit-equal to the whole array's, and the
+    gradient bit-equal to F.gelu_backward on the whole array."""
     monkeypatch.setattr(backend, "ELEMENTWISE_BLOCK", 5)
     from minitf.gradcheck import ModuleCase, check
     gelu, x = nn.GELU(approximate), backend.randn(2, 3, 4)
     rows = check("GELU in blocks", ModuleCase(gelu, {"x": x}))
     assert rows and all(row.passed for row in rows)
     _, cache = F.gelu(x, approximate)
+    if approximate == "tanh":
+        from minitf.functional.activation import _gelu_tanh_cdf
+        assert bool((cache[1] == _gelu_tanh_cdf(x)).all())
     dy = backend.randn(2, 3, 4)
     gelu(x)
     assert bool((gelu.backward(dy) == F.gelu_backward(dy, cache)).all())
