@@ -20,8 +20,8 @@ that harness alone (the copy into the output). One thread; milliseconds per call
 the best of five runs of `--rounds` calls. Only NumPy: on a GPU blocks do not pay (see
 ``backend.blocks_pay_off``). The last column counts each function's calls in one training step
 of the default model, and the line under the table adds up what the best block size of each would
-change in such a step (GELU's backward already runs in blocks of ``backend.ELEMENTWISE_BLOCK``
-there). A second table says why, or why not: how fast one core adds two arrays into a third,
+change in such a step (GELU's forward and backward already run in blocks of
+``backend.ELEMENTWISE_BLOCK`` there; here they are timed whole and in the script's blocks). A second table says why, or why not: how fast one core adds two arrays into a third,
 from arrays that fit in its own cache to arrays that fit in none.
 """
 import argparse
@@ -49,6 +49,17 @@ def in_row_blocks(fn, arrays, rows):
             out = np.empty((arrays[0].shape[0], *part.shape[1:]), dtype=part.dtype)
         out[start:start + rows] = part
     return out
+
+
+class whole_arrays:
+    """``with whole_arrays():`` minitf's own blocks off (backend.ELEMENTWISE_BLOCK larger than any
+    array), so that "whole" times the whole array and the blocks are only the script's."""
+
+    def __enter__(self):
+        self.block, backend.ELEMENTWISE_BLOCK = backend.ELEMENTWISE_BLOCK, sys.maxsize
+
+    def __exit__(self, *exc_info):
+        backend.ELEMENTWISE_BLOCK = self.block
 
 
 def cases():
@@ -101,7 +112,7 @@ def main():
         f"blocks of {b:,} (ms)" for b in blocks) + " | best / whole | calls per step |")
     print("|---|---|" + "---|" * len(blocks) + "---|---|")
     change, now = 0.0, 0.0                     # ms per default step: what blocks would change
-    with backend.use("numpy"), backend.seed(0):
+    with backend.use("numpy"), backend.seed(0), whole_arrays():
         for name, fn, arrays, calls in cases():
             whole = fn(*arrays)
             times = [best_ms(lambda: fn(*arrays), "numpy", args.rounds)]

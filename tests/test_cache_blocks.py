@@ -65,6 +65,20 @@ def test_blocks_cover_every_row_once_in_order(script):
     assert not np.allclose(centred, a - a.mean(axis=0))
 
 
+def test_whole_means_whole_though_minitf_blocks_gelu_itself(script, monkeypatch):
+    """F.gelu computes Φ a block at a time; inside whole_arrays() it is one call on the whole."""
+    from minitf.functional import activation
+    calls = []
+    real = activation._gelu_tanh_cdf
+    monkeypatch.setattr(activation, "_gelu_tanh_cdf", lambda x: calls.append(x.size) or real(x))
+    h = np.ones((3328, 512), dtype=np.float32)
+    with script.backend.use("numpy"), script.whole_arrays():
+        script.F.gelu(h)
+    assert calls == [h.size]
+    script.F.gelu(h)                                             # and its blocks are back after
+    assert len(calls) > 2
+
+
 @pytest.mark.parametrize("blocks", ["0", "65536,x", "512", ""])
 def test_a_bad_block_size_is_named(blocks):
     done = run("--blocks", blocks)
