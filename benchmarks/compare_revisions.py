@@ -6,13 +6,14 @@
     python benchmarks/compare_revisions.py HEAD~1 --configs default,ref --measure decode
 
 A is the first revision, B the second (by default ".", the working tree as it is, uncommitted
-changes included); a revision is anything git names (a commit, a branch, HEAD~1), unpacked with
-`git archive` into a temporary directory, or a directory that holds a minitf tree (an unpacked
-release, a copy with a patch applied; no git needed). Each version runs in a process of its own, imports its
-own minitf, and builds the same model with the same weights (seed 0) and the same batch. Then
-the two take turns: each round times one step of A and one of B, the order swapped every round,
-so a change in the machine's load hits both alike. Printed: each side's median ms, and the median
-and min–max of the per-round ratio B/A (below 1: B is faster).
+changes included); a revision is a directory that holds a minitf tree (an unpacked release, a copy
+with a patch applied; no git needed; a path is looked for first), or else anything git names (a
+commit, a branch, HEAD~1), unpacked with `git archive` into a temporary directory. Each version
+runs in a process of its own, imports its own minitf, and builds the same model with the same
+weights (seed 0) and the same batch. Then the two take turns: each round times one step of A and
+one of B, the order swapped every round, so a change in the machine's load hits both alike.
+Printed: each side's median ms, and the median and min–max of the per-round ratio B/A (below 1: B
+is faster).
 
 Why: on a shared machine the same code timed in two separate runs differs by 10–30 %, far more
 than most changes buy; alternating in one run is what tells a 2 % gain from noise. Steps as

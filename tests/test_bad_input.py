@@ -99,8 +99,8 @@ def test_backward_before_forward(module, call):
 
 
 def test_a_gelu_output_asked_before_forward_is_refused():
-    with raises(RuntimeError, "GELU.output() was called before forward()"):
-        nn.GELU().output()
+    with raises(RuntimeError, "GELU.output_rebuilder() was called before forward()"):
+        nn.GELU().output_rebuilder()
 
 
 def test_backward_twice_after_one_forward_is_refused():
@@ -112,8 +112,8 @@ def test_backward_twice_after_one_forward_is_refused():
 
 
 def test_an_input_rebuilt_before_forward_is_refused():
-    with raises(RuntimeError, "LayerNorm.output() was called before forward()"):
-        nn.LayerNorm(4).output()
+    with raises(RuntimeError, "LayerNorm.output_rebuilder() was called before forward()"):
+        nn.LayerNorm(4).output_rebuilder()
     with raises(RuntimeError, "Linear.rebuild_input_with() was called before forward()"):
         nn.Linear(4, 3).rebuild_input_with(lambda: None)
 

@@ -47,8 +47,8 @@ def test_a_directory_with_a_minitf_tree_is_a_revision(tmp_path):
     """A copy of the package, changed so that its loss differs: the worker imports the copy."""
     shutil.copytree(ROOT / "minitf", tmp_path / "minitf")
     lm = tmp_path / "minitf" / "models" / "lm.py"
-    lm.write_text(lm.read_text().replace("logits, head_cache = F.linear(h, self._head_weight())",
-                                         "logits, head_cache = F.linear(2 * h, self._head_weight())"))
+    head = "logits, head_cache = F.linear(h, self._head_weight())"
+    lm.write_text(lm.read_text().replace(head, head.replace("(h,", "(2 * h,")))
     done = compare(".", str(tmp_path), "--rounds", "1", "--warmup", "0")
     assert done.returncode == 0, done.stderr
     assert "the versions compute different things" in done.stdout

@@ -12,6 +12,7 @@ from minitf import exercises
 from mistakes import layer_norm_backward_without_variance
 from minitf.backend import get_array_module
 from minitf.exercises import find, grade, standing_in, starter_text
+from minitf.nn.module import as_tuple
 
 # minitf's own functions, taken now: while a wrong one stands in, F.<name> is the wrong one.
 from minitf.functional import (attention_backward, layer_norm_backward,  # noqa: E402
@@ -104,6 +105,18 @@ def test_missing_terms_fail_with_the_exercise_s_classic_mistake():
 
     result = grade(find("softmax_backward"), lambda dp, cache: cache[0] * dp)
     assert "the classic mistake here: dx = p ⊙ dp" in _hints(result)
+
+
+def test_a_residual_undone_in_the_forward_s_order_fails_with_its_hint_not_an_error():
+    """Pre-LN with the norm's backward first: the sublayer's first projection rebuilds its input
+    from what the norm kept (Linear.rebuild_input_with), whenever its backward comes."""
+    def forward_order(self, dy):                               # pre-LN, the case graded
+        return dy + as_tuple(self.layer.backward(self.drop.backward(self.norm.backward(dy))))[0]
+
+    result = grade(find("Residual.backward"), forward_order, cases=["Residual, pre-LN"])
+    assert not result.passed and ("Residual, pre-LN", "param layer.W_1.W") in _failed(result)
+    assert "LN and f undone in the forward's order" in _hints(result)
+    assert "raised" not in _hints(result)
 
 
 def test_a_forgotten_gradient():

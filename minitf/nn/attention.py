@@ -219,7 +219,7 @@ class MultiHeadAttention(Module):
             cos, sin = self._rope_angles(offset, n, x.dtype, xp)  # (n, d_head/2)
             q, rope_cache = F.rope(q, cos, sin)
             k, _ = F.rope(k, cos, sin)
-            if cache is None:
+            if self.training and cache is None:
                 # q and k are new arrays now, and v is still a view of W_qkv's output: kept for
                 # the backward, it would keep all of that output alive, two thirds of it (q and
                 # k before turning) dead. Its own copy lets that go: a layer of the default

@@ -34,7 +34,7 @@ class FeedForward(Module):
         # backward, and hidden = x Φ(x) is one multiply away, so W_2 need not keep a third
         # (..., d_ff) array (a dropout that ran made a new, masked array: kept then).
         if isinstance(self.act, GELU) and hidden is activated:
-            self.W_2.rebuild_input_with(self.act.output)
+            self.W_2.rebuild_input_with(self.act.output_rebuilder())
         self._save(None)                      # nothing of its own; its layers keep what they need
         return y
 
@@ -68,7 +68,7 @@ class Residual(Module):
             normed = self.norm(x)
             out = self.layer(normed, *context, **options)
             if self.training:                 # a backward may follow: LN(x) kept once, by the norm
-                _rebuild_where_kept(self.layer, normed, self.norm.output)
+                _rebuild_where_kept(self.layer, normed, self.norm.output_rebuilder())
             return x + self.drop(out)
         return self.norm(x + self.drop(self.layer(x, *context, **options)))
 

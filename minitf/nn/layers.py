@@ -155,11 +155,14 @@ class LayerNorm(Module):
         self.beta.grad += dbeta
         return dx
 
-    def output(self):
-        """y = γ x̂ + β of the last forward, rebuilt from its cache by the same two operations, so
-        equal to the last bit (see Linear.rebuild_input_with)."""
-        x_hat, _, gamma = self._peek_cache("output")
-        return x_hat * gamma + self.beta.data
+    def output_rebuilder(self):
+        """A function that returns y = γ x̂ + β of the last forward again, by the same two
+        operations from the x̂, γ and β that forward used, so equal to the last bit: for a layer
+        that reads y and need not keep a copy (Linear.rebuild_input_with). It holds those arrays
+        itself, so it works before or after this layer's own backward."""
+        x_hat, _, gamma = self._peek_cache("output_rebuilder")
+        beta = self.beta.data
+        return lambda: x_hat * gamma + beta
 
 
 class Dropout(Module):
@@ -210,11 +213,11 @@ class GELU(Module):
         return elementwise_in_blocks(
             lambda dy, x, cdf: F.gelu_backward(dy, (x, cdf, approximate)), dy, x, cdf)
 
-    def output(self):
-        """y = x Φ(x) of the last forward, rebuilt from its cache by the same product, so equal to
-        the last bit: a layer that reads y need not keep a copy (see Linear.rebuild_input_with)."""
-        x, cdf, _ = self._peek_cache("output")
-        return x * cdf
+    def output_rebuilder(self):
+        """A function that returns y = x Φ(x) of the last forward again, by the same product from
+        the x and Φ(x) it keeps, so equal to the last bit (see LayerNorm.output_rebuilder)."""
+        x, cdf, _ = self._peek_cache("output_rebuilder")
+        return lambda: x * cdf
 
 
 class MeanPool(Module):
