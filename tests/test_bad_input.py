@@ -89,6 +89,9 @@ def test_targets_must_match_the_logits(backend_name):
     (lambda: nn.Dropout(0.5), lambda m: m.backward(backend.randn(2, 4))),
     (lambda: nn.MultiHeadAttention(8, 2), lambda m: m.backward(backend.randn(2, 3, 8))),
     (lambda: nn.FeedForward(8, 16, "gelu"), lambda m: m.backward(backend.randn(2, 3, 8))),
+    (lambda: nn.Residual(nn.FeedForward(8, 16), 8, pre_ln=True),
+     lambda m: m.backward(backend.randn(2, 3, 8))),
+    (lambda: nn.EncoderBlock(8, 2, 16), lambda m: m.backward(backend.randn(2, 3, 8))),
     (lambda: nn.SinusoidalPositionalEncoding(8), lambda m: m.backward(backend.randn(2, 3, 8))),
     (lambda: nn.RelativePositionBias(2), lambda m: m.backward(backend.randn(2, 3, 3))),
 ])
@@ -101,6 +104,18 @@ def test_backward_before_forward(module, call):
 def test_a_gelu_output_asked_before_forward_is_refused():
     with raises(RuntimeError, "GELU.output_rebuilder() was called before forward()"):
         nn.GELU().output_rebuilder()
+
+
+def test_a_module_that_keeps_nothing_of_its_own_names_itself():
+    """A Residual or a block keeps no cache: its own name, not a layer's inside it, is in the
+    error for a gradient of the wrong shape and for a second backward."""
+    block = nn.EncoderBlock(8, 2, 16)
+    block(backend.randn(2, 3, 8))
+    with raises(ValueError, "EncoderBlock.backward: dy has shape (2, 3, 7)", "wanted (2, 3, 8)"):
+        block.backward(backend.randn(2, 3, 7))
+    block.backward(backend.randn(2, 3, 8))
+    with raises(RuntimeError, "EncoderBlock.backward() was called before forward()"):
+        block.backward(backend.randn(2, 3, 8))
 
 
 def test_backward_twice_after_one_forward_is_refused():

@@ -259,7 +259,8 @@ def test_layer_checks_are_skipped_inside_a_model_only():
 
     model(x)
     assert model._output == ((2, 4), x.dtype)                  # a model records its output...
-    assert model.probe._output is None and model.linear._output is None   # ...its layers do not
+    unrecorded = nn.module._UNRECORDED                         # ...its layers do not
+    assert model.probe._output is unrecorded and model.linear._output is unrecorded
     model.linear(x)
     assert model.linear._output == ((2, 4), x.dtype)           # ...unless called on their own
 
@@ -274,7 +275,7 @@ def test_layer_checks_are_skipped_inside_a_model_only():
     deep = Deep()
     deep.block.probe(x)
     deep(x)
-    assert deep.block.probe._output is None                    # run by the model this time
+    assert deep.block.probe._output is unrecorded              # run by the model this time
     with pytest.raises(ValueError, match="probe"):
         Deep()(backend.randn(2, 3))
     assert Probe.seen == [False, True, True] and nesting.state == (0, 0)   # all levels left
@@ -288,7 +289,7 @@ def test_a_model_in_an_already_checked_block_skips_its_checks_and_nothing_else_d
         model(bad)                                        # checked as ever outside the block
     with pytest.raises(RuntimeError, match="stop"), already_checked():
         model(backend.to_device(np.array([[1, 2]])))
-        assert model._output is None                      # like a layer, it records nothing
+        assert model._output is nn.module._UNRECORDED     # like a layer, it records nothing
         with pytest.raises(ValueError) as unchecked:      # a module here checks no input:
             nn.Linear(4, 3)(backend.randn(2, 5))
         assert "Linear" not in str(unchecked.value)       # the matrix library's error, not ours

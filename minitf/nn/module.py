@@ -19,6 +19,7 @@ from minitf.validate import (at_the_boundary, check_dtype, check_like, check_sha
                              not_real_numbers)
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
+_UNRECORDED = object()  # "forward has run, its output not recorded" (see _recording_output)
 
 
 class Parameter:
@@ -80,7 +81,7 @@ def _recording_output(forward_of_class):
             # Already among a model's layers, where every check is skipped: one level deeper
             # changes nothing, so the state is left as it is. A generated token passes some
             # forty modules; the writes to a thread-local and the records cost 4-5 % of its time.
-            self._output = None
+            self._output = _UNRECORDED
             return forward_of_class(self, *args, **kwargs)
         nesting.state = (outer[0] + 1, outer[1] + self.is_model)     # _enter(self), spelled out
         try:
@@ -89,7 +90,7 @@ def _recording_output(forward_of_class):
             nesting.state = outer
         # A model's layers record no output: the model checks the gradient its own backward is
         # given, and its layers trust the ones it passes them, as they trust their input.
-        self._output = (y.shape, y.dtype) if is_array(y) and not outer[1] else None
+        self._output = (y.shape, y.dtype) if is_array(y) and not outer[1] else _UNRECORDED
         return y
     return forward
 
@@ -99,13 +100,27 @@ def _checking_gradient(backward_of_class):
     def backward(self, dy, *args, **kwargs):      # named so: tracers see a call to a backward
         outer = _enter(self)
         try:
-            if self._output is not None and self._cache is not _NO_CACHE:
+            # Checked here, for every module: one that keeps nothing of its own (a Residual, a
+            # block) would otherwise fail in a layer inside it, under that layer's name.
+            if self._output is None:
+                raise _not_run(self, "backward")
+            if self._output is not _UNRECORDED:
                 check_like(dy, "dy", *self._output, f"{type(self).__name__}.backward",
                            "the last forward's output")
-            return backward_of_class(self, dy, *args, **kwargs)
+            dx = backward_of_class(self, dy, *args, **kwargs)
+            self._output = None                   # one backward a forward, as with the cache
+            return dx
         finally:
             nesting.state = outer
     return backward
+
+
+def _not_run(module, caller: str) -> RuntimeError:
+    """The error for ``caller`` (a method name) when no forward has run since the last backward."""
+    then = (", then call backward() once with the gradient of its output"
+            if caller == "backward" else "")
+    return RuntimeError(f"{type(module).__name__}.{caller}() was called before forward(): run the "
+                        f"module on an input first{then}")
 
 
 class Module:
@@ -118,8 +133,9 @@ class Module:
     training = True
     is_model = False         # a whole model checks its input; its layers then trust theirs
     _cache = _NO_CACHE
-    _output = None           # (shape, dtype) of the last forward's output, if it was one array
-    #                          and the module was not run by a model (see _recording_output)
+    _output = None           # no forward since the last backward; else (shape, dtype) of its
+    #                          output, if one array and the module was not run by a model, or
+    #                          _UNRECORDED (see _recording_output)
 
     def __init_subclass__(cls, **kwargs):
         """Wrap each subclass's own forward and backward once, generically: forward records the
@@ -157,10 +173,7 @@ class Module:
         """The cache the last forward saved, left in place; ``caller`` names the method for the
         error when no forward has run since the last backward."""
         if self._cache is _NO_CACHE:
-            then = (", then call backward() once with the gradient of its output"
-                    if caller == "backward" else "")
-            raise RuntimeError(f"{type(self).__name__}.{caller}() was called before forward(): "
-                               f"run the module on an input first{then}")
+            raise _not_run(self, caller)
         return self._cache
 
     # -- checks at the boundary ------------------------------------------------------------------
