@@ -1,5 +1,6 @@
 """Bad input fails at the API boundary, with a message naming the argument, what it got and what
 was wanted."""
+import copy
 import re
 
 import numpy as np
@@ -116,6 +117,27 @@ def test_a_module_that_keeps_nothing_of_its_own_names_itself():
     block.backward(backend.randn(2, 3, 8))
     with raises(RuntimeError, "EncoderBlock.backward() was called before forward()"):
         block.backward(backend.randn(2, 3, 8))
+
+
+def test_a_forward_that_failed_leaves_no_backward():
+    block, memory = nn.DecoderBlock(8, 2, 16), backend.randn(2, 4, 8)
+    block(backend.randn(2, 3, 8), memory)
+    with raises(ValueError, "memory has shape (2, 4, 7)"):
+        block(backend.randn(2, 3, 8), backend.randn(2, 4, 7))   # fails after self-attention ran
+    with raises(RuntimeError, "DecoderBlock.backward() was called before forward()"):
+        block.backward(backend.randn(2, 3, 8))
+
+
+def test_a_model_copied_between_forward_and_backward_goes_back_as_the_original():
+    model, ids = models.DecoderLM(11, 8, 2, 1, max_len=6), backend.randint(0, 11, (2, 5))
+    logits = model(ids)
+    dlogits = backend.randn(*logits.shape)
+    twin = copy.deepcopy(model)                 # its layers' records are copies too
+    twin.backward(dlogits)
+    model.backward(dlogits)
+    for (name, mine), theirs in zip(model.named_parameters(), twin.parameters()):
+        np.testing.assert_array_equal(backend.to_numpy(mine.grad), backend.to_numpy(theirs.grad),
+                                      err_msg=name)
 
 
 def test_backward_twice_after_one_forward_is_refused():
