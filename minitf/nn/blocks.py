@@ -67,7 +67,9 @@ class Residual(Module):
         if self.pre_ln:
             normed = self.norm(x)
             out = self.layer(normed, *context, **options)
-            if self.training:                 # a backward may follow: LN(x) kept once, by the norm
+            if self.training:
+                # Memory, not math: for the backward that may follow, f's first projection will
+                # remake LN(x) from the norm's x̂ instead of keeping a copy of its own.
                 _rebuild_where_kept(self.layer, normed, self.norm.output_rebuilder())
             return x + self.drop(out)
         return self.norm(x + self.drop(self.layer(x, *context, **options)))
