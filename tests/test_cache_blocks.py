@@ -1,6 +1,7 @@
 """benchmarks/cache_blocks.py: a row per function, the whole array beside each block size, the
-sum of what blocks would change in a default step, and a memory speed per array size; its blocks cover every row once, in order, and a result that blocks
-change is refused; bad block sizes are named. No speed is asserted."""
+sum of what blocks would change in a default step, and a memory speed per array size; its blocks
+cover every row once, in order, and a result that blocks change is refused; bad block sizes are
+named. No speed is asserted."""
 import importlib.util
 import re
 import subprocess
@@ -84,7 +85,6 @@ def test_a_bad_block_size_is_named(blocks):
     done = run("--blocks", blocks)
     assert done.returncode == 2 and "--blocks: wanted whole numbers of elements" in done.stderr
     assert repr(blocks) in done.stderr
-
 
 
 def test_the_blas_line_names_the_library_and_the_variable_that_chose_its_kernels(script,

@@ -35,11 +35,9 @@ class FeedForward(Module):
         # (..., d_ff) array (a dropout that ran made a new, masked array: kept then).
         if isinstance(self.act, GELU) and hidden is activated:
             self.W_2.rebuild_input_with(self.act.output_rebuilder())
-        self._save(None)                      # nothing of its own; its layers keep what they need
         return y
 
     def backward(self, dy):
-        self._pop_cache()
         dhidden = self.W_2.backward(dy)          # the hidden layer, rebuilt, lives only for this
         return self.W_1.backward(self.act.backward(self.drop.backward(dhidden)))
 
