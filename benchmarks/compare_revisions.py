@@ -20,7 +20,9 @@ than most changes buy; alternating in one run is what tells a 2 % gain from nois
 vs_torch.py's: `train` (forward, cross-entropy, backward, AdamW with `minitf train`'s settings),
 `forward` (the logits), or `decode` (greedy generation with the KV cache of DECODE_TOKENS tokens
 after a one-token prompt, timed as a whole and reported in ms per token). Both revisions must have
-DecoderLM, its ``loss``, AdamW and ``generate`` as today.
+DecoderLM, its ``loss``, AdamW and ``generate`` as today. With ``--backend cupy`` both run on the
+GPU, and each timed step ends by waiting for the GPU to finish it: CuPy only queues the work, so
+without the wait a step's time would be the time to queue it.
 """
 import argparse
 import os
@@ -41,7 +43,7 @@ DECODE_TOKENS = 256                                 # as vs_torch.py's decoding 
 
 # -- a worker: one version of minitf, one step per line it reads -----------------------------------
 
-def worker(source, name, measure, vocab):
+def worker(source, name, measure, vocab, backend_name):
     """Runs in the child process: builds the model, says its first loss, then times one step for
     every line on stdin and answers with the seconds it took."""
     sys.path.insert(0, source)                 # this version's minitf, before any installed one
@@ -52,6 +54,8 @@ def worker(source, name, measure, vocab):
     from minitf.optim import AdamW
 
     config = CONFIGS[name]
+    backend.use(backend_name)
+    wait = backend.get_array_module().cuda.Device().synchronize if backend_name == "cupy" else None
     backend.seed(0)
     # Decoding needs room for its tokens after the prompt; the other steps keep the config's n.
     max_len = max(config.n, 1 + DECODE_TOKENS) if measure == "decode" else config.n
@@ -83,6 +87,8 @@ def worker(source, name, measure, vocab):
     for _ in sys.stdin:
         start = time.perf_counter()
         step()
+        if wait:
+            wait()                             # the GPU's work done, not only queued
         print((time.perf_counter() - start) / per, flush=True)      # seconds per step or token
 
 
@@ -114,7 +120,7 @@ class Version:
         self.source = source
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--worker", source, "--configs", name,
-             "--measure", args.measure, "--vocab", str(args.vocab)],
+             "--measure", args.measure, "--vocab", str(args.vocab), "--backend", args.backend],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         first = self.process.stdout.readline()
         if not first:
@@ -172,25 +178,31 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first (default 3)")
     parser.add_argument("--vocab", type=int, default=100, help="vocabulary size (default 100)")
     parser.add_argument("--threads", type=int, help="BLAS threads of both (default: the BLAS's)")
+    parser.add_argument("--backend", default="numpy", choices=("numpy", "cupy"),
+                        help="where both run (default numpy; cupy: on the GPU)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = args.configs.split(",")
     if not set(names) <= set(CONFIGS):
         parser.error(f"--configs: wanted some of {list(CONFIGS)}; got {args.configs!r}")
     if args.worker:
-        return worker(args.worker, names[0], args.measure, args.vocab)
+        return worker(args.worker, names[0], args.measure, args.vocab, args.backend)
     if args.a is None:
         parser.error("the revision A to compare against is missing (e.g. HEAD~1)")
     for option in ("rounds", "warmup"):
         if getattr(args, option) < (option == "rounds"):
             parser.error(f"--{option}: wanted at least {int(option == 'rounds')}; "
                          f"got {getattr(args, option)}")
+    from minitf.backend import cupy_available   # here, not at the top: a worker imports its own
+    if args.backend == "cupy" and not cupy_available():
+        parser.error("--backend: cupy needs CuPy and a GPU, and this machine lacks one; got 'cupy'")
     env = dict(os.environ)
     if args.threads:         # the BLAS reads these once, when NumPy loads: before the workers start
         env.update(dict.fromkeys(THREAD_VARIABLES, str(args.threads)))
     print(f"command: python benchmarks/compare_revisions.py {shlex.join(sys.argv[1:])}")
     print(f"A = {args.a}, B = {args.b}; {args.measure} steps, {args.rounds} rounds after "
-          f"{args.warmup} warm-up rounds; BLAS threads: {args.threads or 'its default'}")
+          f"{args.warmup} warm-up rounds; BLAS threads: {args.threads or 'its default'}; backend: "
+          f"{args.backend}{' (each step waits for the GPU)' * (args.backend == 'cupy')}")
     with tempfile.TemporaryDirectory() as dir_a, tempfile.TemporaryDirectory() as dir_b:
         sources = unpack(args.a, dir_a), unpack(args.b, dir_b)
         rows = [compare(name, sources, args, env) for name in names]

@@ -105,3 +105,25 @@ def test_bad_options_are_named(args, message):
     done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and message in done.stderr
+
+
+def gpu_at_hand():
+    from minitf.backend import cupy_available
+    return cupy_available()
+
+
+@pytest.mark.skipif(gpu_at_hand(), reason="a GPU is here: the refusal cannot be seen")
+def test_backend_cupy_without_a_gpu_is_one_clear_line():
+    done = compare(".", ".", "--backend", "cupy", "--rounds", "1")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "--backend: cupy needs CuPy and a GPU, and this machine lacks one; got 'cupy'")
+
+
+@pytest.mark.skipif(not gpu_at_hand(), reason="needs CuPy and a GPU")
+def test_backend_cupy_runs_both_versions_on_the_gpu():
+    done = compare(".", ".", "--backend", "cupy", "--rounds", "3", "--warmup", "1")
+    assert done.returncode == 0, done.stderr
+    assert "backend: cupy (each step waits for the GPU)" in done.stdout
+    assert "relative difference 0.0e+00)" in done.stdout
+    assert ROW.search(done.stdout), done.stdout
