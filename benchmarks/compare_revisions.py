@@ -193,7 +193,8 @@ def main():
         if getattr(args, option) < (option == "rounds"):
             parser.error(f"--{option}: wanted at least {int(option == 'rounds')}; "
                          f"got {getattr(args, option)}")
-    from minitf.backend import cupy_available   # here, not at the top: a worker imports its own
+    sys.path.insert(0, str(ROOT))         # this checkout's minitf, installed or not; a worker
+    from minitf.backend import cupy_available     # imports its own, so not at the top
     if args.backend == "cupy" and not cupy_available():
         parser.error("--backend: cupy needs CuPy and a GPU, and this machine lacks one; got 'cupy'")
     env = dict(os.environ)
