@@ -377,20 +377,24 @@ def blocks_pay_off(*arrays) -> bool:
 
 def elementwise_in_blocks(fn, *arrays):
     """fn(*arrays) for an elementwise fn of arrays of one shape, ELEMENTWISE_BLOCK elements at a
-    time, into one new array. What it saves: fn's temporaries are the size of a block, not of the
-    arrays (GELU's backward makes two the size of the hidden layer), and a block stays in the
-    cache from one of fn's passes to the next. On a GPU it is fn(*arrays) (see blocks_pay_off)."""
+    time, into one new array, or a tuple of them where fn returns a tuple (GELU's forward: y and
+    Φ). What it saves: fn's temporaries are the size of a block, not of the arrays (GELU's
+    backward makes two the size of the hidden layer), and a block stays in the cache from one of
+    fn's passes to the next. On a GPU it is fn(*arrays) (see blocks_pay_off)."""
     if not blocks_pay_off(*arrays) or arrays[0].size <= ELEMENTWISE_BLOCK:
         return fn(*arrays)
     flat = [a.reshape(-1) for a in arrays]               # views of C-ordered arrays, else copies
-    first = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))          # its dtype is fn's to choose
-    out = numpy.empty(arrays[0].shape, dtype=first.dtype)
-    out_flat = out.reshape(-1)                                  # a view: out is new, C-ordered
-    out_flat[:ELEMENTWISE_BLOCK] = first
-    for start in range(ELEMENTWISE_BLOCK, out.size, ELEMENTWISE_BLOCK):
+    results = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))        # the first block's: their dtypes
+    one = not isinstance(results, tuple)                        # are fn's to choose
+    outs = [numpy.empty(arrays[0].shape, dtype=r.dtype) for r in ((results,) if one else results)]
+    outs_flat = [out.reshape(-1) for out in outs]               # views: each out is new, C-ordered
+    for start in range(0, outs[0].size, ELEMENTWISE_BLOCK):
         block = slice(start, start + ELEMENTWISE_BLOCK)
-        out_flat[block] = fn(*(a[block] for a in flat))
-    return out
+        if start:                                               # the first block's are in hand
+            results = fn(*(a[block] for a in flat))
+        for out_flat, result in zip(outs_flat, (results,) if one else results):
+            out_flat[block] = result
+    return outs[0] if one else tuple(outs)
 
 
 def float_errors_ignored(*kinds: str):

@@ -180,21 +180,29 @@ def test_elementwise_in_blocks_is_the_function_on_the_whole(backend_name, monkey
     small = backend.randn(7)
     assert bool((backend.elementwise_in_blocks(xp.exp, small) == xp.exp(small)).all())
 
+    def two(a, b):                            # a tuple: one array of the whole for each result
+        return a * b, xp.exp(a) > 1.0
+
+    product, positive = backend.elementwise_in_blocks(two, a, b)
+    assert product.shape == positive.shape == (3, 5, 4) and positive.dtype == bool
+    assert bool((product == a * b).all()) and bool((positive == (xp.exp(a) > 1.0)).all())
+
 
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
 def test_gelu_in_blocks_has_the_gradient_of_gelu_on_the_whole(float64, monkeypatch, approximate):
-    """nn.GELU's backward, and the tanh GELU's Φ in its forward, run a block at a time (on NumPy):
-    the gradient check, with a block of 5 elements; Φ bit-equal to the whole array's, and the
+    """nn.GELU's backward, and the tanh GELU's forward, run a block at a time (on NumPy): the
+    gradient check, with a block of 5 elements; Φ and y bit-equal to the whole array's, and the
     gradient bit-equal to F.gelu_backward on the whole array."""
     monkeypatch.setattr(backend, "ELEMENTWISE_BLOCK", 5)
     from minitf.gradcheck import ModuleCase, check
     gelu, x = nn.GELU(approximate), backend.randn(2, 3, 4)
     rows = check("GELU in blocks", ModuleCase(gelu, {"x": x}))
     assert rows and all(row.passed for row in rows)
-    _, cache = F.gelu(x, approximate)
+    y, cache = F.gelu(x, approximate)
     if approximate == "tanh":
         from minitf.functional.activation import _gelu_tanh_cdf
         assert bool((cache[1] == _gelu_tanh_cdf(x)).all())
+        assert bool((y == x * _gelu_tanh_cdf(x)).all())
     dy = backend.randn(2, 3, 4)
     gelu(x)
     assert bool((gelu.backward(dy) == F.gelu_backward(dy, cache)).all())

@@ -40,11 +40,17 @@ def gelu(x, approximate="tanh"):
         cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
         return x * cdf, (x, cdf, approximate)
     if approximate == "tanh":
-        # Φ is seven passes over an array of x's size: a block at a time, all but the first read
-        # the block from the core's own cache (backend.elementwise_in_blocks)
-        cdf = elementwise_in_blocks(_gelu_tanh_cdf, x)
-        return x * cdf, (x, cdf, approximate)
+        # Φ is seven passes over an array of x's size, and x Φ an eighth: a block at a time, all
+        # but the first read the block from the core's own cache (backend.elementwise_in_blocks)
+        y, cdf = elementwise_in_blocks(_gelu_tanh, x)
+        return y, (x, cdf, approximate)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh'; got {approximate!r}")
+
+
+def _gelu_tanh(x):
+    """(x Φ(x), Φ(x)) for tanh-GELU: the output and what its backward keeps."""
+    cdf = _gelu_tanh_cdf(x)
+    return x * cdf, cdf
 
 
 def _gelu_tanh_cdf(x):
