@@ -35,7 +35,7 @@ from pathlib import Path
 from statistics import median
 
 from configs import BETAS, CONFIGS, LR, WEIGHT_DECAY
-from machine import THREAD_VARIABLES
+from machine import THREAD_VARIABLES, device_wait
 
 ROOT = Path(__file__).resolve().parents[1]          # the checkout this script belongs to
 DECODE_TOKENS = 256                                 # as vs_torch.py's decoding measure
@@ -55,7 +55,7 @@ def worker(source, name, measure, vocab, backend_name):
 
     config = CONFIGS[name]
     backend.use(backend_name)
-    wait = backend.get_array_module().cuda.Device().synchronize if backend_name == "cupy" else None
+    wait = device_wait(backend_name)
     backend.seed(0)
     # Decoding needs room for its tokens after the prompt; the other steps keep the config's n.
     max_len = max(config.n, 1 + DECODE_TOKENS) if measure == "decode" else config.n
@@ -87,8 +87,7 @@ def worker(source, name, measure, vocab, backend_name):
     for _ in sys.stdin:
         start = time.perf_counter()
         step()
-        if wait:
-            wait()                             # the GPU's work done, not only queued
+        wait()                                 # on a GPU: its work done, not only queued
         print((time.perf_counter() - start) / per, flush=True)      # seconds per step or token
 
 

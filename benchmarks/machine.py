@@ -45,6 +45,16 @@ def blas_line():
     return "; ".join(pools) + (f" ({KERNEL_VARIABLE}={chosen})" if chosen else "")
 
 
+def device_wait(backend_name):
+    """A function that waits until the GPU has finished all the work queued so far (CuPy only
+    queues it, so a timer stopped without the wait times the queueing); on NumPy, one that does
+    nothing."""
+    if backend_name != "cupy":
+        return lambda: None
+    import cupy
+    return cupy.cuda.get_current_stream().synchronize
+
+
 def contention_line(threads):
     """A warning for the header of a comparison that runs two libraries with ``threads`` threads
     each in one process, when they have no more cores than that: after each call a pool's idle

@@ -12,6 +12,8 @@ the best of five runs of 30 calls.
 import argparse
 import time
 
+from machine import device_wait
+
 from minitf import backend
 
 SHAPES = [(52, 64, 128), (52, 4, 64, 64), (52, 64, 100), (16, 4, 64, 128), (16, 128, 1024),
@@ -22,12 +24,7 @@ def best_ms(call, backend_name, calls=30):
     """Milliseconds per call of ``call()``: the best of five runs of ``calls`` calls, after one to
     warm up. On CuPy each run ends by waiting for the GPU, so the time is the work's, not the
     queue's."""
-    if backend_name == "cupy":
-        import cupy
-        wait = cupy.cuda.get_current_stream().synchronize
-    else:
-        def wait():
-            pass
+    wait = device_wait(backend_name)
     call()
     best = float("inf")
     for _ in range(5):

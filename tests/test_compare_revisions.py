@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from minitf import backend
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "compare_revisions.py"
 ROW = re.compile(r"^\| tiny \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \|$", re.M)
@@ -107,12 +109,7 @@ def test_bad_options_are_named(args, message):
     assert done.returncode == 2 and message in done.stderr
 
 
-def gpu_at_hand():
-    from minitf.backend import cupy_available
-    return cupy_available()
-
-
-@pytest.mark.skipif(gpu_at_hand(), reason="a GPU is here: the refusal cannot be seen")
+@pytest.mark.skipif(backend.cupy_available(), reason="a GPU is here: the refusal cannot be seen")
 def test_backend_cupy_without_a_gpu_is_one_clear_line():
     done = compare(".", ".", "--backend", "cupy", "--rounds", "1")
     assert done.returncode == 2
@@ -120,7 +117,7 @@ def test_backend_cupy_without_a_gpu_is_one_clear_line():
         "--backend: cupy needs CuPy and a GPU, and this machine lacks one; got 'cupy'")
 
 
-@pytest.mark.skipif(not gpu_at_hand(), reason="needs CuPy and a GPU")
+@pytest.mark.skipif(not backend.cupy_available(), reason="needs CuPy and a GPU")
 def test_backend_cupy_runs_both_versions_on_the_gpu():
     done = compare(".", ".", "--backend", "cupy", "--rounds", "3", "--warmup", "1")
     assert done.returncode == 0, done.stderr
