@@ -108,8 +108,8 @@ def test_missing_terms_fail_with_the_exercise_s_classic_mistake():
 
 
 def test_a_residual_undone_in_the_forward_s_order_fails_with_its_hint_not_an_error():
-    """Pre-LN with the norm's backward first: the sublayer's first projection rebuilds its input
-    from what the norm kept (Linear.rebuild_input_with), whenever its backward comes."""
+    """Pre-LN with the norm's backward first: the gradients come out wrong, and the grader says
+    so with the hint for that order, not with an error from inside the layers."""
     def forward_order(self, dy):                               # pre-LN, the case graded
         return dy + as_tuple(self.layer.backward(self.drop.backward(self.norm.backward(dy))))[0]
 

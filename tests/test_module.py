@@ -5,7 +5,6 @@ import pytest
 import minitf.functional as F
 import minitf.nn as nn
 from minitf import backend
-from minitf.nn.module import as_tuple
 
 
 def test_parameter_names_follow_the_tree():
@@ -119,48 +118,6 @@ def test_feed_forward_keeps_no_copy_of_a_hidden_layer_it_can_rebuild(backend_nam
     plain = [ffn.W_1.backward(ffn.act.backward(ffn.drop.backward(ffn.W_2.backward(dy))))]
     for ours, theirs in zip(grads, plain + [p.grad for p in ffn.parameters()], strict=True):
         np.testing.assert_array_equal(ours, backend.to_numpy(theirs))
-
-
-def test_a_layer_norm_rebuilds_its_output_to_the_last_bit(backend_name):
-    norm = nn.LayerNorm(8)
-    norm.gamma.data[...], norm.beta.data[...] = backend.randn(8), backend.randn(8)
-    y = norm(backend.randn(3, 5, 8))
-    rebuild = norm.output_rebuilder()
-    norm.backward(backend.randn(3, 5, 8))             # the rebuild holds what it needs itself
-    np.testing.assert_array_equal(backend.to_numpy(rebuild()), backend.to_numpy(y))
-
-
-@pytest.mark.parametrize("sublayer", ["self-attention", "cross-attention", "feed-forward"])
-def test_a_pre_ln_sublayer_keeps_no_copy_of_the_normed_input(backend_name, sublayer):
-    """Pre-LN: the norm keeps x̂, so its output γ x̂ + β, the first projection's input, is rebuilt
-    for that projection's backward, not kept a second time; the gradients are the same bits as
-    the plain chain gives, which keeps it."""
-    layer = {"self-attention": lambda: nn.MultiHeadAttention(8, 2, causal=True),
-             "cross-attention": lambda: nn.MultiHeadAttention(8, 2, cross=True),
-             "feed-forward": lambda: nn.FeedForward(8, 16)}[sublayer]()
-    block = nn.Residual(layer, 8, pre_ln=True)
-    block.norm.gamma.data[...], block.norm.beta.data[...] = backend.randn(8), backend.randn(8)
-    x, dy = backend.randn(3, 5, 8), backend.randn(3, 5, 8)
-    context = (backend.randn(3, 4, 8),) if sublayer == "cross-attention" else ()
-    block(x, *context)
-    first = {"self-attention": "W_qkv", "cross-attention": "W_q", "feed-forward": "W_1"}[sublayer]
-    assert getattr(layer, first).kept_input() is None
-    if context:
-        assert layer.W_kv.kept_input() is context[0]           # the memory is no norm's output
-    grads = [backend.to_numpy(g).copy() for g in
-             [*as_tuple(block.backward(dy))] + [p.grad for p in block.parameters()]]
-    block.zero_grad()
-    layer(block.norm(x), *context)                             # the plain chain: W keeps LN(x)
-    d_layer, *d_context = as_tuple(layer.backward(dy))
-    plain = [dy + block.norm.backward(d_layer), *d_context]
-    for ours, theirs in zip(grads, plain + [p.grad for p in block.parameters()], strict=True):
-        np.testing.assert_array_equal(ours, backend.to_numpy(theirs))
-    block(x, *context)                  # the norm's backward first (a learner's wrong order):
-    block.norm.backward(dy)             # the projection's input is rebuilt all the same
-    assert as_tuple(layer.backward(dy))[0].shape == x.shape
-    block.eval()                        # no backward follows an evaluation: nothing is rebuilt
-    block(x, *context)
-    assert getattr(layer, first).kept_input() is not None
 
 
 def _owner(a):

@@ -63,13 +63,7 @@ class Residual(Module):
 
     def forward(self, x, *context, **options):
         if self.pre_ln:
-            normed = self.norm(x)
-            out = self.layer(normed, *context, **options)
-            if self.training:
-                # Memory, not math: for the backward that may follow, f's first projection will
-                # remake LN(x) from the norm's x̂ instead of keeping a copy of its own.
-                _rebuild_where_kept(self.layer, normed, self.norm.output_rebuilder())
-            return x + self.drop(out)
+            return x + self.drop(self.layer(self.norm(x), *context, **options))
         return self.norm(x + self.drop(self.layer(x, *context, **options)))
 
     def backward(self, dy):
@@ -85,16 +79,6 @@ class Residual(Module):
             dx = dh + d_layer
         return (dx, *d_context) if d_context else dx
         # END SOLUTION
-
-
-def _rebuild_where_kept(layer, x, rebuild) -> None:
-    """Every Linear in ``layer`` that kept x itself for its backward (the first projections: W_qkv
-    or W_q, W_1) keeps ``rebuild`` instead, which makes x again (see Linear.rebuild_input_with).
-    Pre-LN: x = LN(·) is γ x̂ + β, and the norm keeps x̂ anyway; a (b, n, d_model) array less a
-    sublayer."""
-    for module in layer.modules():
-        if isinstance(module, Linear) and module.kept_input() is x:
-            module.rebuild_input_with(rebuild)
 
 
 class EncoderBlock(Module):

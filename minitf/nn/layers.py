@@ -31,16 +31,11 @@ class Linear(Module):
         self._save(cache)                                        # (x, W, has_bias)
         return y
 
-    def kept_input(self):
-        """The x the last forward kept for the backward; None if it kept none, or a rebuild."""
-        cache = self._cache                      # (x, W, has_bias), or no cache at all
-        return cache[0] if isinstance(cache, tuple) and not callable(cache[0]) else None
-
     def rebuild_input_with(self, rebuild) -> None:
         """Let go of the x the last forward kept for the backward: ``rebuild()`` returns it again
         there, equal to the last bit. For the module that made x, when it keeps what x is remade
-        from anyway (a GELU's x and Φ(x), a layer norm's x̂): the widest arrays of a block are
-        then kept once, not twice. Only memory changes, never a gradient."""
+        from anyway (a GELU's x and Φ(x), for FeedForward's W_2): the widest array of a block is
+        then not kept a third time. Only memory changes, never a gradient."""
         _, W, has_bias = self._peek_cache("rebuild_input_with")
         self._save((rebuild, W, has_bias))
 
@@ -155,15 +150,6 @@ class LayerNorm(Module):
         self.beta.grad += dbeta
         return dx
 
-    def output_rebuilder(self):
-        """A function that returns y = γ x̂ + β of the last forward again, by the same two
-        operations from the x̂, γ and β that forward used, so equal to the last bit: for a layer
-        that reads y and need not keep a copy (Linear.rebuild_input_with). It holds those arrays
-        itself, so it works before or after this layer's own backward."""
-        x_hat, _, gamma = self._peek_cache("output_rebuilder")
-        beta = self.beta.data
-        return lambda: x_hat * gamma + beta
-
 
 class Dropout(Module):
     """Inverted dropout with rate p in training mode; the identity in evaluation mode."""
@@ -215,7 +201,9 @@ class GELU(Module):
 
     def output_rebuilder(self):
         """A function that returns y = x Φ(x) of the last forward again, by the same product from
-        the x and Φ(x) it keeps, so equal to the last bit (see LayerNorm.output_rebuilder)."""
+        the x and Φ(x) that forward kept, so equal to the last bit: for a layer that reads y and
+        need not keep a copy (Linear.rebuild_input_with). It holds those arrays itself, so it
+        works before or after this layer's own backward."""
         x, cdf, _ = self._peek_cache("output_rebuilder")
         return lambda: x * cdf
 
