@@ -20,7 +20,6 @@ import time
 import numpy as np
 
 from minitf import backend, nn, pretrained, viz
-from minitf.backend import to_numpy
 from minitf.data.tasks import sentiment
 from minitf.pretrained.analysis import attention_figure, attention_maps, similarity
 from minitf.pretrained.finetune import accuracy, fine_tune

@@ -4,7 +4,6 @@ positions are scored), segment ids for sentence pairs, and a masked LM that lear
 import math
 
 import numpy as np
-import pytest
 
 import minitf.functional as F
 from minitf import backend, data

@@ -6,7 +6,7 @@ import pytest
 import minitf.functional as F
 import minitf.nn as nn
 from minitf import backend
-from minitf.data import BOS, EOS
+from minitf.data import BOS
 from minitf.generate import beam_search, generate, greedy_decode, sample_next
 from minitf.models import (MODELS, DecoderLM, EncoderClassifier, EncoderLM, Model, RNNLM,
                            SetEncoder,

@@ -13,7 +13,6 @@ import functools
 import http.server
 import os
 import re
-import shutil
 import threading
 import xml.etree.ElementTree as ET
 from collections import deque
