@@ -10,6 +10,8 @@ import argparse
 import statistics
 import time
 
+from machine import device_wait
+
 from minitf import backend
 from minitf.models import DecoderLM
 from minitf.nn import EncoderBlock
@@ -85,12 +87,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     backend.use(args.backend)
-    sync = lambda: None   # noqa: E731
-    device = "cpu"
-    if args.backend == "cupy":
-        import cupy
-        sync = cupy.cuda.Device().synchronize
-        device = "cuda"
+    sync = device_wait(args.backend)
+    device = "cuda" if args.backend == "cupy" else "cpu"
     b, n, d, h, d_ff, vocab = 32, 128, 128, 4, 512, 103
     rows = [("EncoderBlock(128, 4, 512), x (32, 128, 128)", _median_ms(minitf_block(b, n, d, h, d_ff), args.repeats, sync)),
             ("DecoderLM default, 32 × 128 tokens", _median_ms(minitf_lm(b, n, vocab), args.repeats, sync))]
