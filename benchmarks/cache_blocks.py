@@ -10,8 +10,9 @@ pays that price. Done a block of rows at a time, a block small enough to stay in
 cache, only a block's first pass reads from memory and the rest from the cache; but every block
 makes all the calls again, which costs Python time.
 
-This script times minitf's own functions at the default model's shapes (`minitf train`: 52 windows
-of 64 positions, d_model 128, d_ff 512, 4 heads), forward and backward, once on the whole array and
+This script times minitf's own functions at the default model's shapes (`minitf train`'s, as
+benchmarks/configs.py gives them: 32 windows of 64 positions, d_model 128, d_ff 512, 4 heads, since
+RESULTS.md's twenty-second entry; 52 windows before), forward and backward, once on the whole array and
 once on blocks of rows of each size given (in elements: a block of 65,536 float32 is 256 KiB), each
 block's result written into one output array. Each call checks its arguments again, as a layer
 called on each block would, and a blocked implementation would not: the blocks here are, if
@@ -32,14 +33,17 @@ import shlex
 import sys
 
 import numpy as np
+from configs import CONFIGS
 from machine import blas_line, cpu_line
 from reductions import best_ms
 
 import minitf.functional as F
 from minitf import backend
 
-POSITIONS, D_MODEL, D_FF, HEADS, N = 52 * 64, 128, 512, 4, 64
-LAYERS = 2                    # each block: two layer norms, one GELU, one attention softmax
+DEFAULT = CONFIGS["default"]
+POSITIONS, N = DEFAULT.batch * DEFAULT.n, DEFAULT.n
+D_MODEL, D_FF, HEADS = DEFAULT.d_model, 4 * DEFAULT.d_model, DEFAULT.n_heads
+LAYERS = DEFAULT.n_layers     # each block: two layer norms, one GELU, one attention softmax
 MEMORY_SIZES_KIB = (64, 256, 1024, 4096, 16384, 65536)          # one array of float32
 
 

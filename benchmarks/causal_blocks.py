@@ -11,13 +11,15 @@ the last column divides by the baseline's time.
 """
 import argparse
 
+from configs import CONFIGS
 from reductions import best_ms
 
 from minitf import backend
 from minitf import functional as F
 
+DEFAULT = CONFIGS["default"]     # vs_torch.py's default config, `minitf train`'s model
 SHAPES = {                      # (batch, heads, n, d_head) of a block's attention
-    "default": (52, 4, 64, 32),  # vs_torch.py's default config, `minitf train`'s model
+    "default": (DEFAULT.batch, DEFAULT.n_heads, DEFAULT.n, DEFAULT.d_model // DEFAULT.n_heads),
     "long": (4, 4, 512, 64),    # vs_torch.py's long config
     "large": (32, 8, 512, 64),  # vs_torch_gpu.py's large config
 }

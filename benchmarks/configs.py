@@ -9,7 +9,7 @@ CONFIGS = {
     "small": Config(128, 2, 4, 128, 16),
     "ref": Config(256, 4, 4, 128, 16),
     "long": Config(256, 4, 4, 512, 4),
-    "default": Config(128, 2, 4, 64, 52, "rope"),     # `minitf train`'s model: RunConfig
+    "default": Config(128, 2, 4, 64, 32, "rope"),     # `minitf train`'s model: RunConfig
 }
 
-LR, BETAS, WEIGHT_DECAY = 6e-3, (0.9, 0.95), 0.1     # `minitf train`'s AdamW
+LR, BETAS, WEIGHT_DECAY = 5e-3, (0.9, 0.95), 0.1     # `minitf train`'s AdamW

@@ -12,11 +12,14 @@ the best of five runs of 30 calls.
 import argparse
 import time
 
+from configs import CONFIGS
 from machine import device_wait
 
 from minitf import backend
 
-SHAPES = [(52, 64, 128), (52, 4, 64, 64), (52, 64, 100), (16, 4, 64, 128), (16, 128, 1024),
+_B, _H, _N, _D = (getattr(CONFIGS["default"], key) for key in ("batch", "n_heads", "n", "d_model"))
+# `minitf train`'s model (its activations, scores, logits over ~100 characters), then others
+SHAPES = [(_B, _N, _D), (_B, _H, _N, _N), (_B, _N, 100), (16, 4, 64, 128), (16, 128, 1024),
           (32, 512, 512), (32, 512, 2048), (32, 8, 512, 512)]
 
 

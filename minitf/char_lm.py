@@ -38,8 +38,8 @@ MODEL_CHOICES = ("transformer", "rnn", "lstm")
 class RunConfig:
     """Everything that defines a run (the defaults are the measured ones in the README)."""
     text: str | None = None          # a text file; None: the default corpus
-    steps: int = 500
-    batch_size: int = 52
+    steps: int = 800
+    batch_size: int = 32
     context: int = 64
     d_model: int = 128
     n_heads: int = 4
@@ -48,9 +48,9 @@ class RunConfig:
     positional: str = "rope"
     model: str = "transformer"       # or "rnn", "lstm": RNNLM, d_model wide (heads, blocks unused)
     dropout: float = 0.0
-    lr: float = 6e-3
+    lr: float = 5e-3
     warmup: int | None = None        # None: min(50, decay_steps // 10)
-    decay_steps: int = 500           # where the cosine reaches lr / 10 (and stays): not --steps
+    decay_steps: int = 800           # where the cosine reaches lr / 10 (and stays): not --steps
     weight_decay: float = 0.1
     clip: float = 1.0
     eval_every: int = 100

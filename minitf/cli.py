@@ -229,9 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", help="train on this text file instead")
     train.add_argument("--steps", type=POSITIVE,
-                       help="optimisation steps in all (default 500; with --resume, the saved "
+                       help="optimisation steps in all (default 800; with --resume, the saved "
                             "run's); the learning-rate schedule does not depend on it")
-    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 52)")
+    train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 32)")
     train.add_argument("--context", type=POSITIVE,
                        help="characters per window, max_len (default 64)")
     train.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
@@ -243,12 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Transformer (default), or the recurrent baseline: rnn or lstm")
     train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
     train.add_argument("--lr", type=POSITIVE_REAL,
-                       help="peak learning rate of AdamW (default 6e-3)")
+                       help="peak learning rate of AdamW (default 5e-3)")
     train.add_argument("--warmup", type=NON_NEGATIVE,
                        help="steps of linear warm-up (default min(50, decay-steps // 10))")
     train.add_argument("--decay-steps", type=POSITIVE,
                        help="the step where the cosine decay reaches lr / 10 and stays "
-                            "(default 500); fixed apart from --steps, so a finished run continued "
+                            "(default 800); fixed apart from --steps, so a finished run continued "
                             "with --resume --steps N ends as one run of N steps would")
     train.add_argument("--eval-every", type=POSITIVE, help="validate every N steps (default 100)")
     train.add_argument("--save-every", type=NON_NEGATIVE,

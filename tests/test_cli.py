@@ -130,6 +130,20 @@ def test_every_command_has_help(command):
     assert result.returncode == 0 and "usage: minitf " + command in result.stdout
 
 
+@pytest.mark.parametrize("field", ["steps", "batch_size", "context", "d_model", "n_heads",
+                                   "n_layers", "lr", "decay_steps", "eval_every", "save_every",
+                                   "seed"])
+def test_train_help_states_the_run_defaults(field):
+    """`minitf train --help` writes each default out by hand: it must be RunConfig's (which the
+    README measures), not the one before the defaults were last tuned."""
+    from minitf.char_lm import RunConfig
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.choices and "train" in a.choices)
+    helps = {a.dest: a.help for a in commands.choices["train"]._actions}
+    stated = re.search(r"\(default ([0-9.e-]+)", helps[field])
+    assert stated and float(stated.group(1)) == getattr(RunConfig(), field), helps[field]
+
+
 def test_fast_is_a_small_version_of_the_default_run():
     from minitf.char_lm import RunConfig
     default, fast = RunConfig(), RunConfig.fast(seed=3)
