@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser(
         "train", help="train a character-level language model",
         description="Train a decoder-only Transformer on characters: by default on the Python "
-                    "documentation bundled with CPython (no download), for a few minutes on a "
+                    "documentation bundled with CPython (no download), for a minute or so on a "
                     "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", help="train on this text file instead")
