@@ -11,22 +11,21 @@ cache, only a block's first pass reads from memory and the rest from the cache; 
 makes all the calls again, which costs Python time.
 
 This script times minitf's own functions at the default model's shapes (`minitf train`'s, as
-benchmarks/configs.py gives them: 32 windows of 64 positions, d_model 128, d_ff 512, 4 heads, since
-RESULTS.md's twenty-second entry; 52 windows before), forward and backward, once on the whole array and
-once on blocks of rows of each size given (in elements: a block of 65,536 float32 is 256 KiB), each
-block's result written into one output array. Each call checks its arguments again, as a layer
+benchmarks/configs.py gives them, d_ff 4 · d_model), forward and backward, once on the whole array
+and once on blocks of rows of each size given (in elements: a block of 65,536 float32 is 256 KiB),
+each block's result written into one output array. Each call checks its arguments again, as a layer
 called on each block would, and a blocked implementation would not: the blocks here are, if
-anything, a little slower than they could be; a block as large as the array times that harness
-alone (the copy into the output). One thread; milliseconds per call, the best of five runs of
-`--rounds` calls. Only NumPy: on a GPU blocks do not pay (see ``backend.blocks_pay_off``). The last
-column counts each function's calls in one training step of the default model, and the line under
-the table adds up what the best block size of each would change in such a step (GELU's forward and
-backward already run in blocks of ``backend.ELEMENTWISE_BLOCK`` there; here they are timed whole
-and in the script's blocks). A second table says why, or why not: how fast one core adds two arrays
-into a third, from arrays that fit in its own cache to arrays that fit in none. A caution: called
-again and again, an array stays in a large L3 between calls, which a training step, passing over
-its other arrays in between, does not allow; on such a CPU this script leans against blocks, and a
-step timed with compare_revisions.py decides (benchmarks/RESULTS.md, nineteenth entry).
+anything, a little slower than they could be; a block as large as the array times that harness alone
+(the copy into the output). One thread; milliseconds per call, the best of five runs of `--rounds`
+calls. Only NumPy: on a GPU blocks do not pay (see ``backend.blocks_pay_off``). The last column
+counts each function's calls in one training step of the default model, and the line under the table
+adds up what the best block size of each would change in such a step (GELU's forward and backward
+already run in blocks of ``backend.ELEMENTWISE_BLOCK`` there; here they are timed whole and in the
+script's blocks). A second table says why, or why not: how fast one core adds two arrays into a
+third, from arrays that fit in its own cache to arrays that fit in none. A caution: called again and
+again, an array stays in a large L3 between calls, which a training step, passing over its other
+arrays in between, does not allow; on such a CPU this script leans against blocks, and a step timed
+with compare_revisions.py decides (benchmarks/RESULTS.md, nineteenth entry).
 """
 import argparse
 import shlex

@@ -17,10 +17,10 @@ from machine import device_wait
 
 from minitf import backend
 
-_B, _H, _N, _D = (getattr(CONFIGS["default"], key) for key in ("batch", "n_heads", "n", "d_model"))
-# `minitf train`'s model (its activations, scores, logits over ~100 characters), then others
-SHAPES = [(_B, _N, _D), (_B, _H, _N, _N), (_B, _N, 100), (16, 4, 64, 128), (16, 128, 1024),
-          (32, 512, 512), (32, 512, 2048), (32, 8, 512, 512)]
+DEFAULT = CONFIGS["default"]     # `minitf train`'s model: its activations, scores, logits over
+B, N = DEFAULT.batch, DEFAULT.n  # about 100 characters; then other models' shapes
+SHAPES = [(B, N, DEFAULT.d_model), (B, DEFAULT.n_heads, N, N), (B, N, 100), (16, 4, 64, 128),
+          (16, 128, 1024), (32, 512, 512), (32, 512, 2048), (32, 8, 512, 512)]
 
 
 def best_ms(call, backend_name, calls=30):
