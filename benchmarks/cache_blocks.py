@@ -17,10 +17,10 @@ each block's result written into one output array. Each call checks its argument
 called on each block would, and a blocked implementation would not: the blocks here are, if
 anything, a little slower than they could be; a block as large as the array times that harness alone
 (the copy into the output). One thread; milliseconds per call, the best of five runs of `--rounds`
-calls. Only NumPy: on a GPU blocks do not pay (see ``backend.blocks_pay_off``). The last column
+calls. Only NumPy: on a GPU blocks do not pay (see ``array_ops.blocks_pay_off``). The last column
 counts each function's calls in one training step of the default model, and the line under the table
 adds up what the best block size of each would change in such a step (GELU's forward and backward
-already run in blocks of ``backend.ELEMENTWISE_BLOCK`` there; here they are timed whole and in the
+already run in blocks of ``array_ops.ELEMENTWISE_BLOCK`` there; here they are timed whole and in the
 script's blocks). A second table says why, or why not: how fast one core adds two arrays into a
 third, from arrays that fit in its own cache to arrays that fit in none. A caution: called again and
 again, an array stays in a large L3 between calls, which a training step, passing over its other
@@ -37,7 +37,7 @@ from machine import blas_line, cpu_line
 from reductions import best_ms
 
 import minitf.functional as F
-from minitf import backend
+from minitf import array_ops, backend
 
 DEFAULT = CONFIGS["default"]
 POSITIONS, N = DEFAULT.batch * DEFAULT.n, DEFAULT.n
@@ -58,14 +58,14 @@ def in_row_blocks(fn, arrays, rows):
 
 
 class whole_arrays:
-    """``with whole_arrays():`` minitf's own blocks off (backend.ELEMENTWISE_BLOCK larger than any
+    """``with whole_arrays():`` minitf's own blocks off (array_ops.ELEMENTWISE_BLOCK larger than any
     array), so that "whole" times the whole array and the blocks are only the script's."""
 
     def __enter__(self):
-        self.block, backend.ELEMENTWISE_BLOCK = backend.ELEMENTWISE_BLOCK, sys.maxsize
+        self.block, array_ops.ELEMENTWISE_BLOCK = array_ops.ELEMENTWISE_BLOCK, sys.maxsize
 
     def __exit__(self, *exc_info):
-        backend.ELEMENTWISE_BLOCK = self.block
+        array_ops.ELEMENTWISE_BLOCK = self.block
 
 
 def cases():

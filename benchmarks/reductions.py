@@ -3,7 +3,7 @@
     python benchmarks/reductions.py                      # NumPy
     python benchmarks/reductions.py --backend cupy       # CuPy, on a GPU
 
-The shim's ``sum_over_positions`` (a bias's or a layer norm's gradient, summed over positions),
+minitf.array_ops' ``sum_over_positions`` (a bias's or a layer norm's gradient, summed over positions),
 ``row_sum`` (Σ_i a_i of every row: layer norm's mean, softmax's denominator) and ``row_dot``
 (Σ_i a_i b_i of every row: layer norm and softmax backward) chose their spelling from these
 figures, and ``row_max`` (the maximum of every row: softmax's shift) too. Milliseconds per call,
@@ -15,7 +15,7 @@ import time
 from configs import CONFIGS
 from machine import device_wait
 
-from minitf import backend
+from minitf import array_ops, backend
 
 DEFAULT = CONFIGS["default"]     # `minitf train`'s model: its activations, scores, logits over
 B, N = DEFAULT.batch, DEFAULT.n  # about 100 characters; then other models' shapes
@@ -58,13 +58,13 @@ def main():
                 "Σ over positions of a⊙b: ones @ (a * b)": lambda: ones @ (rows_a * rows_b),
                 "row sums: a.sum(-1, keepdims=True)": lambda: a.sum(-1, keepdims=True),
                 "row sums: a @ ones((d, 1))": lambda: a @ xp.ones((d, 1), dtype=a.dtype),
-                "row sums: row_sum (the shim's choice)": lambda: backend.row_sum(a),
+                "row sums: row_sum (minitf's choice)": lambda: array_ops.row_sum(a),
                 "row dots: (a * b).sum(-1, keepdims=True)": lambda: (a * b).sum(-1, keepdims=True),
                 "row dots: einsum('...i,...i->...')": lambda: xp.einsum("...i,...i->...", a, b),
                 "row dots: a[..., None, :] @ b[..., :, None]": lambda: a[..., None, :] @ b[..., :, None],
-                "row dots: row_dot (the shim's choice)": lambda: backend.row_dot(a, b),
+                "row dots: row_dot (minitf's choice)": lambda: array_ops.row_dot(a, b),
                 "row maxima: a.max(-1, keepdims=True)": lambda: a.max(-1, keepdims=True),
-                "row maxima: row_max (the shim's choice)": lambda: backend.row_max(a),
+                "row maxima: row_max (minitf's choice)": lambda: array_ops.row_max(a),
                 "one elementwise product a * b, for scale": lambda: a * b,
             }
             print(f"\n{args.backend}, {shape}, float32")

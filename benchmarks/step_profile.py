@@ -5,10 +5,10 @@
     python benchmarks/step_profile.py --config default --forward --threads 1
     python benchmarks/step_profile.py --config default --forward --threads 1 --torch
 
-Times every function of ``minitf.functional`` and of the shim (``minitf.backend``), and the
-optimizer's step, between two waits for the device, and prints each one's time per training step
-*exclusive* of the minitf functions it calls (``linear`` is its matrix product and bias add;
-``attention`` does not count the ``softmax`` inside it). The waits make every kernel finish
+Times every function of ``minitf.functional``, ``minitf.array_ops`` and the shim
+(``minitf.backend``), and the optimizer's step, between two waits for the device, and prints each
+one's time per training step *exclusive* of the minitf functions it calls (``linear`` is its
+matrix product and bias add; ``attention`` does not count the ``softmax`` inside it). The waits make every kernel finish
 inside the function that queued it, so a GPU's time lands where it is spent; they also add a
 little to each call, so the attributed sum runs above the plain step time printed first.
 
@@ -31,7 +31,7 @@ from minitf.optim import AdamW  # noqa: E402
 
 # Bookkeeping of the shim, called everywhere and doing no array work: left unwrapped.
 UNTIMED = {"get_array_module", "float_dtype", "backend_name", "float_errors_ignored", "_is_cupy",
-           "_load_cupy", "is_array"}
+           "_load_cupy", "is_array", "on_numpy"}
 
 
 class Profile:
@@ -68,7 +68,8 @@ class Profile:
         for module in [m for name, m in sys.modules.items() if name.startswith("minitf") and m]:
             for name, value in list(vars(module).items()):
                 if (isinstance(value, types.FunctionType) and name not in UNTIMED
-                        and value.__module__.startswith(("minitf.functional", "minitf.backend"))):
+                        and value.__module__.startswith(("minitf.functional", "minitf.array_ops",
+                                                      "minitf.backend"))):
                     if id(value) not in twins:
                         label = f"{value.__module__.removeprefix('minitf.')}.{value.__name__}"
                         twins[id(value)] = self.timed(value, label)

@@ -4,7 +4,7 @@ import pytest
 
 import minitf.functional as F
 import minitf.nn as nn
-from minitf import backend
+from minitf import array_ops, backend
 
 
 def test_parameter_names_follow_the_tree():
@@ -281,7 +281,7 @@ def test_a_module_called_is_its_forward_unless_it_defines_its_own_call():
 
 def test_causal_self_attention_runs_in_blocks_of_queries(float64):
     """Past CAUSAL_BLOCK queries, a causal MultiHeadAttention computes the weights a block at a
-    time (on NumPy; on a GPU in one block, see backend.blocks_pay_off); its output, weights and
+    time (on NumPy; on a GPU in one block, see array_ops.blocks_pay_off); its output, weights and
     gradients are those of F.attention with the whole causal mask (forced here by an all-True
     mask)."""
     n = 2 * F.CAUSAL_BLOCK + 1                                     # three blocks, the last of 1
@@ -290,7 +290,7 @@ def test_causal_self_attention_runs_in_blocks_of_queries(float64):
     x, dy = backend.randn(1, n, 4), backend.randn(1, n, 4)
     everywhere = backend.get_array_module(x).ones((n, n), dtype=bool)
     y, y_whole = blocked(x), whole(x, mask=everywhere)
-    blocks = 3 if backend.blocks_pay_off(x) else 1
+    blocks = 3 if array_ops.blocks_pay_off(x) else 1
     assert len(blocked._cache[0].blocks) == blocks and whole._cache[0].probs.shape == (1, 2, n, n)
     np.testing.assert_allclose(backend.to_numpy(y), backend.to_numpy(y_whole), rtol=1e-12)
     np.testing.assert_allclose(backend.to_numpy(blocked.probs), backend.to_numpy(whole.probs),

@@ -82,7 +82,7 @@ EXERCISES = (
         "->  dW: (vocab, d)   (ids are integers: they have no gradient)",
         "a lookup's gradient is a scatter-add back into the table",
         "dW[ids] = dy assigns: a token that occurs twice keeps only one of its gradients",
-        "minitf.backend.scatter_add(target, indices, values) adds at repeated indices too."),
+        "minitf.array_ops.scatter_add(target, indices, values) adds at repeated indices too."),
     Exercise(
         "LearnedPositionalEmbedding.backward", "minitf.nn.positional", 2, ("forward",),
         "y = x + P[offset : offset + n],   P the learned table self.W",

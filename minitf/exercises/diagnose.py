@@ -42,7 +42,7 @@ def shape_problem(name: str, x, dx) -> list[str]:
                          "too many or too few?)")
         elif _summable(got, wanted):
             lines.append("hint: a broadcast in the forward is a sum in the backward: sum over "
-                         "the axes that were stretched (minitf.backend.sum_to_shape)")
+                         "the axes that were stretched (minitf.array_ops.sum_to_shape)")
         return lines
     if dx.dtype != x.dtype:
         return [f"{name}: your gradient is {dx.dtype}, wanted {x.dtype} (the dtype of {name})",

@@ -6,8 +6,8 @@
 """
 import math
 
-from minitf.backend import (elementwise_in_blocks, erf, float_errors_ignored, get_array_module,
-                            rand)
+from minitf.array_ops import elementwise_in_blocks
+from minitf.backend import erf, float_errors_ignored, get_array_module, rand
 from minitf.validate import check_probability
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -41,7 +41,7 @@ def gelu(x, approximate="tanh"):
         return x * cdf, (x, cdf, approximate)
     if approximate == "tanh":
         # Φ is seven passes over an array of x's size, and x Φ an eighth: a block at a time, all
-        # but the first read the block from the core's own cache (backend.elementwise_in_blocks)
+        # but the first read the block from the core's own cache (array_ops.elementwise_in_blocks)
         cdf, y = elementwise_in_blocks(_gelu_tanh, x)
         return y, (x, cdf, approximate)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh'; got {approximate!r}")

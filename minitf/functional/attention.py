@@ -13,7 +13,8 @@ import itertools
 import math
 from collections import namedtuple
 
-from minitf.backend import blocks_pay_off, get_array_module, sum_to_shape
+from minitf.array_ops import blocks_pay_off, sum_to_shape
+from minitf.backend import get_array_module
 from minitf.functional.activation import dropout, dropout_backward
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import as_additive_mask, causal_mask

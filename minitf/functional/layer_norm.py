@@ -2,7 +2,8 @@
 
     y = γ ⊙ (x − μ) / √(σ² + ε) + β
 """
-from minitf.backend import get_array_module, row_dot, row_sum, sum_over_positions
+from minitf.array_ops import row_dot, row_sum, sum_over_positions
+from minitf.backend import get_array_module
 from minitf.validate import at_the_boundary, check_shape
 
 

@@ -3,7 +3,8 @@
     linear:     y = x W + b
     embedding:  y = W[ids]          (a linear map applied to one-hot rows, done as a lookup)
 """
-from minitf.backend import get_array_module, scatter_add, sum_over_positions
+from minitf.array_ops import scatter_add, sum_over_positions
+from minitf.backend import get_array_module
 from minitf.validate import at_the_boundary, check_ids, check_shape
 
 

@@ -6,7 +6,8 @@
 """
 import math
 
-from minitf.backend import float_errors_ignored, get_array_module, row_dot, row_max, row_sum
+from minitf.array_ops import row_dot, row_max, row_sum
+from minitf.backend import float_errors_ignored, get_array_module
 from minitf.validate import check_array, check_ids, check_probability, check_shape
 
 REDUCTIONS = ("mean", "sum")

@@ -3,7 +3,8 @@ minitf.functional, adding the parameter gradients into ``.grad``."""
 import math
 
 import minitf.functional as F
-from minitf.backend import elementwise_in_blocks, get_array_module
+from minitf.array_ops import elementwise_in_blocks
+from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
 from minitf.validate import check_int, check_probability, check_segments, check_shape
 

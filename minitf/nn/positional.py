@@ -2,7 +2,8 @@
 produces a learned bias for the attention scores. (RoPE and ALiBi have no parameters: they are
 options of MultiHeadAttention, which calls minitf.functional directly.)"""
 import minitf.functional as F
-from minitf.backend import get_array_module, sum_to_shape
+from minitf.array_ops import sum_to_shape
+from minitf.backend import get_array_module
 from minitf.functional.positional import check_bucket_settings
 from minitf.nn.module import Module, normal
 
