@@ -270,61 +270,6 @@ def test_load_state_dict_refuses_what_is_not_finite_real_arrays(state, error, fr
         nn.Linear(2, 2).load_state_dict(state)
 
 
-def test_a_language_model_needs_a_vocabulary():
-    from minitf.models import DecoderLM
-    with raises(ValueError, "DecoderLM: vocab_size must be a positive integer", "got 0"):
-        DecoderLM(0)
-
-
-def test_decode_refuses_ids_outside_the_vocabulary():
-    from minitf.data import CharTokenizer
-    tokenizer = CharTokenizer(list("abc"))
-    assert tokenizer.decode([2, 0]) == "ca" and tokenizer.decode([]) == ""
-    with raises(ValueError, "CharTokenizer.decode: ids must lie in [0, vocab_size=3)",
-                "from -1 to -1"):
-        tokenizer.decode([-1])                   # not "c", the last character
-
-
-@pytest.mark.parametrize("setting, fragments", [
-    (dict(top_k=2.5), ("top_k must be a positive integer", "2.5")),
-    (dict(top_k=0), ("top_k must be a positive integer", "got 0")),
-    (dict(temperature=float("nan")), ("temperature must be a finite number > 0", "nan")),
-    (dict(temperature=0), ("temperature must be a finite number > 0", "got 0")),
-    (dict(top_p=1.5), ("top_p must be a finite number > 0 and ≤ 1", "1.5")),
-    (dict(max_new_tokens=-1), ("max_new_tokens must be an integer ≥ 0", "-1")),
-])
-def test_generate_checks_its_settings_before_the_first_step(setting, fragments):
-    from minitf.generate import generate
-    from minitf.models import DecoderLM
-    arguments = {"max_new_tokens": 3, **setting}
-    with raises(ValueError, "generate: ", *fragments):
-        generate(DecoderLM(5, 8, 2, 1, max_len=8), [1, 2], **arguments)
-
-
-@pytest.mark.parametrize("prompt, error, fragments", [
-    ([1, 5], ValueError, ("generate: prompt must lie in [0, vocab_size=5)", "from 1 to 5")),
-    ([[-1, 2]], ValueError, ("generate: prompt must lie in [0, vocab_size=5)", "from -1 to 2")),
-    ([1.0, 2.0], TypeError, ("generate: prompt has dtype float64", "wanted an integer dtype")),
-])
-def test_generate_checks_its_prompt_once_at_the_start(backend_name, prompt, error, fragments):
-    """The model checks no ids while generate runs it (they are the prompt, checked here, and
-    tokens the model picked): a bad prompt is still one clear line, in generate's words."""
-    from minitf.generate import generate
-    from minitf.models import DecoderLM
-    with raises(error, *fragments):
-        generate(DecoderLM(5, 8, 2, 1, max_len=8), np.array(prompt), 3)
-
-
-def test_greedy_decode_and_beam_search_check_their_source(backend_name):
-    """Their steps run the decoder's layers unchecked (the tokens are the model's own): the
-    source is still checked, once, by the encoder."""
-    from minitf.generate import beam_search, greedy_decode
-    model = models.Transformer(5, 5, 8, 2, 1)
-    for decode in (greedy_decode, beam_search):
-        with raises(ValueError, "Transformer: src must lie in [0, vocab_size=5)", "from 1 to 7"):
-            decode(model, backend.to_device(np.array([[1, 7]])))
-
-
 @pytest.mark.parametrize("settings, fragments", [
     (dict(num_buckets=2), ("num_buckets must be an integer ≥ 4", "got 2")),
     (dict(num_buckets=2, bidirectional=False, max_distance=1), ("max_distance must be an integer "
