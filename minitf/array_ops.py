@@ -9,9 +9,9 @@ spelling its library runs fastest (measured in benchmarks/reductions.py and cach
     elementwise_in_blocks   an elementwise function a cache-sized block at a time (GELU)
 
 Each gives what the plain NumPy expression gives (``a.sum(axis=-1, keepdims=True)`` for
-``row_sum``); the tests in tests/test_backend.py check that. Like every file but backend.py this
-one imports no array library: ``get_array_module`` hands it NumPy or CuPy, and ``on_numpy`` says
-when a path written for NumPy applies.
+``row_sum``), to rounding, and ``row_max`` to the bit; tests/test_array_ops.py checks that. Like
+the layers, this file imports no array library: ``get_array_module`` hands it NumPy or CuPy, and
+``on_numpy`` says when a path written for NumPy applies.
 """
 from __future__ import annotations
 
