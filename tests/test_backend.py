@@ -62,6 +62,8 @@ def test_get_array_module_follows_the_arrays(backend_name):
     assert backend.get_array_module(None, 1.5, a) is xp
     assert backend.get_array_module(np.zeros(2)) is np
     assert backend.backend_of(a) == backend_name
+    assert backend.on_numpy(a) == backend.on_numpy() == (backend_name == "numpy")
+    assert backend.on_numpy(np.zeros(2)) and backend.on_numpy(None, np.zeros(2))
 
 
 def test_moving_arrays_round_trips(backend_name):
