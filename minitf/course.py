@@ -206,10 +206,12 @@ def find(query: str) -> Lesson:
 
 
 def listing(folder: Path) -> str:
-    """One line per lesson: number, title, runtime, file."""
-    return "\n".join(f"{lesson.number:02d}  {title(folder / f'{lesson.stem}.py'):<60} "
-                     f"{_runtime(lesson.seconds):>6}   lessons/{lesson.stem}.py"
-                     for lesson in LESSONS)
+    """One line per lesson: number, runtime, file and title, the title last, where its length
+    pushes no column out of line."""
+    width = max(len(lesson.stem) for lesson in LESSONS) + len("lessons/.py")
+    return "\n".join(f"{lesson.number:02d}  {_runtime(lesson.seconds):>5}  "
+                     f"{'lessons/' + lesson.stem + '.py':<{width}}  "
+                     f"{title(folder / f'{lesson.stem}.py')}" for lesson in LESSONS)
 
 
 def table(folder: Path) -> str:
@@ -228,6 +230,16 @@ def _runtime(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 1.5 else "1 s"
 
 
+def _stamp(file: Path):
+    """When and how large ``file`` was last written (None if it is not there): a figure the
+    lesson drew has a new stamp."""
+    try:
+        stat = file.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 def run(lesson: Lesson, folder: Path) -> int:
     """Run a lesson as a script (its own process, as a student would) and return its exit status.
 
@@ -236,12 +248,19 @@ def run(lesson: Lesson, folder: Path) -> int:
     """
     path = folder / f"{lesson.stem}.py"
     figures = Path(os.environ.get(FIGURES_ENV) or folder.parent / "figures")
+    files = [figures / f"{name}.png" for name in lesson.figures]
+    before = [_stamp(file) for file in files]
     print(f"running lessons/{path.name}: {title(path)}\n", flush=True)
     status = subprocess.run([sys.executable, str(path)], cwd=folder.parent,
                             env=lesson_environment()).returncode
-    if status == 0:
+    drawn = [file.name for file, stamp in zip(files, before) if _stamp(file) != stamp]
+    if status == 0 and files and not drawn:
+        # a lesson that cannot run here (lesson 20 without the model's files) says why and exits 0
+        print(f"\nlesson {lesson.number:02d} was skipped: it drew none of its figures (the "
+              f"reason is above)")
+    elif status == 0:
         print(f"\nlesson {lesson.number:02d} passed its checks; figures in {figures}: "
-              + ", ".join(f"{name}.png" for name in lesson.figures))
+              + ", ".join(drawn))
     else:
         print(f"\nlesson {lesson.number:02d} stopped with exit status {status}: a check above "
               f"failed", file=sys.stderr)

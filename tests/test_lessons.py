@@ -144,6 +144,19 @@ def test_minitf_lesson_runs_one_and_says_where_its_figures_went(tmp_path):
     assert (tmp_path / "01_thinking_machines.png").exists()
 
 
+def test_a_lesson_that_draws_nothing_is_reported_skipped_not_passed(capfd, monkeypatch, tmp_path):
+    """Lesson 20 without the model's files says why and exits 0: ``minitf lesson`` must not then
+    claim it passed its checks, nor list figures it did not draw."""
+    lesson = course.LESSONS[-1]
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / f"{lesson.stem}.py").write_text(
+        '"""A lesson that cannot run here"""\nprint("skipped: nothing to run with")\n')
+    monkeypatch.setenv("MINITF_FIGURES", str(tmp_path / "figures"))
+    assert course.run(lesson, tmp_path / "lessons") == 0
+    out = capfd.readouterr().out
+    assert f"lesson {lesson.number:02d} was skipped" in out and "passed its checks" not in out
+
+
 def test_lessons_run_with_one_blas_thread_unless_the_user_chose(monkeypatch):
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     assert course.lesson_environment()["OPENBLAS_NUM_THREADS"] == "1"
