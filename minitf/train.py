@@ -24,8 +24,6 @@ import math
 import time
 from typing import Callable
 
-from tqdm import tqdm
-
 from minitf.backend import float_errors_ignored, get_array_module
 from minitf.optim import clip_grad_norm, grad_norm
 
@@ -122,6 +120,7 @@ class Trainer:
     def fit(self, steps: int, progress: bool = True) -> dict:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
         until ``stop_requested`` is set."""
+        from tqdm import tqdm    # here, not at the top: grading a homework needs only NumPy
         bar = tqdm(total=steps, initial=self.step, disable=not progress, unit="step",
                    dynamic_ncols=True)
         tokens, start = 0, time.perf_counter()

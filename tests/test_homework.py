@@ -266,6 +266,17 @@ def test_grade_prints_a_table_and_writes_gradescope_json(hw1, tmp_path, capsys):
     assert "softmax_backward: passes every check" in data["tests"][2]["output"]
 
 
+def test_a_student_grades_with_numpy_alone(hw1):
+    """The handout says a student needs NumPy: grading, run in the folder on its own copy of
+    minitf, imports none of minitf's other dependencies (here made unimportable)."""
+    code = ("import sys; sys.modules.update(tqdm=None, matplotlib=None, scipy=None); "
+            "import minitf.cli; sys.exit(minitf.cli.main(['homework', 'grade', '.']))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=hw1, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 1 and "Error" not in run.stderr, run.stderr
+    assert run.stdout.splitlines()[-1].startswith("score 0 of 3 (")
+
+
 def test_grade_shows_what_to_fix_before_the_table(hw1, tmp_path, capsys):
     folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py"})
     answer = folder / "minitf/functional/softmax.py"

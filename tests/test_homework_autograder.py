@@ -28,20 +28,35 @@ def made(tmp_path_factory):
     return hw, key, autograder.build(hw, root / "hw.zip")
 
 
-def _run(zip_path: Path, tmp_path: Path, submit) -> dict:
+def _run_autograder(zip_path: Path, tmp_path: Path, submit, python=sys.executable):
     """Unpack the zip into an /autograder-like folder, let ``submit(folder)`` place the student's
-    files, run run_autograder as Gradescope does, and return results.json."""
+    files, and run run_autograder as Gradescope does: (its process, the folder)."""
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     with zipfile.ZipFile(zip_path) as archive:
         archive.extractall(root / "source")
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     submit(root / "submission")
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable}
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python}
     run = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True,
                          text=True, timeout=300)
+    return run, root
+
+
+def _run(zip_path: Path, tmp_path: Path, submit) -> dict:
+    """run_autograder's results.json for the files ``submit(folder)`` places."""
+    run, root = _run_autograder(zip_path, tmp_path, submit)
     assert run.returncode == 0, run.stderr
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+
+
+def test_a_grader_that_cannot_start_fails_the_autograder_run(made, tmp_path):
+    """A failed exercise is a score in results.json and exit status 0; a grader that wrote no
+    results.json at all (here its Python is missing) is an autograder error, said in one line."""
+    run, root = _run_autograder(made[2], tmp_path, lambda folder: None,
+                                python=str(tmp_path / "no-python"))
+    assert run.returncode == 1 and not (root / "results" / "results.json").exists()
+    assert "run_autograder: 'minitf homework grade' wrote no results.json" in run.stderr
 
 
 def _scores(results: dict) -> dict:

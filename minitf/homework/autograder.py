@@ -43,9 +43,16 @@ root="${AUTOGRADER_ROOT:-/autograder}"
 python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
 mkdir -p "$root/results"
 cd "$root"      # not homework/: the minitf found there is the student's copy
+rm -f "$root/results/results.json"
 PYTHONPATH="$root/source/reference" "$python" -m minitf homework grade "$root/source/homework" \\
     --submission "$root/submission" --json "$root/results/results.json"
-# A failed exercise is a score of 0 in results.json, not an error of the autograder.
+status=$?
+# A failed exercise is a score of 0 in results.json, not an error of the autograder; a grader that
+# wrote no results (it could not start) is one.
+if [ ! -s "$root/results/results.json" ]; then
+    echo "run_autograder: 'minitf homework grade' wrote no results.json (exit status $status)" >&2
+    exit 1
+fi
 exit 0
 """
 
