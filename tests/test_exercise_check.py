@@ -98,6 +98,13 @@ def test_a_gradient_that_ignores_dout():
     assert "it ignores dy" in _hints(result)
 
 
+def test_a_negative_zero_prints_as_zero():
+    """ReLU's backward with the mask taken from dy: where dy < 0 it returns -0.0, not 0."""
+    result = grade(find("relu_backward"), lambda dy, cache: dy * (dy > 0))
+    assert "yours -0," not in _hints(result)
+    assert re.search(r"worst entry x\[[0-9, ]+\]: yours 0, numeric -?[0-9.]+", _hints(result))
+
+
 def test_missing_terms_fail_with_the_exercise_s_classic_mistake():
     result = grade(find("layer_norm_backward"), layer_norm_backward_without_variance)
     assert _failed(result) == {("layer_norm", "x"), ("LayerNorm", "input x")}

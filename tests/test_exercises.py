@@ -179,7 +179,7 @@ def test_exercise_check_exit_status_and_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "4 of 6 tensors within 1e-06; 2 FAILED" in out
     assert "in case 'layer_norm', x: worst entry x[" in out
-    assert "hint: the classic mistake here: μ or σ treated as constants" in out
+    assert "hint: perhaps the classic mistake here: μ or σ treated as constants" in out
     assert "in case 'LayerNorm', input x: worst entry" in out and "    hint: as above" in out
     assert out.rstrip().endswith("layer_norm_backward: not yet: see what went wrong above")
 

@@ -244,7 +244,7 @@ def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, t
     path.write_text(wrong, encoding="utf-8")
     outcome = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
     assert outcome.score == 0.0 and not outcome.edited
-    assert "hint: the classic mistake here: μ or σ treated as constants" in outcome.report
+    assert "hint: perhaps the classic mistake here: μ or σ treated as constants" in outcome.report
     path.write_text(path.read_text(encoding="utf-8") + "# a note\n", encoding="utf-8")
     assert {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].edited
 

@@ -87,7 +87,9 @@ def _hint(dx, numeric, dx_other, mistake: str) -> str:
     if dx.ndim >= 2 and dx.shape[-1] == dx.shape[-2] and \
             relative_error(dx.swapaxes(-1, -2), numeric) <= TOLERANCE:
         return "the right numbers, transposed in the last two axes"
-    return f"the classic mistake here: {mistake}"
+    # no signature fits: name the slip most learners make here, as a guess (said so), since a
+    # wrong body that is not that slip would be sent looking for it
+    return f"perhaps the classic mistake here: {mistake}"
 
 
 def value_problem(name: str, x, dx, numeric, dx_other, mistake: str) -> list[str]:
@@ -106,7 +108,8 @@ def value_problem(name: str, x, dx, numeric, dx_other, mistake: str) -> list[str
     worst = xp.unravel_index(int(xp.argmax(diff)), dx.shape)
     scale = max(1e-8, float(xp.abs(dx).max()) + float(xp.abs(numeric).max()))
     off = int((diff > TOLERANCE * scale).sum())
-    return [f"{name}: worst entry {name}{_index(worst)}: yours {float(dx[worst]):.6g}, numeric "
-            f"{float(numeric[worst]):.6g}",
+    # + 0.0: a -0.0 prints as 0
+    return [f"{name}: worst entry {name}{_index(worst)}: yours {float(dx[worst]) + 0.0:.6g}, "
+            f"numeric {float(numeric[worst]) + 0.0:.6g}",
             f"{off} of {dx.size} entries off; {name} and your gradient have shape {tuple(x.shape)}",
             "hint: " + _hint(dx, numeric, dx_other, mistake)]
