@@ -91,6 +91,14 @@ def _held_out_loss(model, x, y, batch_size: int = 32) -> float:
     return total / len(x)
 
 
+def _spread(count: int, k: int) -> list[int]:
+    """k indices spread evenly over range(count), first and last included; all of them if
+    count ≤ k."""
+    if count <= k:
+        return list(range(count))
+    return [i * (count - 1) // (k - 1) for i in range(k)]
+
+
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
     out = rundir.probe(config.out or config.resume or DEFAULT_OUT)      # fail before training
@@ -172,7 +180,10 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     model = _build_model(config, tokenizer.vocab_size)
     optimizer = AdamW(model, config.lr, betas=(0.9, 0.95), weight_decay=config.weight_decay)
     val_x, val_y = data.evaluation_windows(val_ids, config.context)
-    quick = slice(0, 16)          # periodic validation on the first 16 windows: fast, always the same
+    # Periodic validation on 64 windows spread over the held-out text, always the same ones: under
+    # 1 % of a run's time, and within about 0.06 of the loss on all of them (a window's loss
+    # varies by about 0.5 around their mean; the first 16 alone, the hardest part, read 0.26 high).
+    quick = _spread(len(val_x), 64)
     trainer = Trainer(
         model, optimizer, lambda: data.random_windows(train_ids, config.batch_size, config.context),
         schedule=WarmupCosine(config.lr, warmup, config.decay_steps, config.lr / 10),

@@ -76,6 +76,13 @@ def test_train_fast_reports_against_the_bigram_and_saves(fast_run):
     assert (out / "loss.png").is_file()
 
 
+def test_the_periodic_validation_reads_windows_spread_over_the_held_out_text():
+    from minitf.char_lm import _spread
+    assert _spread(726, 64)[:3] == [0, 11, 23] and _spread(726, 64)[-1] == 725
+    assert len(set(_spread(726, 64))) == 64 and _spread(65, 64)[-2:] == [62, 64]
+    assert _spread(10, 64) == list(range(10))
+
+
 def test_generate_continues_a_prompt(fast_run, capsys):
     out, _ = fast_run
     assert cli.main(["generate", "--checkpoint", str(out), "--prompt", "The ",
