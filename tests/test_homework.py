@@ -313,6 +313,35 @@ def test_an_instructors_file_needs_a_check_per_exercise(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_the_readme_s_own_file_example_makes_a_homework_its_key_passes(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("Your own ops work too.", 1)[1].split("```python\n", 1)[1]
+    (tmp_path / "my_ops.py").write_text(example.split("```", 1)[0], encoding="utf-8")
+    key = homework.make(tmp_path / "key", files=[tmp_path / "my_ops.py"], solutions=True)
+    student = homework.make(tmp_path / "hw", files=[tmp_path / "my_ops.py"])
+    assert [(o.name, o.score) for o in homework.grade(key)] == [("softsign_backward", 1.0)]
+    assert [(o.name, o.score) for o in homework.grade(student)] == [("softsign_backward", 0.0)]
+
+
+@pytest.mark.parametrize("change, why", [
+    (('("x", "gamma"))', '("x", "z"))'), "KeyError: 'z'"),                 # a wrt of no input
+    (('return {"rows (4, 5)": case(4, 5), "batch (2, 3, 5)": case(2, 3, 5)}', "return 42"),
+     "check_rmsnorm_backward() returned 42; wanted a FunctionCase or a ModuleCase"),
+    (("return dx, dgamma", "return 2 * dx, dgamma"), "worst entry"),        # a wrong answer key
+])
+def test_an_instructors_file_whose_own_answer_fails_its_check_is_refused(tmp_path, change, why):
+    """Every student would be marked down for the check's fault: make refuses, writing nothing."""
+    bad = tmp_path / OPS.name
+    text = OPS.read_text(encoding="utf-8")
+    assert change[0] in text
+    bad.write_text(text.replace(*change), encoding="utf-8")
+    with pytest.raises(ValueError, match="its own rmsnorm_backward fails "
+                                         r"check_rmsnorm_backward\(\), so every answer would: ") as err:
+        homework.make(tmp_path / "out", files=[bad])
+    assert why in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
 # -- bad input: one line each, exit status 2 -------------------------------------------------------
 
 def _one_line_error(args, capsys) -> str:

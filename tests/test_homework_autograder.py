@@ -28,18 +28,20 @@ def made(tmp_path_factory):
     return hw, key, autograder.build(hw, root / "hw.zip")
 
 
-def _run_autograder(zip_path: Path, tmp_path: Path, submit, python=sys.executable):
+def _run_autograder(zip_path: Path, tmp_path: Path, submit, python=sys.executable, cwd=None):
     """Unpack the zip into an /autograder-like folder, let ``submit(folder)`` place the student's
-    files, and run run_autograder as Gradescope does: (its process, the folder)."""
+    files, and run run_autograder as Gradescope does: (its process, the folder). Relative paths
+    (``python``, the folder given as "autograder") are read from ``cwd``, as typed there."""
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     with zipfile.ZipFile(zip_path) as archive:
         archive.extractall(root / "source")
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     submit(root / "submission")
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python}
+    where = root if cwd is None else os.path.relpath(root, cwd)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(where), "AUTOGRADER_PYTHON": python}
     run = subprocess.run(["bash", str(root / "run_autograder")], env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=300, cwd=cwd)
     return run, root
 
 
@@ -48,6 +50,18 @@ def _run(zip_path: Path, tmp_path: Path, submit) -> dict:
     run, root = _run_autograder(zip_path, tmp_path, submit)
     assert run.returncode == 0, run.stderr
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+
+
+def test_the_readme_s_local_try_works_with_relative_paths(made, tmp_path):
+    """`AUTOGRADER_ROOT=ag AUTOGRADER_PYTHON=.venv/bin/python bash ag/source/run_autograder`, typed
+    in the folder that holds both: the script moves into the root, so it reads them first."""
+    key = made[1]
+    venv_python = os.path.relpath(sys.executable, tmp_path)
+    run, root = _run_autograder(made[2], tmp_path, lambda folder: shutil.copytree(
+        key / "minitf", folder / "minitf"), python=venv_python, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert results["score"] == len(EXERCISES)
 
 
 def test_a_grader_that_cannot_start_fails_the_autograder_run(made, tmp_path):

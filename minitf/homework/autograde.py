@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import reprlib
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from minitf import gradcheck_cases
 from minitf.backend import precision, seed
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
+from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.handout import MANIFEST, check_name
 
@@ -101,6 +103,10 @@ def _file_cases(module, name: str) -> dict:
     with precision("float64"), seed(0):        # the inputs minitf's own cases get: fixed
         built = check()
     built = built if isinstance(built, dict) else {"": built}
+    for case in built.values():
+        if not isinstance(case, (FunctionCase, ModuleCase)):
+            raise TypeError(f"{check_name(name)}() returned {reprlib.repr(case)}; wanted a "
+                            f"FunctionCase or a ModuleCase, or a dict of them")
     return {f"{name}: {label}" if label else name: (lambda case=case: case)
             for label, case in built.items()}
 
@@ -121,6 +127,20 @@ def _grade_one(entry: dict, path: Path) -> tuple:
         result = _stopped("\n".join([f"{path.name} could not be graded:",
                                      *_their_lines(err, path)]))
     return result, report(exercise, result, path)
+
+
+def check_own_file(path: Path, names) -> None:
+    """Refuse an instructor's file whose own answers fail their check_<name>(): graded as it is,
+    with the solutions in place, every exercise must pass, or each student would be marked down
+    for the check's fault (a wrong wrt, a case that is no case)."""
+    for name in names:
+        result, _ = _grade_one({"name": name, "source": "file"}, path)
+        if not result.passed:
+            why = (result.stopped.splitlines()[-1] if result.stopped else
+                   f"{result.problems[0][0]}: {result.problems[0][1][0]}" if result.problems
+                   else "it built no case to check")
+            raise ValueError(f"--file {path}: its own {name} fails {check_name(name)}(), so every "
+                             f"answer would: {why.strip()}")
 
 
 def find_submitted(submission: Path, file: str) -> Path | None:

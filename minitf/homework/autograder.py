@@ -41,6 +41,9 @@ RUN = """#!/usr/bin/env bash
 set -u
 root="${AUTOGRADER_ROOT:-/autograder}"
 python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
+# relative paths are read from where the script was started, before the cd below
+case "$root" in /*) ;; *) root="$PWD/$root" ;; esac
+case "$python" in /*) ;; */*) python="$PWD/$python" ;; esac
 mkdir -p "$root/results"
 cd "$root"      # not homework/: the minitf found there is the student's copy
 rm -f "$root/results/results.json"

@@ -164,6 +164,9 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
     own = [(Path(f), *_own_file(Path(f))) for f in files]
     if len({p.name for p, _, _ in own}) < len(own) or {p.name for p, _, _ in own} & {"minitf"}:
         raise ValueError("--file: two files of the same name (or one called minitf)")
+    from minitf.homework.autograde import check_own_file    # (it imports this module)
+    for path, _, own_names in own:
+        check_own_file(path, own_names)
 
     entries = [{"name": n, "file": "minitf/" + f, "source": "minitf"}
                for f, ns in sorted(blank.items()) for n in names if n in ns]
