@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from dataclasses import fields
 
@@ -408,7 +409,14 @@ def main(argv: list[str] | None = None) -> int:
             backend.use(args.backend)
         elif backend.environment_error() is not None:
             raise backend.environment_error()
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()        # here, not at exit: a reader that stopped is caught below
+        return status
+    except BrokenPipeError:
+        # whoever read the output stopped early (`| head`): no message, and stdout pointed at
+        # nothing so that Python's own flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except TrainingDiverged as err:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
 """The ``minitf`` command: ``gradcheck`` prints its table and its exit status tells the truth."""
 import re
+import os
 import subprocess
 import sys
 import warnings
@@ -54,6 +55,19 @@ def test_help_and_bad_flags():
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
     assert bad.stderr.strip().count("\n") == 0 and "--help)" in bad.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_error_message():
+    """`minitf exercise list | head -1`: the pipe is closed before minitf writes (here from the
+    start); minitf ends quietly with exit status 1, not with '[Errno 32] Broken pipe'."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "minitf", "exercise", "list"],
+                                stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1 and result.stderr == ""
 
 
 # -- train, generate, info -----------------------------------------------------------------------
