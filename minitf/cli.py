@@ -9,6 +9,7 @@
     minitf homework    an instructor's loop: make a student directory, grade a submission
     minitf embed       cosine similarities of sentences, by the pretrained all-MiniLM-L6-v2
 Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
+The course's commands (lesson, exercise, homework) are in cli_course.py.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import sys
 from dataclasses import fields
 
 from minitf import backend
+from minitf.cli_course import add_course_commands
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 MODEL_CHOICES = ("transformer", "rnn", "lstm")          # minitf.char_lm's (a test keeps them equal)
@@ -109,20 +111,6 @@ def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) ->
         print("\n" + format_table(table))
 
 
-def _lesson(args) -> int:
-    from minitf import course
-
-    folder = course.lessons_dir()
-    if args.table:
-        print(course.table(folder))
-        return 0
-    if args.name is None:
-        print(course.listing(folder))
-        print("\nrun one with 'minitf lesson N' (a number or part of its name)")
-        return 0
-    return course.run(course.find(args.name), folder)
-
-
 def _embed(args) -> int:
     from minitf import pretrained
     from minitf.pretrained.analysis import NEGATION_PAIR, format_similarity, similarity
@@ -131,54 +119,6 @@ def _embed(args) -> int:
     model, tokenizer = pretrained.load(args.model)
     print(format_similarity(sentences, similarity(model, tokenizer, sentences)))
     return 0
-
-
-def _exercise(args) -> int:
-    from pathlib import Path
-
-    from minitf import exercises
-
-    if args.action == "list":
-        print(exercises.table())
-        return 0
-    if args.action == "start":
-        exercise = exercises.find(args.name)
-        path = exercises.write_starter(exercise, Path(args.dir))
-        print(f"wrote {path}: write the body of {exercise.attribute}, then run "
-              f"'minitf exercise check {path}'")
-        return 0
-    report, status = exercises.check_file(args.file)
-    print(report)
-    return status
-
-
-def _homework(args) -> int:
-    import json
-    from pathlib import Path
-
-    from minitf import homework
-
-    if args.action == "make":
-        names = [n for n in (args.exercises or "").split(",") if n.strip()]
-        out = homework.make(args.out, names, args.file, args.solutions)
-        graded = [e["name"] for e in homework.manifest(out)["exercises"]]
-        print(f"wrote {out}: {', '.join(graded)} " + ("answered (the key)" if args.solutions else
-              "blank; students run 'python -m minitf homework grade .' inside it"))
-        return 0
-    if args.action == "autograder":
-        from minitf.homework import autograder
-        out = autograder.build(args.dir, args.out)
-        print(f"wrote {out}: upload it as the assignment's autograder on Gradescope (setup.sh "
-              f"and run_autograder at its root; it holds the reference, so keep it private)")
-        return 0
-    outcomes = homework.grade(args.dir, args.submission)
-    reports = homework.failing_reports(outcomes)
-    print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
-    print(homework.table(outcomes))
-    if args.json:
-        Path(args.json).write_text(json.dumps(homework.gradescope(outcomes), indent=2,
-                                              ensure_ascii=False) + "\n", encoding="utf-8")
-    return 0 if all(o.result.passed for o in outcomes) else 1
 
 
 def _checked(convert, accept, wanted: str):
@@ -318,69 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
     info.set_defaults(run=_info)
 
-    lesson = commands.add_parser(
-        "lesson", help="list the lessons, or run one",
-        description="The course: lesson scripts in lessons/, each a story with printed numbers, "
-                    "checks of the lectures' numbers and figures. Without NAME, list them with "
-                    "their runtimes; with NAME (a number or part of a name), run that lesson. "
-                    "Run from the root of the minitf repository.")
-    lesson.add_argument("name", nargs="?", metavar="NAME", help="e.g. 4, 04 or masks")
-    lesson.add_argument("--table", action="store_true",
-                        help="print the lessons as the Markdown table of lessons/README.md")
-    lesson.set_defaults(run=_lesson)
-
-    exercise = commands.add_parser(
-        "exercise", help="write minitf's backward passes yourself, and check them",
-        description="Exercises drawn from minitf's own backward passes, easiest first. 'start' "
-                    "writes a file with the function's signature, its forward and a hint, and "
-                    "no body; 'check' grades your file by minitf's gradient checks, with your "
-                    "function standing in for minitf's own (exit status 0 only when all pass).")
-    actions = exercise.add_subparsers(dest="action", required=True, metavar="ACTION")
-    actions.add_parser("list", help="the exercises, the checks that grade them, what they teach")
-    start = actions.add_parser("start", help="write the file for exercise NAME")
-    start.add_argument("name", metavar="NAME", help="e.g. softmax_backward (see 'list')")
-    start.add_argument("--dir", default=".", metavar="DIR", help="where to write it (default .)")
-    grade = actions.add_parser("check", help="grade your file")
-    grade.add_argument("file", metavar="FILE", help="a file written by 'start', e.g. "
-                                                     "softmax_backward.py")
-    _add_backend(grade)
-    exercise.set_defaults(run=_exercise)
-
-    homework = commands.add_parser(
-        "homework", help="make a student directory with exercises left blank; grade it",
-        description="'make' writes a self-contained student directory: a copy of minitf whose "
-                    "chosen exercises (and every region of each --file) are stubs between their "
-                    "'# BEGIN SOLUTION' / '# END SOLUTION' lines, a README and homework.json. "
-                    "A --file marks its own regions the same way ('# BEGIN SOLUTION NAME', NAME "
-                    "the exercise, by default the enclosing function) and defines, for each "
-                    "exercise NAME, a function check_NAME() that returns a minitf.gradcheck "
-                    "FunctionCase or ModuleCase (or a dict of them) built from the file's own "
-                    "functions; make refuses a file whose own answers fail them (the README has "
-                    "an example). "
-                    "'grade' grades each exercise on its own by gradient checks, with the "
-                    "directory's function standing in for the reference (exit status 0 only "
-                    "when all pass).")
-    steps = homework.add_subparsers(dest="action", required=True, metavar="ACTION")
-    make = steps.add_parser("make", help="write a student directory")
-    make.add_argument("--exercises", metavar="A,B,...",
-                      help="catalogue exercises to blank, e.g. softmax_backward,attention_backward")
-    make.add_argument("--file", action="append", default=[], metavar="FILE.py",
-                      help="an instructor's own file with marked regions (may be repeated)")
-    make.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) folder")
-    make.add_argument("--solutions", action="store_true",
-                      help="keep the reference bodies: the answered directory (the key)")
-    mark = steps.add_parser("grade", help="grade a homework directory (a submission)")
-    mark.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
-    mark.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json here")
-    mark.add_argument("--submission", metavar="DIR",
-                      help="take each exercise's file from this folder (a student's upload: the "
-                           "same paths, or the files side by side) instead of from DIR")
-    _add_backend(mark)
-    ship = steps.add_parser("autograder", help="write a Gradescope autograder zip for a "
-                                               "homework directory")
-    ship.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
-    ship.add_argument("--out", required=True, metavar="FILE.zip", help="a new .zip file")
-    homework.set_defaults(run=_homework)
+    add_course_commands(commands, _add_backend)
 
     embed = commands.add_parser(
         "embed", help="cosine similarities of sentences by a pretrained encoder",
