@@ -152,7 +152,11 @@ def test_the_reference_regions_put_back_give_the_reference_byte_for_byte(hw1, hw
 def test_the_key_is_the_directory_answered(hw1, hw2, tmp_path):
     for folder, kwargs in ((hw1, dict(exercises=HW1)), (hw2, dict(files=[OPS]))):
         key = homework.make(tmp_path / folder.name, solutions=True, **kwargs)
-        assert _files(key) == _files(_answered(folder, tmp_path / f"{folder.name}-answered"))
+        files, answered = _files(key), _files(_answered(folder, tmp_path / f"{folder.name}-answered"))
+        readme = files.pop("README.md").decode()            # which says, first, that it is the key
+        assert readme.startswith("# Homework\n\n**The key**: every body below is answered")
+        assert readme.split("\n", 4)[4] == answered.pop("README.md").decode().split("\n", 2)[2]
+        assert files == answered
 
 
 def test_two_runs_write_identical_directories(hw1, tmp_path):

@@ -202,8 +202,10 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
     if result.stopped and not result.rows and "not written yet" in result.stopped:
         return f"{path.name if path else exercise.name}: {result.stopped}"
     source = f"from {path.name}" if path else "given"
-    lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) stands in for "
-             f"minitf's own; everything else is minitf's",
+    # an exercise of an instructor's file says what it stands in for itself
+    stands_in = getattr(exercise, "stands_in", "stands in for minitf's own; everything else is "
+                                               "minitf's")
+    lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) {stands_in}",
              f"minitf {minitf.__version__} ({Path(minitf.__file__).parent}), "
              f"{backend_name()}, float64, central differences, a random upstream gradient"]
     if result.rows:

@@ -97,10 +97,12 @@ def _own_file(path: Path) -> tuple[str, list]:
     return text, names
 
 
-def _readme(entries: list) -> str:
+def _readme(entries: list, solutions: bool) -> str:
     rows = "\n".join(f"| `{e['name']}` | `{e['file']}` |" for e in entries)
+    key = ("\n**The key**: every body below is answered, and the folder passes every check. Keep "
+           "it from the students; what follows is what their copy says.\n" if solutions else "")
     return f"""# Homework
-
+{key}
 Write the body of each function below, in place of its `raise NotImplementedError(...)`:
 
 | exercise | file |
@@ -177,7 +179,7 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
         (out / path.name).write_text(starter, encoding="utf-8")
         frames[path.name] = R.frame(starter, path.name)
         entries += [{"name": n, "file": path.name, "source": "file"} for n in own_names]
-    (out / "README.md").write_text(_readme(entries), encoding="utf-8")
+    (out / "README.md").write_text(_readme(entries, solutions), encoding="utf-8")
     manifest = {"minitf homework": 1, "exercises": entries, "frames": dict(sorted(frames.items()))}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                 encoding="utf-8")
