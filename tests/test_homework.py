@@ -3,6 +3,7 @@ fails exactly the chosen exercises' checks, the grader grades each exercise on i
 instructor's own file with marked regions works the same way."""
 import importlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -102,9 +103,12 @@ def test_a_private_helper_that_does_an_exercises_work_is_blanked_with_it():
      "line 3: BEGIN SOLUTION inside the region opened on line 2"),
     ("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n", "line 1: a solution region must sit inside"),
 ])
-def test_unpaired_nested_or_stray_markers_are_errors(text, message):
+def test_unpaired_nested_or_stray_markers_are_errors(text, message, tmp_path):
     with pytest.raises(ValueError, match=message):
         regions.find_regions(text, "f.py")
+    (tmp_path / "f.py").write_text(text)              # through make: the flag and the path given
+    with pytest.raises(ValueError, match=f"^--file {re.escape(str(tmp_path))}/f.py, {message}"):
+        homework.make(tmp_path / "out", files=[tmp_path / "f.py"])
 
 
 # -- the student directory -------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def _own_file(path: Path) -> tuple[str, list]:
         raise ValueError(f"--file {path}: no such file")
     text = path.read_text(encoding="utf-8")
     try:
-        found = R.find_regions(text, path.name)
+        found = R.find_regions(text, f"--file {path}")     # its errors name the flag and path
     except SyntaxError as err:
         raise ValueError(f"--file {path}: line {err.lineno}: {err.msg}") from None
     names = sorted({r.name for r in found})
