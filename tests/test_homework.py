@@ -362,7 +362,15 @@ def _one_line_error(args, capsys) -> str:
 def test_bad_input_is_one_line_and_exit_2(hw1, tmp_path, capsys):
     assert _one_line_error(["homework", "make", "--exercises", "nope", "--out",
                             str(tmp_path / "x")], capsys) == (
-        "minitf homework: no exercise named 'nope'; see the names with 'minitf exercise list'")
+        "minitf homework: --exercises: no exercise named 'nope'; see the names with 'minitf "
+        "exercise list'")
+    assert "no exercise named 'sofmax_backward'; did you mean 'softmax_backward'?" in _one_line_error(
+        ["homework", "make", "--exercises", "sofmax_backward", "--out", str(tmp_path / "x")], capsys)
+    (tmp_path / "a-file").write_text("")
+    assert "--out " + str(tmp_path / "a-file") + ": is a file; wanted a new folder" in _one_line_error(
+        ["homework", "make", "--exercises", "relu_backward", "--out", str(tmp_path / "a-file")], capsys)
+    assert "no such folder; wanted a homework directory" in _one_line_error(
+        ["homework", "grade", str(tmp_path / "nowhere")], capsys)
     assert "already exists and is not empty" in _one_line_error(
         ["homework", "make", "--exercises", "relu_backward", "--out", str(hw1)], capsys)
     assert "not a homework directory" in _one_line_error(["homework", "grade", str(tmp_path)],

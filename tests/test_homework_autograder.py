@@ -148,7 +148,9 @@ def test_two_files_of_one_name_are_one_clear_error(tmp_path):
 def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatch):
     hw, _, zip_path = made
     assert cli.main(["homework", "autograder", str(hw), "--out", str(zip_path)]) == 2
-    assert "wanted a new file ending in .zip" in capsys.readouterr().err
+    assert ": already exists; wanted a new file ending in .zip" in capsys.readouterr().err
+    assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "hw.tar")]) == 2
+    assert ": does not end in .zip; wanted a new file" in capsys.readouterr().err
     assert cli.main(["homework", "autograder", str(tmp_path), "--out",
                      str(tmp_path / "x.zip")]) == 2
     assert "not a homework directory" in capsys.readouterr().err

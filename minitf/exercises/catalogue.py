@@ -232,5 +232,9 @@ def find(name: str) -> Exercise:
     key = name.strip().lower().removesuffix(".py")
     exercise = BY_NAME.get(key) or {e.filename[:-3].lower(): e for e in EXERCISES}.get(key)
     if exercise is None:
-        raise ValueError(f"no exercise named {name!r}; see the names with 'minitf exercise list'")
+        import difflib
+        near = difflib.get_close_matches(key, BY_NAME, n=1)
+        guess = f"did you mean {BY_NAME[near[0]].name!r}? " if near else ""
+        raise ValueError(f"no exercise named {name!r}; {guess}see the names with 'minitf "
+                         f"exercise list'")
     return exercise

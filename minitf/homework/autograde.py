@@ -62,6 +62,9 @@ class Outcome:
 
 def manifest(folder: Path) -> dict:
     """The directory's homework.json, or a one-line error saying this is no homework directory."""
+    if not Path(folder).is_dir():
+        raise ValueError(f"{folder}: no such folder; wanted a homework directory written by "
+                         f"'minitf homework make'")
     path = Path(folder) / MANIFEST
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

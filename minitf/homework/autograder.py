@@ -103,7 +103,8 @@ def build(folder, out) -> Path:
         raise ValueError(f"the minitf running this is a homework copy ({PACKAGE}); wanted the "
                          f"reference, so run the command outside any homework directory")
     if out.suffix != ".zip" or out.exists():
-        raise ValueError(f"--out {out}: wanted a new file ending in .zip")
+        got = "already exists" if out.exists() else "does not end in .zip"
+        raise ValueError(f"--out {out}: {got}; wanted a new file ending in .zip")
     with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", SETUP.format(
             requirements=" ".join(f'"{r}"' for r in requirements())).encode(), executable=True)

@@ -158,10 +158,14 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
     ``solutions``: the same directory with the bodies answered (the instructor's key)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {out}: already exists and is not empty; wanted a new folder")
+        got = "is a file" if not out.is_dir() else "already exists and is not empty"
+        raise ValueError(f"--out {out}: {got}; wanted a new folder")
     if not exercises and not files:
         raise ValueError("nothing to blank: give --exercises NAME,... or --file FILE.py")
-    names = list(dict.fromkeys(find(n).name for n in exercises))
+    try:
+        names = list(dict.fromkeys(find(n).name for n in exercises))
+    except ValueError as err:
+        raise ValueError(f"--exercises: {err}") from None
     blank = _catalogue_files(names)
     own = [(Path(f), *_own_file(Path(f))) for f in files]
     if len({p.name for p, _, _ in own}) < len(own) or {p.name for p, _, _ in own} & {"minitf"}:
