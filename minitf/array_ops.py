@@ -36,7 +36,8 @@ def scatter_add(target, indices, values) -> None:
 def _add_rows_sorted(target, indices, values) -> None:
     """``target[indices] += values`` for rows, adding repeats: sort the indices, sum each run of
     equal ones with one ``add.reduceat``, then add each sum once. numpy.add.at does the same
-    one row at a time and is several times slower on an embedding's (b·n, d) gradient.
+    one row at a time: 5.8 x as long on the default model's (2048, 128) embedding gradient
+    (benchmarks/RESULTS.md, twenty-third entry).
     indices: (N,)   values: (N, ...) rows of target"""
     xp = get_array_module(target)                            # NumPy: CuPy has no add.reduceat
     order = xp.argsort(indices, kind="stable")               # stable: a fixed summation order
@@ -61,8 +62,8 @@ def row_dot(a, b, axis: int = -1):
         return xp.moveaxis(row_dot(xp.moveaxis(a, axis, -1), xp.moveaxis(b, axis, -1)), -1, axis)
     if hasattr(xp, "vecdot"):                 # NumPy ≥ 2: a ufunc, no einsum parsing
         return xp.vecdot(a, b)[..., None]
-    # CuPy (no vecdot): a batch of (1, d) @ (d, 1) products, one matrix-library call; its
-    # einsum takes 2-4 x as long on a (b, n, 512) array, its (a * b).sum up to 1.4 x.
+    # CuPy or NumPy < 2 (no vecdot): a batch of (1, d) @ (d, 1) products, one matrix-library
+    # call; CuPy's einsum took up to 4 x as long (benchmarks/RESULTS.md, 2026-11-26, an H200).
     return (a[..., None, :] @ b[..., :, None])[..., 0]
 
 
@@ -85,12 +86,13 @@ def row_sum(a, axis: int = -1):
 def row_max(a, axis: int = -1):
     """max along ``axis``, keeping it: (..., d) -> (..., 1) for the last axis. Float arrays.
 
-    On NumPy, for rows of 16 to 128 numbers (attention scores at a short context), as a knockout:
-    the larger of each row's two halves, then of that result's two halves, and so on, log2(d)
-    elementwise passes over ever shorter arrays. NumPy takes each short row's maximum on its own,
-    at a cost per row that outweighs the row's numbers: on (52, 4, 64, 64) scores (52 windows of
-    64 characters, 4 heads) 1.4-1.7 x as long as the knockout (benchmarks/RESULTS.md). The
-    maximum is exact either way, NaN included; longer rows are faster with NumPy's own maximum.
+    On NumPy, for rows of 16 to 128 numbers (attention scores at a short context), at least 128
+    of them, as a knockout: the larger of each row's two halves, then of that result's two
+    halves, and so on, log2(d) elementwise passes over ever shorter arrays. NumPy takes each
+    short row's maximum on its own, at a cost per row that outweighs the row's numbers: on
+    (52, 4, 64, 64) scores (52 windows of 64 characters, 4 heads) 1.4-1.7 x as long as the
+    knockout (benchmarks/RESULTS.md, sixteenth entry). The maximum is exact either way, NaN
+    included; longer rows are faster with NumPy's own maximum.
     """
     xp = get_array_module(a)
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
@@ -127,7 +129,7 @@ def sum_over_positions(a, trailing: int = 1):
 def sum_to_shape(grad, shape: tuple):
     """Sum ``grad`` over the axes that broadcasting stretched, so it gets the operand's ``shape``.
 
-    If ``y = x + b`` broadcast ``b`` of shape ``(1, n)`` over ``(b, m, n)``, then ``db`` is
+    If ``y = x + c`` broadcast ``c`` of shape ``(1, n)`` over ``(b, m, n)``, then ``dc`` is
     ``dy`` summed over the broadcast axes: ``sum_to_shape(dy, (1, n))``.
     """
     shape = tuple(shape)

@@ -53,7 +53,8 @@ def _gelu_tanh(x):
     Φ comes first because elementwise_in_blocks makes its arrays in this order, and the heap
     fares better with the array that stays (Φ, until the backward) made before the one that soon
     goes (y, once W_2 has read it): the other way round, a training step of `minitf train`'s
-    model peaked at 88.7 MiB of RSS, not 79.0 (benchmarks/RESULTS.md)."""
+    model of then (52 windows) peaked at 88.7 MiB of RSS, not 79.0 (benchmarks/RESULTS.md,
+    twenty-first entry)."""
     cdf = _gelu_tanh_cdf(x)
     return cdf, x * cdf
 
@@ -63,7 +64,7 @@ def _gelu_tanh_cdf(x):
 
     ½ (1 + tanh u) is the logistic sigmoid 1 / (1 + e^(−2u)) -- the same number, as
     tanh u = (1 − e^(−2u)) / (1 + e^(−2u)) -- so one exp does it: tanh is several times slower
-    than exp on many CPUs. The constants are folded, −2u = x (−2√(2/π) − 2·0.044715·√(2/π) x²),
+    than exp on some CPUs (an AMD EPYC without AVX-512, benchmarks/RESULTS.md, 2026-11-25). The constants are folded, −2u = x (−2√(2/π) − 2·0.044715·√(2/π) x²),
     so that the (b, n, d_ff) hidden layer is passed over seven times, not nine.
     x: (...)  ->  (...) in (0, 1)"""
     xp = get_array_module(x)
@@ -75,7 +76,7 @@ def _gelu_tanh_cdf(x):
         xp.exp(z, out=z)
     z += 1.0
     # 1 / z by divide, not reciprocal: the same numbers, but NumPy runs divide in the CPU's
-    # widest vectors and reciprocal in 128-bit ones only (1.3-1.8 x as long on the hidden layer)
+    # widest vectors and reciprocal in 128-bit ones only (1.3-1.8 x as long on the hidden layer; RESULTS.md, tenth entry)
     return xp.divide(1.0, z, out=z)
 
 
@@ -105,7 +106,7 @@ def _gelu_tanh_slope(x, cdf):
     xp = get_array_module(x)
     slope = x * x
     slope *= 6.0 * _SQRT_2_OVER_PI * _GELU_CUBIC
-    slope += 2.0 * _SQRT_2_OVER_PI                 # 2 du/dx / x, its constants folded
+    slope += 2.0 * _SQRT_2_OVER_PI                 # 2 du/dx, its constants folded
     slope *= x                                     # 2 x du/dx
     spread = cdf * cdf
     xp.subtract(cdf, spread, out=spread)           # Φ (1 − Φ), in place

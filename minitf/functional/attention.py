@@ -118,8 +118,8 @@ def attention_backward(dout, cache):
 
 
 def _values_backward(dout, cache):
-    """attention_backward's second stage, out = weights v with weights = probs ⊙ D:
-    dv (..., n_k, d_v), dweights (..., n_q, n_k)."""
+    """attention_backward's first step, back through the forward's last, out = weights v
+    (weights = probs ⊙ D): dv (..., n_k, d_v), dweights (..., n_q, n_k)."""
     # BEGIN SOLUTION attention_backward
     dv = _weights(cache).swapaxes(-1, -2) @ dout
     dweights = dout @ cache.v.swapaxes(-1, -2)                  # (..., n_q, n_k)
@@ -128,8 +128,8 @@ def _values_backward(dout, cache):
 
 
 def _scores_backward(dweights, cache):
-    """attention_backward's first stage, weights = softmax(q kᵀ · scale + M + B) ⊙ D: dq, dk,
-    dscores. The dropout mask is a constant: the gradient passes the kept weights only."""
+    """attention_backward's second step, back through the forward's first, weights =
+    softmax(q kᵀ · scale + M + B) ⊙ D: dq, dk, dscores. The dropout mask is a constant: the gradient passes the kept weights only."""
     # BEGIN SOLUTION attention_backward
     q, k, _, probs, scale, _, keep = cache
     dprobs = dropout_backward(dweights, keep)                   # (..., n_q, n_k)

@@ -19,13 +19,14 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     """Normalize over the last axis, then scale by γ and shift by β.
 
     μ and σ² are the mean and the *biased* variance (divide by d, not d − 1) of the d features;
-    ε sits inside the square root, so a constant vector gives 0 rather than 0/0.
+    ε sits inside the square root, so a constant vector gives 0 rather than 0/0. Below, σ
+    stands for that root, √(σ² + ε).
     x: (..., d)   gamma, beta: (d,)   ->   y: (..., d)
     """
     _check_layer_norm(x, gamma, beta)
     xp = get_array_module(x)
     mu = row_sum(x) / x.shape[-1]                         # (..., 1)   mean of x
-    x_hat = x - mu                                        # (..., d)   x − μ, normalized below
+    x_hat = x - mu                                        # (..., d)   x − μ; x̂ once scaled
     var = row_dot(x_hat, x_hat) / x.shape[-1]             # (..., 1)   mean of (x − μ)²
     rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ
     x_hat *= rstd                                         # (..., d)   (x − μ)/σ, in place

@@ -16,7 +16,8 @@ class KVCache:
     Decoding one token at a time, the new token's query needs the keys and values of *every*
     earlier token, and those never change (the causal mask keeps earlier tokens from seeing later
     ones). So each step computes k and v for the new token only and appends them here: a step
-    costs O(n·d) instead of recomputing all n tokens, O(n·d²). The price is memory,
+    of a layer costs O(d² + n·d) (the new token's projections, its attention over n keys)
+    instead of O(n·d² + n²·d) for recomputing all n tokens. The price is memory,
     b · n · h · (d_head + d_v) numbers per layer (2 · b · n · d_model with the default head
     sizes). For cross-attention the cache holds the projected encoder output, computed on the
     first step and reused on every later one.
@@ -179,7 +180,8 @@ class MultiHeadAttention(Module):
 
         They are rows of a table the layer keeps, doubled when a longer sequence comes. Otherwise
         a generated token would compute its one row anew in every layer at every step: some ten
-        small array operations, about 5 % of the layer's time for that token.
+        small array operations, about 5 % of the layer's time for that token (benchmarks/RESULTS.md,
+        ninth entry).
         """
         table = self._rope_table
         if (table is None or len(table[0]) < offset + n or table[0].dtype != dtype
@@ -223,7 +225,7 @@ class MultiHeadAttention(Module):
                 # q and k are new arrays now, and v is still a view of W_qkv's output: kept for
                 # the backward, it would keep all of that output alive, two thirds of it (q and
                 # k before turning) dead. Its own copy lets that go: a layer of the default
-                # `minitf train` model then keeps 3.25 MiB less, for a copy of 1.6.
+                # `minitf train` model (32 windows of 64) keeps 2 MiB less, for a copy of 1.
                 v = xp.ascontiguousarray(v)
         if cache is not None and not self.cross:
             k, v = cache.append(k, v)                            # (b, h, offset + n, ·)

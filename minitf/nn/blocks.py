@@ -119,7 +119,7 @@ class DecoderBlock(Module):
     Residual. d_head, d_v: the head sizes of both attentions (see MultiHeadAttention); eps, bias
     and attn_dropout as for EncoderBlock.
 
-    forward(x, memory, mask=None, memory_mask=None):
+    forward(x, memory, mask=None, memory_mask=None, cache=None):
         x: (b, n, d_model) target side;  memory: (b, m, d_model) encoder output
         mask: extra self-attention mask (e.g. target padding; the causal mask is built in)
         memory_mask: cross-attention mask (e.g. source padding (b, 1, 1, m))
