@@ -85,10 +85,10 @@ def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
     if bias is not None:
         scores += bias
     probs, _ = softmax(scores, axis=-1, out=scores)   # (..., n_q, n_k), written over the scores
-    weights, keep = dropout(probs, dropout_p)    # (..., n_q, n_k): probs ⊙ D (probs if p = 0)
+    weights, D = dropout(probs, dropout_p)       # (..., n_q, n_k): probs ⊙ D (probs if p = 0)
     out = weights @ v                            # (..., n_q, d_v)
     bias_shape = None if bias is None else tuple(bias.shape)
-    return out, AttentionCache(q, k, v, probs, scale, bias_shape, keep)
+    return out, AttentionCache(q, k, v, probs, scale, bias_shape, D)
 
 
 def _weights(cache):
@@ -129,10 +129,11 @@ def _values_backward(dout, cache):
 
 def _scores_backward(dweights, cache):
     """attention_backward's second step, back through the forward's first, weights =
-    softmax(q kᵀ · scale + M + B) ⊙ D: dq, dk, dscores. The dropout mask is a constant: the gradient passes the kept weights only."""
+    softmax(q kᵀ · scale + M + B) ⊙ D: dq, dk, dscores. The dropout mask is a constant: the
+    gradient passes the kept weights only."""
     # BEGIN SOLUTION attention_backward
-    q, k, _, probs, scale, _, keep = cache
-    dprobs = dropout_backward(dweights, keep)                   # (..., n_q, n_k)
+    q, k, _, probs, scale, _, D = cache
+    dprobs = dropout_backward(dweights, D)                      # (..., n_q, n_k)
     dscores = softmax_backward(dprobs, (probs, -1))
     dq = (dscores @ k) * scale                                  # (..., n_q, d_k)
     dk = (dscores.swapaxes(-1, -2) @ q) * scale                 # (..., n_k, d_k)
