@@ -120,7 +120,7 @@ class ClassToken(Module):
         self._check_input(x, "x", ("b", "n", ("d", self.d)))
         xp = get_array_module(x)
         cls = xp.broadcast_to(self.cls.data, (x.shape[0], 1, self.d))
-        self._save(None)
+        self._save(None)               # nothing to keep, but backward can tell a forward ran
         return xp.concatenate([cls, x], axis=1)
 
     def backward(self, dy):
