@@ -225,7 +225,7 @@ axes[0].set_title("One query, d_k = 1024: one-hot vs a blend")
 axes[0].legend(fontsize=8)
 viz.curves(axes[1], multipliers, {"mean |∂ softmax|": path_grad, "1 − largest weight":
                                   np.maximum(1 - path_max, 1e-17)},
-           xlabel="multiplier t on the scaled scores", logy=True,
+           xlabel="multiplier t on the scaled scores", ylabel="size (log scale)", logy=True,
            title="Same row, growing scores: exponential collapse")
 for t, name, y, va in ((1, "scaled, t = 1", 0.03, "bottom"), (32, "raw, t = 32", 0.97, "top")):
     axes[1].axvline(t, color="gray", ls=":", lw=1)

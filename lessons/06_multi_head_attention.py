@@ -202,7 +202,8 @@ viz.save(fig, "06_heads")
 # few. Take the job "at position t, hand over both x_{t−1} and x_{t−2}". Two heads do it exactly:
 # head 0 may only look one step back, head 1 only two steps back (per-head offset masks), so
 # each softmax puts weight 1 on its one allowed key, and the concatenation is [x_{t−1}, x_{t−2}].
-# (Positions 0 and 1 have nothing that far back: their fully masked rows return zeros.)
+# (Where a head has nothing that far back -- both heads at position 0, head 1 at position 1 --
+# its row is fully masked and returns zeros.)
 
 # %%
 n, d = 8, 4
