@@ -71,7 +71,9 @@ print("✓ X = text[:, :-1], Y = text[:, 1:]: every position has a target, no la
 # minimizing either finds the same parameters, but with plain SGD the sum needs a learning rate
 # N times smaller. The mean keeps the loss on the same scale (nats per token) whatever the batch
 # and window size, which is why it is the usual default. ``reduction="sum"`` gives the lectures'
-# version. An untrained model is close to a uniform guess, so every L_t starts near log V.
+# version. An untrained model knows nothing, but it is no uniform guess either (that would pay
+# exactly log V at every position): its random weights tilt each row, so its L_t scatter, some
+# below log V and most above, and on average a tilted guess pays more than the uniform one.
 
 # %%
 lm = models.DecoderLM(vocab.vocab_size, d_model=16, n_heads=2, n_layers=1, max_len=8)

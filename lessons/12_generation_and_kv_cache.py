@@ -13,13 +13,19 @@ Run it: ``python lessons/12_generation_and_kv_cache.py`` or ``minitf lesson 12``
 """
 
 # %%
+import os
 import time
 
-import numpy as np
+# One BLAS thread, set before NumPy loads it (as lesson 13 does): the step timings below then
+# measure arithmetic, not two threads waiting for each other on a busy machine.
+for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(threads, "1")
 
-import minitf.functional as F
-from minitf import backend, cost, data, models, nn, optim, viz
-from minitf.generate import generate, sample_next
+import numpy as np  # noqa: E402
+
+import minitf.functional as F  # noqa: E402
+from minitf import backend, cost, data, models, nn, optim, viz  # noqa: E402
+from minitf.generate import generate, sample_next  # noqa: E402
 
 backend.precision("float64")      # exact arithmetic, so every printed digit can be checked
 backend.seed(0)

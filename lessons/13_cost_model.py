@@ -365,7 +365,8 @@ print("✓ same data, same loop, similar size: both learn; only the RNN needs 64
 # of the last position's output is sent back into each trained model's inputs; its size at
 # position t is how much token t can still be learned from. Through the recurrence it passes
 # n − t times through W_hᵀ and the tanh slopes and fades; through attention it arrives in one
-# step, at every distance alike.
+# step, about alike at every distance (the last token itself gets more: it also reaches the
+# output along the residual path).
 
 # %%
 window, _ = data.random_windows(train_ids, 1, n_chars)

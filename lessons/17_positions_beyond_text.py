@@ -159,7 +159,7 @@ viz.save(fig, "17_implicit_function")
 # -------------------------------
 #
 # A ReLU network of (x, y) is piecewise linear: it cuts the square into regions and is a plane
-# on each. To draw one sharp edge it needs a fold exactly along the edge; to draw eight stripes
+# on each. To draw one sharp edge it needs a fold exactly along the edge; to draw five stripes
 # it needs many folds lined up, and gradient descent finds such high-frequency arrangements
 # only slowly. Trained networks fit the slow, smooth components of a target first and the fast
 # ones much later, if at all: their *spectral bias*. After 500 steps, the raw-coordinate network
@@ -180,6 +180,6 @@ viz.save(fig, "17_implicit_function")
 # * Fed raw coordinates, an MLP is spectrally biased: it learns smooth functions and blurs edges.
 # * Fourier features, sin and cos of 2^k π x for k < K, are the sinusoidal positional encoding
 #   for real coordinates; octave k adds detail at a period of 2 / 2^k, up to the grid's limit.
-#   Here they take the fit from about 12 dB to about 38 dB.
+#   Here they take the fit from about 12 dB to about 37 dB.
 #
 # Next, lesson 18: the well-known annotated Transformer, rebuilt class by class in minitf.
