@@ -183,10 +183,19 @@ def precision(dtype) -> _Undo:
 
     Gradient checks run under ``precision("float64")``: central differences need the extra digits.
     """
-    wanted = numpy.dtype(dtype)
-    if wanted not in (numpy.dtype("float32"), numpy.dtype("float64")):
-        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
-    return _set(_active, dtype=wanted)
+    return _set(_active, dtype=float_dtype_named(dtype, "precision"))
+
+
+def float_dtype_named(dtype, where: str):
+    """``dtype`` ("float32", numpy.float64, ...) as a NumPy dtype, if it is one of the two minitf
+    computes in; else one line saying so, in ``where``'s name."""
+    try:
+        wanted = numpy.dtype(dtype) if dtype is not None else None   # numpy.dtype(None): float64
+    except TypeError:
+        wanted = None
+    if wanted is None or wanted not in (numpy.dtype("float32"), numpy.dtype("float64")):
+        raise ValueError(f"{where}: dtype must be 'float32' or 'float64'; got {dtype!r}")
+    return wanted
 
 
 # ----------------------------------------------------------------------------------------------

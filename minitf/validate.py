@@ -71,7 +71,8 @@ def _spec_text(spec) -> str:
 
 
 def _shape_text(shape) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ")"
+    """A shape as Python prints a tuple: (2, 3), (3,), ()."""
+    return str(tuple(int(s) for s in shape))
 
 
 def _matches(shape, spec) -> bool:
@@ -116,9 +117,11 @@ def check_dtype(x, name: str, dtype, where: str) -> None:
     check would ruin its precision.
     """
     if x.dtype != dtype:
+        # the other way out, a model in x's dtype, exists only for the two float dtypes
+        other = (f", or build the model under minitf.backend.precision('{x.dtype}')"
+                 if x.dtype.name in ("float32", "float64") else "")
         raise TypeError(f"{where}: {name} has dtype {x.dtype}; wanted {dtype}, the dtype of the "
-                        f"parameters (cast with {name}.astype('{dtype}'), or build the model "
-                        f"under minitf.backend.precision('{x.dtype}'))")
+                        f"parameters (cast with {name}.astype('{dtype}'){other})")
 
 
 @at_the_boundary

@@ -163,7 +163,7 @@ def test_bad_input_is_one_line_naming_the_argument():
     encoder = encoder_from_config(TINY)
     with pytest.raises(ValueError, match=r"BertEncoder.*ids.*vocab_size"):
         encoder(backend.to_device(np.array([[2, 11]])))
-    with pytest.raises(ValueError, match=r"BertEncoder: ids has shape \(3\); wanted \(b, n\)"):
+    with pytest.raises(ValueError, match=r"BertEncoder: ids has shape \(3,\); wanted \(b, n\)"):
         encoder(backend.to_device(np.array([2, 3, 4])))
     with pytest.raises(ValueError, match=r"MeanPool: keep has shape \(2, 4\)"):
         nn.MeanPool()(backend.randn(2, 3, 8), backend.to_device(np.ones((2, 4), bool)))

@@ -112,7 +112,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     summed in float64, so logits near the float32 limit give a finite, exact loss; a target whose
     probability is exactly 0 (its logit −inf, or another logit in its row +inf) costs inf.
 
-    logits: (..., V)   targets: (...) integers in [0, V) or ignore_index   ->   loss: 0-d float64
+    logits: (..., V)   targets: (...) integers in [0, V) or ignore_index
+    ->   (loss, cache): loss a 0-d float64 array; the cache for cross_entropy_backward
     """
     where = "cross_entropy"
     check_shape(logits, "logits", ("...", "V"), where)

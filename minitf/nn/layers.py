@@ -13,8 +13,9 @@ class Linear(Module):
     """y = x W + b.     x: (..., d_in)  ->  y: (..., d_out)
 
     W starts as N(0, 1/d_in): each output then has about the variance of one input feature.
-    ``parts``: the widths of the separate maps a fused W holds side by side (W_qkv is q, k and v
-    in one matrix); None for one map. Only an initialisation by fan-out (Xavier) reads it.
+    ``parts`` (an attribute, set by the layer that fuses maps, not a constructor argument): the
+    widths of the separate maps a fused W holds side by side (W_qkv is q, k and v in one
+    matrix); None for one map. Only an initialisation by fan-out (Xavier) reads it.
     """
 
     parts = None

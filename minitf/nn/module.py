@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 
-from minitf.backend import (backend_of, float_dtype, get_array_module, is_array, randn,
-                            to_device, to_numpy)
+from minitf.backend import (backend_of, float_dtype, float_dtype_named, get_array_module,
+                            is_array, randn, to_device, to_numpy)
 from minitf.validate import (at_the_boundary, check_dtype, check_like, check_shape, nesting,
                              not_real_numbers)
 
@@ -121,8 +121,9 @@ def _not_run(module, caller: str) -> RuntimeError:
     """The error for ``caller`` (a method name) when no forward has run since the last backward."""
     then = (", then call backward() once with the gradient of its output"
             if caller == "backward" else "")
-    return RuntimeError(f"{type(module).__name__}.{caller}() was called before forward(): run the "
-                        f"module on an input first{then}")
+    return RuntimeError(f"{type(module).__name__}.{caller}() was called with no forward() since "
+                        f"the last backward(), or none at all: run the module on an input "
+                        f"first{then}")
 
 
 class Module:
@@ -287,8 +288,11 @@ class Module:
 
     def to(self, backend: str | None = None, dtype=None) -> "Module":
         """Move every parameter to ``backend`` ("numpy" or "cupy"; None: stay) and/or cast it to
-        ``dtype``. Gradients are reset to zero and any cached forward state is dropped.
+        ``dtype`` ("float32" or "float64"). Gradients are reset to zero and any cached forward
+        state is dropped.
         """
+        if dtype is not None:
+            dtype = float_dtype_named(dtype, f"{type(self).__name__}.to")
         for p in self.parameters():
             p.data = to_device(p.data, backend=backend or backend_of(p.data), dtype=dtype)
             p.grad = get_array_module(p.data).zeros_like(p.data)
