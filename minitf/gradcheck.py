@@ -46,6 +46,12 @@ class FunctionCase:
     wrt: tuple
     options: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        _check_inputs(self.inputs, "FunctionCase")
+        if isinstance(self.wrt, str) or not all(name in self.inputs for name in self.wrt):
+            raise ValueError(f"FunctionCase: wrt must be a tuple of names among the inputs "
+                             f"{tuple(self.inputs)}; got {self.wrt!r}")
+
 
 @dataclass
 class ModuleCase:
@@ -54,6 +60,28 @@ class ModuleCase:
     module: Module
     inputs: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.module, Module):
+            raise TypeError(f"ModuleCase: module must be a minitf.nn Module; got "
+                            f"{type(self.module).__name__}")
+        _check_inputs(self.inputs, "ModuleCase")
+
+
+def _check_inputs(inputs, where: str) -> None:
+    if not isinstance(inputs, dict):
+        raise TypeError(f"{where}: inputs must be a dict {{name: array}}; got "
+                        f"{type(inputs).__name__}")
+
+
+def _float64_only(run: "Backward", name: str) -> None:
+    """A check in float32 would fail a right backward: its rounding error, ε/h ≈ 0.1 at h = 1e-6,
+    swamps the tolerance. Refused, in one line, rather than reported as a FAIL."""
+    for tensor, (x, _) in run.tensors.items():
+        if x.dtype.kind == "f" and x.dtype.itemsize < 8:
+            raise TypeError(f"{name}: {tensor} has dtype {x.dtype}; wanted float64, the only "
+                            f"precision central differences can check (build the case under "
+                            f"minitf.backend.precision('float64'))")
 
 
 @dataclass
@@ -152,6 +180,7 @@ def check(name: str, case, seed_value: int = 1) -> list[Row]:
     and every parameter; integer ids have no gradient). The forward runs under ``seed_value`` (dropout masks), g is drawn
     under ``seed_value + 1``; build the inputs from another seed (0)."""
     run = run_backward(case, seed_value)
+    _float64_only(run, name)
     rows = []
     for tensor, (x, dx) in run.tensors.items():
         if dx is not None:
@@ -182,6 +211,7 @@ def check_entries(name: str, case, per_tensor: int = 2, seed_value: int = 1) -> 
         max over the chosen i of |a_i − b_i|  /  max(1e-8, max_all |a| + max_chosen |b|)
     """
     run = run_backward(case, seed_value)
+    _float64_only(run, name)
     xp = get_array_module(run.g)
     rows = []
     with seed(seed_value + 2):                  # which entries: its own stream, reproducible

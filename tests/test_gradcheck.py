@@ -157,3 +157,29 @@ def test_checking_sampled_entries_passes_a_right_backward_and_fails_a_wrong_one(
     rows = {r.tensor: r for r in check_entries("LayerNorm", gradcheck_cases.build("LayerNorm"),
                                                per_tensor=3)}
     assert not rows["input x"].passed
+
+
+def test_a_check_in_float32_is_refused_not_failed():
+    """float32's rounding would fail a right backward: one line says to use float64 instead."""
+    x = np.ones((2, 3), dtype=np.float32)
+    with pytest.raises(TypeError, match=r"^relu: x has dtype float32; wanted float64, the only "
+                                        r"precision central differences can check"):
+        check("relu", FunctionCase(F.relu, F.relu_backward, {"x": x}, ("x",)))
+    layer = nn.Linear(3, 2)                                        # float32 parameters
+    with pytest.raises(TypeError, match=r"^Linear: input x has dtype float32; wanted float64"):
+        check("Linear", ModuleCase(layer, {"x": x}))
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, "x"),
+     r"FunctionCase: wrt must be a tuple of names among the inputs \('x',\); got 'x'"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, ("y",)),
+     r"FunctionCase: wrt must be a tuple of names among the inputs \('x',\); got \('y',\)"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, (x,), ("x",)),
+     r"FunctionCase: inputs must be a dict \{name: array\}; got tuple"),
+    (lambda x: ModuleCase(nn.ReLU(), (x,)), r"ModuleCase: inputs must be a dict \{name: array\}; got tuple"),
+    (lambda x: ModuleCase(F.relu, {"x": x}), r"ModuleCase: module must be a minitf.nn Module; got function"),
+])
+def test_a_case_built_wrong_is_one_line(build, message):
+    with pytest.raises((TypeError, ValueError), match=message):
+        build(np.ones(3))
