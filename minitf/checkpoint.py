@@ -141,6 +141,11 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     """Write ``model`` (and, for resuming, ``trainer``: its optimizer, step and history, plus the
     random generator's state -- ``rng``, or the current one) as the new current checkpoint of
     ``directory``, atomically. -> the directory of the new checkpoint"""
+    if getattr(model, "kind", None) not in MODELS:      # checked before anything is written
+        raise TypeError(f"checkpoint.save: model is a {type(model).__name__}; wanted one of "
+                        f"minitf's models ({', '.join(c.__name__ for c in MODELS.values())}), which "
+                        f"a checkpoint can rebuild; for a model of your own, save its "
+                        f"state_dict() (numpy.savez) and load it with load_state_dict()")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}

@@ -157,3 +157,14 @@ def test_a_checkpoint_of_another_config_lists_every_mismatch(tmp_path):
     message = str(err.value)
     assert "tok_emb.W: saved (17, 16), model (17, 8)" in message
     assert "unexpected blocks.blocks.1.ffn.norm.beta (16,)" in message
+
+
+def test_a_model_of_ones_own_is_refused_before_anything_is_written(tmp_path):
+    """A checkpoint rebuilds a model from its kind and config, which only minitf's models have:
+    another Module is told how to save its weights instead, and no folder is left behind."""
+    import minitf.nn as nn
+
+    with pytest.raises(TypeError, match=r"^checkpoint.save: model is a Linear; wanted one of "
+                                        r"minitf's models \(DecoderLM, .*state_dict\(\)"):
+        checkpoint.save(tmp_path / "run", nn.Linear(2, 2))
+    assert not (tmp_path / "run").exists()
