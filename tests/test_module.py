@@ -301,3 +301,18 @@ def test_causal_self_attention_runs_in_blocks_of_queries(float64):
         wanted = backend.to_numpy(q.grad)     # the key bias's is 0 up to rounding: softmax is
         np.testing.assert_allclose(backend.to_numpy(p.grad), wanted,      # blind to a row shift
                                    rtol=1e-10, atol=1e-12 * np.abs(wanted).max(), err_msg=name)
+
+
+def test_the_module_docstring_s_own_layer_passes_its_gradient_check(float64):
+    """The example a student copies to write a layer must itself be right."""
+    import textwrap
+
+    from minitf.gradcheck import ModuleCase, check
+    from minitf.nn import module
+
+    doc = module.Module.__doc__
+    code = textwrap.dedent(doc.split("For example, one learned scale::\n", 1)[1].split("\n\n    ``")[0])
+    namespace = vars(module).copy()
+    exec(code, namespace)
+    rows = check("Scale", ModuleCase(namespace["Scale"](), {"x": backend.randn(2, 3)}))
+    assert [r.tensor for r in rows] == ["input x", "param a"] and all(r.passed for r in rows)

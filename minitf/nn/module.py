@@ -130,7 +130,29 @@ class Module:
     """Base class of every layer. Subclasses write ``forward`` and ``backward``.
 
     Parameters and sub-modules are found by looking at the attributes (in the order they were
-    set), including lists of modules, so names come out like ``blocks.0.attn.W_o.W``.
+    set), including lists of modules, so names come out like ``blocks.0.attn.W_o.W``. A layer of
+    your own needs no ``super().__init__()``; its parameters come from ``normal``, ``zeros`` or
+    ``ones`` (in the default float dtype), its forward keeps what the backward needs with
+    ``self._save(...)``, and its backward takes it back with ``self._pop_cache()`` (an error if
+    no forward ran since the last backward). For example, one learned scale::
+
+        class Scale(Module):
+            # y = a x, with a one learned number
+
+            def __init__(self):
+                self.a = ones(1)                    # a Parameter: .data (1,) and .grad (1,)
+
+            def forward(self, x):
+                self._save(x)                       # x (...): what dL/da needs
+                return self.a.data * x
+
+            def backward(self, dy):
+                x = self._pop_cache()
+                self.a.grad += (dy * x).sum()       # += : a parameter may be used twice
+                return dy * self.a.data             # dL/dx (...)
+
+    ``minitf.gradcheck.check("Scale", ModuleCase(Scale(), {"x": x}))`` then checks both
+    gradients (under ``minitf.backend.precision("float64")``).
     """
 
     training = True
@@ -236,6 +258,8 @@ class Module:
         return sum(int(p.data.size) for p in self.parameters())
 
     def zero_grad(self) -> None:
+        """Set every parameter's .grad to 0: backward adds into it, so call this before each new
+        backward pass (an optimizer's step does not; minitf.train's Trainer does, each step)."""
         for p in self.parameters():
             p.grad.fill(0)
 
