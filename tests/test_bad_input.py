@@ -386,3 +386,13 @@ def test_segment_ids_and_masking_settings_are_checked(backend_name):
         data.mask_tokens(backend.randint(0, 3, (2, 5)), 1, 3, special_ids=(0, 2))
     with raises(ValueError, "encode_pairs: the vocabulary has no [SEP]"):
         data.WordVocabulary(["a b"]).encode_pairs([("a", "b")])
+
+
+def test_a_block_names_itself_for_a_bad_input(backend_name):
+    """Given to a block, a bad x is the block's error, not that of a layer deep inside it."""
+    with backend.precision("float64"):
+        x64 = backend.randn(2, 3, 8)
+    with raises(TypeError, "EncoderBlock: x has dtype float64; wanted float32"):
+        nn.EncoderBlock(8, 2, 16)(x64)
+    with raises(ValueError, "DecoderBlock: memory has shape (3, 4, 8); wanted (b=2, m, d_model=8)"):
+        nn.DecoderBlock(8, 2, 16)(backend.randn(2, 3, 8), backend.randn(3, 4, 8))

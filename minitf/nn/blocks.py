@@ -103,11 +103,14 @@ class EncoderBlock(Module):
                                        positional=positional, bias=bias,
                                        attn_dropout=attn_dropout)
         sublayer = dict(pre_ln=pre_ln, dropout=dropout, eps=eps)
+        self.d_model = d_model
         self.self_attn = Residual(attention, d_model, **sublayer)
         self.ffn = Residual(FeedForward(d_model, d_ff, activation, dropout, bias), d_model,
                             **sublayer)
 
     def forward(self, x, mask=None, cache=None):
+        # checked here too, so that a bad x is named in the words of the block it was given to
+        self._check_input(x, "x", ("b", "n", ("d_model", self.d_model)))
         return self.ffn(self.self_attn(x, mask=mask, cache=cache))
 
     def backward(self, dy):
@@ -135,6 +138,7 @@ class DecoderBlock(Module):
         self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional,
                                             **heads)
         sublayer = dict(pre_ln=pre_ln, dropout=dropout, eps=eps)
+        self.d_model = d_model
         self.self_attn = Residual(self_attention, d_model, **sublayer)
         self.cross_attn = Residual(MultiHeadAttention(d_model, n_heads, cross=True, **heads),
                                    d_model, **sublayer)
@@ -142,6 +146,8 @@ class DecoderBlock(Module):
                             **sublayer)
 
     def forward(self, x, memory, mask=None, memory_mask=None, cache=None):
+        self._check_input(x, "x", ("b", "n", ("d_model", self.d_model)))     # as EncoderBlock's
+        self._check_input(memory, "memory", (("b", x.shape[0]), "m", ("d_model", self.d_model)))
         self_cache, cross_cache = (None, None) if cache is None else cache
         x = self.self_attn(x, mask=mask, cache=self_cache)
         x = self.cross_attn(x, memory, mask=memory_mask, cache=cross_cache)
