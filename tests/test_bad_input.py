@@ -396,3 +396,10 @@ def test_a_block_names_itself_for_a_bad_input(backend_name):
         nn.EncoderBlock(8, 2, 16)(x64)
     with raises(ValueError, "DecoderBlock: memory has shape (3, 4, 8); wanted (b=2, m, d_model=8)"):
         nn.DecoderBlock(8, 2, 16)(backend.randn(2, 3, 8), backend.randn(3, 4, 8))
+
+
+def test_cross_entropy_backward_wants_a_scalar(backend_name):
+    logits = backend.randn(2, 3, 5)
+    _, cache = F.cross_entropy(logits, backend.randint(0, 5, (2, 3)))
+    with raises(ValueError, "cross_entropy_backward: dloss has shape (2,); wanted a scalar"):
+        F.cross_entropy_backward(backend.randn(2), cache)

@@ -169,6 +169,9 @@ def cross_entropy_backward(dloss, cache):
     backward passes.
     dloss: scalar   ->   dlogits: (..., V)
     """
+    if getattr(dloss, "ndim", 0):                 # a Python number or a 0-d array: one loss
+        raise ValueError(f"cross_entropy_backward: dloss has shape {tuple(dloss.shape)}; wanted "
+                         f"a scalar, the gradient of the one loss (usually 1.0)")
     # BEGIN SOLUTION cross_entropy_backward
     logp, y, kept, divisor, label_smoothing, shape = cache
     xp = get_array_module(logp)
