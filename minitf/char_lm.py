@@ -101,11 +101,29 @@ def _spread(count: int, k: int) -> list[int]:
 
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
-    out = rundir.probe(config.out or config.resume or DEFAULT_OUT)      # fail before training
-    with rundir.RunLock(out):
-        checkpoint.clean(out)                    # what a run killed mid-save left behind
-        _refuse_to_overwrite(out, config.resume)
-        return _train(config, out, log)
+    target = Path(config.out or config.resume or DEFAULT_OUT)
+    made, out = not target.exists(), target
+    try:
+        rundir.probe(out)                                               # fail before training
+        with rundir.RunLock(out):
+            checkpoint.clean(out)                # what a run killed mid-save left behind
+            _refuse_to_overwrite(out, config.resume)
+            return _train(config, out, log)
+    except BaseException:
+        if made and out.is_dir() and not any(out.iterdir()):    # a refused run leaves no folder
+            out.rmdir()
+        raise
+
+
+def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
+    """checkpoint.save, with a disk that filled up during the run said in the words of the run
+    directory (the save leaves any earlier checkpoint there whole)."""
+    try:
+        checkpoint.save(out, model, trainer, tokenizer, extra=extra)
+    except OSError as err:
+        raise rundir.RunDirectoryError(
+            f"the run directory {out} (--out): could not save the checkpoint of step "
+            f"{trainer.step} ({err.strerror}); any earlier checkpoint there is untouched") from None
 
 
 def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
@@ -189,7 +207,7 @@ def _train(config: RunConfig, out: Path, log) -> dict:
         schedule=WarmupCosine(config.lr, warmup, config.decay_steps, config.lr / 10),
         evaluate=lambda: _held_out_loss(model, val_x[quick], val_y[quick]),
         eval_every=config.eval_every, clip=config.clip,
-        save=lambda: checkpoint.save(out, model, trainer, tokenizer, extra={"run": settings}),
+        save=lambda: _save(out, model, trainer, tokenizer, extra={"run": settings}),
         save_every=config.save_every)
     if config.resume:
         checkpoint.resume(checkpoint.load(config.resume, model), trainer)
@@ -204,7 +222,7 @@ def _train(config: RunConfig, out: Path, log) -> dict:
         trainer.fit(config.steps, progress=config.progress)
     seconds = time.perf_counter() - start
     if trainer.step < config.steps:                           # Ctrl-C
-        checkpoint.save(out, model, trainer, tokenizer, extra={"run": settings})
+        _save(out, model, trainer, tokenizer, extra={"run": settings})
         log(f"\ninterrupted at step {trainer.step} of {config.steps}; checkpoint saved to {out}/\n"
             f"to continue: minitf train --resume {shlex.quote(str(out))}")
         raise KeyboardInterrupt
@@ -220,7 +238,7 @@ def _train(config: RunConfig, out: Path, log) -> dict:
                "improvement_over_bigram": round(1 - val_loss / bigram, 4)}
     # Saved before the samples draw from the random generator: the state in the checkpoint is the
     # one the training loop left, which a run continued with --resume must start from.
-    checkpoint.save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
+    _save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
     _report(config, figures, model, tokenizer, text[len(text) - len(val_ids):], val_x.size, log)
     try:
         from minitf.viz import plot_history

@@ -180,7 +180,23 @@ def test_an_unusable_out_fails_before_anything_else(tmp_path, capsys, monkeypatc
         monkeypatch.setattr(rundir, "open", failing_open, raising=False)
         assert train(missing_text, "--out", str(tmp_path / "out")) == 2
         assert f"cannot write there ({os.strerror(code)})" in one_line(capsys)
-    assert [p.name for p in (tmp_path / "out").iterdir()] == []     # the probe cleaned up
+    assert not (tmp_path / "out").exists()              # the folder the probe made is gone
+
+
+def test_a_refused_run_leaves_no_folder_behind_and_a_full_disk_names_the_run(text, tmp_path,
+                                                                              capsys, monkeypatch):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert train(str(empty), "--out", str(tmp_path / "new")) == 2
+    assert "only 0 characters" in one_line(capsys) and not (tmp_path / "new").exists()
+
+    def full_disk(*args, **kwargs):                     # the probe fit; the first save does not
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(checkpoint, "_write_file", full_disk)
+    assert train(text, "--steps", "10", "--save-every", "5", "--out", str(tmp_path / "run")) == 2
+    assert one_line(capsys).endswith(
+        f"the run directory {tmp_path / 'run'} (--out): could not save the checkpoint of step 5 "
+        f"(No space left on device); any earlier checkpoint there is untouched")
 
 
 def _dead_pid() -> int:
