@@ -35,7 +35,16 @@ class Optimizer:
     def step(self) -> None:
         self.t += 1
         for i, p in enumerate(self.params):
+            self._follow(i, p)
             self._update(i, p)
+
+    def _follow(self, i: int, p: Parameter) -> None:
+        """A model moved (Module.to) after its optimizer was made: the state follows each
+        parameter to its device and dtype, rather than update it in another precision."""
+        for per_param in self.state.values():
+            a = per_param[i]
+            if a.dtype != p.data.dtype or backend_of(a) != backend_of(p.data):
+                per_param[i] = to_device(a, backend_of(p.data), p.data.dtype)
 
     def _update(self, i: int, p: Parameter) -> None:
         raise NotImplementedError

@@ -121,3 +121,19 @@ def test_bad_arguments():
         optim.Adam([nn.Parameter(backend.randn(2))], lr=-1)
     with pytest.raises(ValueError, match="warmup"):
         optim.WarmupCosine(1e-3, warmup=10, total=5)
+
+
+def test_the_state_follows_a_model_moved_after_its_optimizer_was_made():
+    """model.to(dtype=float64) after AdamW(model): the moments move with the parameters (exactly,
+    float32 to float64), instead of updating float64 weights in float32."""
+    layer = nn.Linear(3, 2)
+    opt = optim.AdamW(layer, lr=0.1)
+    layer.W.grad += 1.0
+    opt.step()
+    m32 = opt.state["m"][0].copy()
+    layer.to(dtype="float64")
+    layer.W.grad += 1.0
+    opt.step()
+    assert opt.state["m"][0].dtype == opt.state["v"][0].dtype == np.float64
+    np.testing.assert_array_equal(opt.state["m"][0], 0.9 * m32.astype(np.float64) + 0.1)
+    assert layer.W.data.dtype == np.float64
