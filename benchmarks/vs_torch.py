@@ -43,7 +43,11 @@ if threads_in_argv():
     os.environ.update(dict.fromkeys(THREAD_VARIABLES, threads_in_argv()))
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
+try:
+    import torch  # noqa: E402
+except ImportError:
+    sys.exit(f"{os.path.basename(sys.argv[0])}: needs PyTorch, the other side of the comparison "
+             f"and the model its weights are copied into: pip install 'minitf[torch]'")
 
 from minitf import backend  # noqa: E402
 from minitf.generate import generate  # noqa: E402

@@ -15,12 +15,16 @@ the tables at the end.
 import shlex
 import sys
 
-import cupy
-import torch
+try:
+    import cupy
+    import torch
+except ImportError as missing:
+    sys.exit(f"vs_torch_gpu.py: needs CuPy and PyTorch, on a GPU ({missing.name} is not "
+             f"installed): pip install 'minitf[gpu,torch]'")
 
-import vs_torch as cpu
-from configs import Config
-from minitf import backend
+import vs_torch as cpu  # noqa: E402
+from configs import Config  # noqa: E402
+from minitf import backend  # noqa: E402
 
 CONFIGS = {
     "default": cpu.CONFIGS["default"],          # `minitf train`'s model
