@@ -14,6 +14,7 @@ import math
 
 from minitf.backend import backend_of, get_array_module, to_device, to_numpy
 from minitf.nn import Linear, Module, Parameter
+from minitf.validate import check_int, check_probability, check_real
 
 
 class Optimizer:
@@ -22,12 +23,14 @@ class Optimizer:
     state_names: tuple = ()      # per-parameter arrays of the rule, e.g. ("m", "v")
 
     def __init__(self, params, lr: float):
-        params = params.parameters() if isinstance(params, Module) else list(params)
+        where = type(self).__name__
+        try:
+            params = params.parameters() if isinstance(params, Module) else list(params)
+        except TypeError:                                   # not iterable: None, a number, …
+            params = None
         if not params or not all(isinstance(p, Parameter) for p in params):
-            raise TypeError(f"{type(self).__name__}: params must be a Module or a non-empty list "
-                            f"of Parameter")
-        if lr < 0:
-            raise ValueError(f"{type(self).__name__}: lr must be ≥ 0; got {lr}")
+            raise TypeError(f"{where}: params must be a Module or a non-empty list of Parameter")
+        check_real(lr, "lr", where, low=0, low_open=False)
         self.params, self.lr, self.t = params, lr, 0
         self.state = {name: [get_array_module(p.data).zeros_like(p.data) for p in params]
                       for name in self.state_names}
@@ -78,6 +81,8 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0):
         super().__init__(params, lr)
+        check_real(momentum, "momentum", "SGD", low=0, high=1, low_open=False)
+        check_real(weight_decay, "weight_decay", "SGD", low=0, low_open=False)
         self.momentum, self.weight_decay = momentum, weight_decay
 
     def _update(self, i, p):
@@ -105,6 +110,13 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
+        where = type(self).__name__
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"{where}: betas must be a pair (β1, β2); got {betas!r}")
+        for i, beta in enumerate(betas):            # β = 1 would divide by 1 − β^t = 0
+            check_probability(beta, f"betas[{i}]", where)
+        check_real(eps, "eps", where, low=0)
+        check_real(weight_decay, "weight_decay", where, low=0, low_open=False)
         self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
 
     def _gradient(self, p):
@@ -148,6 +160,7 @@ class AdamW(Adam):
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
         super().__init__(params, lr, betas, eps, weight_decay=0.0)
+        check_real(weight_decay, "weight_decay", "AdamW", low=0, low_open=False)
         chosen = decayed(params) if isinstance(params, Module) else {id(p) for p in self.params}
         self.decay = [weight_decay if id(p) in chosen else 0.0 for p in self.params]
 
@@ -169,6 +182,7 @@ def clip_grad_norm(params, max_norm: float) -> float:
     Returns the norm before clipping (worth logging: spikes show instability). The direction of
     the update is kept; only its length is capped.
     """
+    check_real(max_norm, "max_norm", "clip_grad_norm", low=0)
     params = params.parameters() if isinstance(params, Module) else list(params)
     total = grad_norm(params)
     scale = max_norm / (total + 1e-6)
@@ -186,6 +200,7 @@ class Constant:
     """lr(t) = lr."""
 
     def __init__(self, lr: float):
+        check_real(lr, "lr", "Constant", low=0, low_open=False)
         self.lr = lr
 
     def __call__(self, step: int) -> float:
@@ -201,14 +216,18 @@ class WarmupCosine:
     """
 
     def __init__(self, lr: float, warmup: int, total: int, min_lr: float = 0.0):
-        if not 0 <= warmup < total:
+        check_real(lr, "lr", "WarmupCosine", low=0, low_open=False)
+        check_real(min_lr, "min_lr", "WarmupCosine", low=0, high=lr, low_open=False)
+        check_int(warmup, "warmup", "WarmupCosine", low=0)
+        check_int(total, "total", "WarmupCosine")
+        if not warmup < total:
             raise ValueError(f"WarmupCosine: wanted 0 ≤ warmup < total; got warmup={warmup}, "
                              f"total={total}")
         self.lr, self.warmup, self.total, self.min_lr = lr, warmup, total, min_lr
 
     def __call__(self, step: int) -> float:
-        if step <= self.warmup:
-            return self.lr * step / self.warmup
+        if step <= self.warmup:                  # (warmup = 0: no ramp; step 0 is full lr)
+            return self.lr * step / self.warmup if self.warmup else self.lr
         progress = min(1.0, (step - self.warmup) / (self.total - self.warmup))
         return self.min_lr + (self.lr - self.min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
 
@@ -220,6 +239,9 @@ class Noam:
     """
 
     def __init__(self, d_model: int, warmup: int = 4000, factor: float = 1.0):
+        check_int(d_model, "d_model", "Noam")
+        check_int(warmup, "warmup", "Noam")
+        check_real(factor, "factor", "Noam", low=0)
         self.d_model, self.warmup, self.factor = d_model, warmup, factor
 
     def __call__(self, step: int) -> float:

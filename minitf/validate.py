@@ -174,7 +174,7 @@ def check_broadcast(x, name: str, target_shape, target_text: str, where: str,
 
 def check_probability(p: float, name: str, where: str) -> None:
     """ValueError unless ``0 <= p < 1`` (a dropout rate, a smoothing weight)."""
-    if not 0.0 <= p < 1.0:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
         raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}")
 
 

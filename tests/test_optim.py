@@ -1,6 +1,7 @@
 """Optimizers match torch.optim step for step on the same gradients; clipping and schedules
 follow their formulas."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -121,6 +122,35 @@ def test_bad_arguments():
         optim.Adam([nn.Parameter(backend.randn(2))], lr=-1)
     with pytest.raises(ValueError, match="warmup"):
         optim.WarmupCosine(1e-3, warmup=10, total=5)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda ps: optim.SGD(None), "SGD: params must be a Module or a non-empty list of Parameter"),
+    (lambda ps: optim.SGD(ps, lr=float("nan")), "SGD: lr must be a finite number ≥ 0; got nan"),
+    (lambda ps: optim.AdamW(ps, lr="0.01"), "AdamW: lr must be a finite number ≥ 0; got '0.01'"),
+    (lambda ps: optim.SGD(ps, momentum=1.5), "SGD: momentum must be a finite number ≥ 0 and ≤ 1"),
+    (lambda ps: optim.SGD(ps, weight_decay=-0.1), "SGD: weight_decay must be a finite number ≥ 0"),
+    (lambda ps: optim.Adam(ps, betas=(1.0, 0.999)), "Adam: betas[0] must lie in [0, 1); got 1.0"),
+    (lambda ps: optim.Adam(ps, betas=(0.9,)), "Adam: betas must be a pair (β1, β2); got (0.9,)"),
+    (lambda ps: optim.Adam(ps, eps=0), "Adam: eps must be a finite number > 0; got 0"),
+    (lambda ps: optim.AdamW(ps, weight_decay=float("nan")), "AdamW: weight_decay must be a finite"),
+    (lambda ps: optim.clip_grad_norm(ps, -1.0), "clip_grad_norm: max_norm must be a finite number > 0"),
+    (lambda ps: optim.Constant(-1), "Constant: lr must be a finite number ≥ 0; got -1"),
+    (lambda ps: optim.WarmupCosine(1e-3, 10, 100, min_lr=1e-2), "WarmupCosine: min_lr must be"),
+    (lambda ps: optim.WarmupCosine(-1e-3, 10, 100), "WarmupCosine: lr must be a finite number ≥ 0"),
+    (lambda ps: optim.Noam(-64), "Noam: d_model must be a positive integer; got -64"),
+    (lambda ps: optim.Noam(64, warmup=0), "Noam: warmup must be a positive integer; got 0"),
+])
+def test_a_bad_setting_is_one_line_when_the_optimizer_is_made(build, message):
+    """Each of these was taken: a NaN or negative rate, a β of 1, a negative max_norm reversed
+    the gradients; now each is refused where it is given."""
+    with pytest.raises((TypeError, ValueError), match="^" + re.escape(message)):
+        build([nn.Parameter(backend.randn(2))])
+
+
+def test_warmup_cosine_without_warm_up_starts_at_full_rate():
+    schedule = optim.WarmupCosine(1e-3, warmup=0, total=10)
+    assert schedule(0) == 1e-3 and schedule(1) == pytest.approx(1e-3, rel=0.05)   # once divided by 0
 
 
 def test_the_state_follows_a_model_moved_after_its_optimizer_was_made():
