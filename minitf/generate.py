@@ -80,6 +80,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
                       f"max_len={model.max_len}; only its last {model.max_len} tokens are used",
                       stacklevel=2)
     model.eval()
+    use_cache = use_cache and model.config.get("n_layers") != 0     # no blocks: nothing to cache
     cache, fed, steps = None, 0, []
     for _ in range(max_new_tokens):
         if not use_cache:

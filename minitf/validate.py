@@ -190,6 +190,15 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
                          f"got {value!r}")
 
 
+def check_sizes(where: str, n_layers=None, **sizes) -> None:
+    """The sizes a model is built from, each a positive integer (n_layers may be 0: no blocks),
+    checked before any is used, so that a bad one is named in the model's words."""
+    if n_layers is not None:
+        check_int(n_layers, "n_layers", where, low=0, what="the number of blocks")
+    for name, value in sizes.items():
+        check_int(value, name, where)
+
+
 def feed_forward_width(d_ff, d_model: int, where: str) -> int:
     """d_ff, the feed-forward network's hidden width: 4 · d_model when not given (None), as in the
     original Transformer; otherwise a positive integer (0 is refused, not read as "not given")."""

@@ -7,7 +7,7 @@ from minitf.models.encoder import cls_key_mask, token_inputs
 from minitf.nn import (ClassToken, Dropout, EncoderBlock, LayerNorm, LearnedPositionalEmbedding,
                        Linear, MeanPool, Stack, TokenEmbedding, initialize)
 from minitf.nn.init import check_init
-from minitf.validate import check_finite, check_int, feed_forward_width
+from minitf.validate import check_finite, check_int, check_sizes, feed_forward_width
 
 
 class _ClassTokenEncoder(Model):
@@ -74,6 +74,10 @@ class EncoderClassifier(_ClassTokenEncoder):
                  n_layers: int = 2, d_ff: int | None = None, max_len: int = 64,
                  dropout: float = 0.0, pad_id: int = 0, activation: str = "gelu",
                  n_segments: int = 0, attn_dropout: float = 0.0, init: str = "normal"):
+        check_sizes("EncoderClassifier", vocab_size=vocab_size, n_classes=n_classes,
+                    d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=max_len)
+        check_int(pad_id, "pad_id", "EncoderClassifier", low=0, high=vocab_size - 1,
+                  what="the id of the padding token")
         d_ff = feed_forward_width(d_ff, d_model, "EncoderClassifier")
         check_int(n_segments, "n_segments", "EncoderClassifier", low=0,
                   what="the number of segments (0 for none)")
@@ -111,6 +115,9 @@ class VisionTransformer(_ClassTokenEncoder):
                  d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
                  d_ff: int | None = None, dropout: float = 0.0, activation: str = "gelu",
                  attn_dropout: float = 0.0, init: str = "normal"):
+        check_sizes("VisionTransformer", image_size=image_size, patch_size=patch_size,
+                    n_classes=n_classes, channels=channels, d_model=d_model, n_heads=n_heads,
+                    n_layers=n_layers)
         if image_size % patch_size:
             raise ValueError(f"VisionTransformer: image_size={image_size} is not a multiple of "
                              f"patch_size={patch_size}")
@@ -159,6 +166,8 @@ class SetEncoder(_ClassTokenEncoder):
             raise ValueError(f"SetEncoder: pooling must be 'cls' or 'mean'; got {pooling!r}")
         if max_len is not None:
             check_int(max_len, "max_len", "SetEncoder", what="the largest set, for positions")
+        check_sizes("SetEncoder", d_in=d_in, n_classes=n_classes, d_model=d_model,
+                    n_heads=n_heads, n_layers=n_layers)
         d_ff = feed_forward_width(d_ff, d_model, "SetEncoder")
         self.config = dict(d_in=d_in, n_classes=n_classes, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, pooling=pooling, max_len=max_len,

@@ -6,7 +6,8 @@ from minitf.models.base import Model
 from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
                        SinusoidalPositionalEncoding, Stack, initialize)
 from minitf.nn.init import check_init
-from minitf.validate import check_finite, check_ids, check_shape, feed_forward_width
+from minitf.validate import (check_finite, check_ids, check_int, check_shape, check_sizes,
+                             feed_forward_width)
 
 
 class Transformer(Model):
@@ -38,6 +39,11 @@ class Transformer(Model):
                  pad_id: int = 0, activation: str = "relu", attn_dropout: float = 0.0,
                  init: str = "normal"):
         check_init(init, "Transformer")
+        check_sizes("Transformer", src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                    d_model=d_model, n_heads=n_heads, n_layers=n_layers)
+        check_int(pad_id, "pad_id", "Transformer", low=0,
+                  high=min(src_vocab_size, tgt_vocab_size) - 1,
+                  what="the id of the padding token, in both vocabularies")
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError(f"Transformer: share_embeddings needs one vocabulary; got "
                              f"src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}")

@@ -1,0 +1,46 @@
+"""Bad input to blocks and whole models: one line, in the words of what the user called."""
+import numpy as np
+import pytest
+
+import minitf.models as models
+import minitf.nn as nn
+from minitf import backend
+
+from test_bad_input import raises
+
+
+def test_a_block_names_itself_for_a_bad_input(backend_name):
+    """Given to a block, a bad x is the block's error, not that of a layer deep inside it."""
+    with backend.precision("float64"):
+        x64 = backend.randn(2, 3, 8)
+    with raises(TypeError, "EncoderBlock: x has dtype float64; wanted float32"):
+        nn.EncoderBlock(8, 2, 16)(x64)
+    with raises(ValueError, "DecoderBlock: memory has shape (3, 4, 8); wanted (b=2, m, d_model=8)"):
+        nn.DecoderBlock(8, 2, 16)(backend.randn(2, 3, 8), backend.randn(3, 4, 8))
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: models.Transformer(13, 13, pad_id=None), "Transformer: pad_id must be an integer in [0, 12]"),
+    (lambda: models.Transformer(13, 9, pad_id=10), "Transformer: pad_id must be an integer in [0, 8]"),
+    (lambda: models.Transformer(13, 13, n_layers=-1), "Transformer: n_layers must be an integer ≥ 0"),
+    (lambda: models.Transformer(13, 13, d_model=None), "Transformer: d_model must be a positive integer"),
+    (lambda: models.EncoderClassifier(10, 2, pad_id=-1), "EncoderClassifier: pad_id must be an integer in [0, 9]"),
+    (lambda: models.EncoderClassifier(10, 0), "EncoderClassifier: n_classes must be a positive integer"),
+    (lambda: models.EncoderClassifier(10, 2, max_len=2.5), "EncoderClassifier: max_len must be a positive"),
+    (lambda: models.VisionTransformer(8, 0, 2), "VisionTransformer: patch_size must be a positive integer"),
+    (lambda: models.VisionTransformer(-8, 2, 2), "VisionTransformer: image_size must be a positive integer"),
+    (lambda: models.SetEncoder(3, 0), "SetEncoder: n_classes must be a positive integer"),
+])
+def test_a_model_names_its_own_bad_size(build, message):
+    """Each was built silently (a pad_id of None or outside the vocabulary, -1 blocks, a negative
+    image) or failed deep inside, in the words of an inner Linear or Embedding."""
+    with raises(ValueError, message):
+        build()
+
+
+def test_a_model_without_blocks_generates_with_or_without_the_cache():
+    from minitf.generate import generate
+    lm = models.DecoderLM(5, 8, 2, 0, max_len=8)
+    cached, plain = (generate(lm, np.array([1, 2]), 4, greedy=True, use_cache=use)
+                     for use in (True, False))
+    assert cached.shape == (1, 6) and (cached == plain).all()
