@@ -1,5 +1,6 @@
 """What the functional ops compute (their gradients are checked in test_gradcheck.py)."""
 import math
+import re
 import warnings
 
 import numpy as np
@@ -156,6 +157,24 @@ def test_masks(float64):
     assert both.shape == (2, 1, 4, 4) and both[0, 0, 3, 2] == -math.inf and both[1, 0, 3, 2] == 0
     keep = backend.to_device(np.array([True, False]))
     assert host(F.as_additive_mask(keep)).tolist() == [0, -math.inf]
+    # a boolean mask among them is made additive first (it added True = 1 to the scores)
+    mixed = host(F.combine_masks(F.causal_mask(2), backend.to_device(np.ones((2, 2), bool))))
+    assert mixed.tolist() == [[0, -math.inf], [0, 0]]
+    assert host(F.causal_mask(np.int64(2))).shape == (2, 2)       # a length read off an array
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: F.causal_mask(2.5), "causal_mask: n_q must be an integer ≥ 0, the number of queries"),
+    (lambda: F.causal_mask(True), "causal_mask: n_q must be an integer ≥ 0"),
+    (lambda: F.causal_mask(3, -1), "causal_mask: n_k must be an integer ≥ 0"),
+    (lambda: F.causal_mask(3, dtype="bool"), "attention mask: dtype must be 'float32' or 'float64'"),
+    (lambda: F.padding_mask([2, 3], 2.5), "padding_mask: n must be an integer ≥ 0"),
+    (lambda: F.padding_mask(3, 4), "padding_mask: lengths has shape (); wanted (b,)"),
+    (lambda: F.as_additive_mask([[True]]), "attention: mask must be a NumPy or CuPy array"),
+])
+def test_a_bad_mask_request_is_one_line(call, message):
+    with pytest.raises((TypeError, ValueError), match="^" + re.escape(message)):
+        call()
 
 
 def test_split_and_merge_heads_are_inverse(float64):

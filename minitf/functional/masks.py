@@ -4,9 +4,10 @@
 softmax, a −inf becomes a weight of exactly 0. Masks are constants, so they get no gradient.
 """
 import math
+import numbers
 
-from minitf.backend import float_dtype, get_array_module
-from minitf.validate import check_array, check_ids
+from minitf.backend import float_dtype, float_dtype_named, get_array_module
+from minitf.validate import check_array, check_ids, check_int
 
 
 def as_additive_mask(mask, dtype=None):
@@ -18,8 +19,10 @@ def as_additive_mask(mask, dtype=None):
     """
     if mask is None:
         return None
+    check_array(mask, "mask", "attention")
     xp = get_array_module(mask)
-    dtype = dtype or float_dtype()
+    # float only: −inf has no place in a bool or an integer array
+    dtype = float_dtype() if dtype is None else float_dtype_named(dtype, "attention mask")
     if mask.dtype.kind in "iu":
         raise TypeError(f"attention: mask has dtype {mask.dtype}; wanted bool (True = attend) or "
                         f"float (additive: 0 or -inf); for a 0/1 mask with 1 = attend, pass "
@@ -29,6 +32,12 @@ def as_additive_mask(mask, dtype=None):
     return mask.astype(dtype, copy=False)
 
 
+def _plain(size):
+    """A NumPy integer (a length read off an array) as a Python int; anything else as it is."""
+    plain = isinstance(size, numbers.Integral) and not isinstance(size, bool)
+    return int(size) if plain else size
+
+
 def causal_mask(n_q, n_k=None, dtype=None, xp=None):
     """No peeking at the future: query i may attend to key j only if j ≤ i.
 
@@ -36,7 +45,9 @@ def causal_mask(n_q, n_k=None, dtype=None, xp=None):
     KV cache during generation), so query i sits at position i + (n_k − n_q).
     ->  (n_q, n_k) additive mask: 0 on and below the diagonal, −inf above it
     """
-    n_k = n_q if n_k is None else n_k
+    n_q, n_k = _plain(n_q), _plain(n_q if n_k is None else n_k)
+    check_int(n_q, "n_q", "causal_mask", low=0, what="the number of queries")
+    check_int(n_k, "n_k", "causal_mask", low=0, what="the number of keys")
     if n_k < n_q:
         raise ValueError(f"causal_mask: n_k={n_k} must be at least n_q={n_q}")
     xp = xp or get_array_module()
@@ -50,8 +61,13 @@ def padding_mask(lengths, n, dtype=None):
 
     lengths: (b,) integers in [0, n]   ->   (b, 1, 1, n) additive mask (broadcasts over h and n_q)
     """
+    n = _plain(n)
+    check_int(n, "n", "padding_mask", low=0, what="the length of the padded sequences")
     xp = get_array_module(lengths)
     lengths = xp.asarray(lengths)
+    if lengths.ndim != 1:
+        raise ValueError(f"padding_mask: lengths has shape {tuple(lengths.shape)}; wanted (b,), "
+                         f"one length per sequence")
     check_ids(lengths, "lengths", n + 1, "padding_mask", size_name="n + 1")
     keep = xp.arange(n)[None, :] < lengths[:, None]              # (b, n)
     return as_additive_mask(keep[:, None, None, :], dtype)
@@ -73,7 +89,8 @@ def combine_masks(*masks):
 
     E.g. combine_masks(causal_mask(n), padding_mask(lengths, n)) -> (b, 1, n, n). None if all None.
     """
-    present = [m for m in masks if m is not None]
+    # each in additive form first: a boolean mask added as it is would add 1 where it keeps
+    present = [as_additive_mask(m) for m in masks if m is not None]
     if not present:
         return None
     total = present[0]
