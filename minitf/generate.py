@@ -17,7 +17,7 @@ import warnings
 import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
-from minitf.validate import already_checked, check_ids, check_sampling
+from minitf.validate import already_checked, check_ids, check_int, check_real, check_sampling
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -112,6 +112,7 @@ def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
     """Translate each source with a Transformer, picking the most likely token at every step.
     src: (b, m) padded ids  ->  a list of b token lists (BOS and EOS stripped); with
     return_logits, also the logits of every step on the host, (b, steps, V)"""
+    check_int(max_len, "max_len", "greedy_decode", what="the most tokens to generate")
     src = _as_batch(src, "src")
     xp = get_array_module(src)
     model.eval()
@@ -140,6 +141,9 @@ def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float 
     length penalty lp = ((5 + length) / 6)^α of Wu et al. (2016): without it, short outputs win.
     src: (b, m)  ->  a list of b token lists. beam_size=1 is greedy decoding.
     """
+    check_int(beam_size, "beam_size", "beam_search", what="the hypotheses kept at each step")
+    check_int(max_len, "max_len", "beam_search", what="the most tokens to generate")
+    check_real(alpha, "alpha", "beam_search", low=0, low_open=False)
     src = _as_batch(src, "src")
     return [_beam_one(model, src[i:i + 1], beam_size, max_len, alpha) for i in range(src.shape[0])]
 

@@ -5,6 +5,7 @@ import pytest
 
 import minitf.models as models
 from minitf import backend
+from minitf.generate import beam_search, greedy_decode
 
 from test_bad_input import raises
 
@@ -62,3 +63,20 @@ def test_greedy_decode_and_beam_search_check_their_source(backend_name):
     for decode in (greedy_decode, beam_search):
         with raises(ValueError, "Transformer: src must lie in [0, vocab_size=5)", "from 1 to 7"):
             decode(model, backend.to_device(np.array([[1, 7]])))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m, s: beam_search(m, s, beam_size=0),
+     "beam_search: beam_size must be a positive integer, the hypotheses kept at each step; got 0"),
+    (lambda m, s: beam_search(m, s, max_len=-1),
+     "beam_search: max_len must be a positive integer"),
+    (lambda m, s: beam_search(m, s, alpha=float("nan")),
+     "beam_search: alpha must be a finite number ≥ 0; got nan"),
+    (lambda m, s: greedy_decode(m, s, max_len=2.5),
+     "greedy_decode: max_len must be a positive integer, the most tokens to generate; got 2.5"),
+])
+def test_decoding_settings_are_checked_before_the_first_step(call, message):
+    """Each returned [[]] (or failed deep inside) before."""
+    model = models.Transformer(5, 5, 8, 2, 1)
+    with raises(ValueError, message):
+        call(model, backend.to_device(np.array([[1, 2]])))
