@@ -1,10 +1,12 @@
 """Tokenizer, the default corpus, batching, padding and the synthetic tasks."""
 import hashlib
+import re
 import sys
 
 import numpy as np
 import pytest
 
+import minitf.functional as F
 from minitf import backend, data
 from minitf.data import text as text_module
 
@@ -122,3 +124,21 @@ def test_digits_or_a_clear_message():
     images, labels = data.digits()
     assert images.shape == (1797, 1, 8, 8) and 0 <= images.min() and images.max() <= 1
     assert set(labels.tolist()) == set(range(10))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda ids: data.split(ids, 1.5), "split: validation_fraction must lie in [0, 1); got 1.5"),
+    (lambda ids: data.random_windows(ids, 4, 0), "random_windows: n must be a positive integer"),
+    (lambda ids: data.random_windows(ids, 0, 8), "random_windows: batch_size must be a positive"),
+    (lambda ids: data.random_windows(ids.reshape(5, 20), 4, 8), "random_windows: ids has shape (5, 20); wanted (N,)"),
+    (lambda ids: data.bigram_loss(ids - 1, ids, 7), "bigram_loss: train_ids must lie in [0, vocab_size=7)"),
+    (lambda ids: data.bigram_loss(ids, ids, 3), "bigram_loss: train_ids must lie in [0, vocab_size=3)"),
+    (lambda ids: data.bigram_loss(ids, ids, 7, alpha=-1), "bigram_loss: alpha must be a finite number > 0"),
+    (lambda ids: data.bigram_loss(ids, ids[:1], 7), "bigram_loss: eval_ids has 1 tokens; wanted at least 2"),
+    (lambda ids: F.layer_norm(np.ones((2, 4)), np.ones(4), np.zeros(4), eps=-1.0), "layer_norm: eps must be a finite number ≥ 0"),
+])
+def test_a_bad_setting_is_one_line_not_a_silent_result(call, message):
+    """Each of these was taken: a 1.5 split, empty windows, a bigram loss read off the wrong row
+    (an id of -1) or negative (α < 0), a layer norm with ε < 0."""
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        call(np.arange(100) % 7)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from minitf.backend import randint, to_device, to_numpy
-from minitf.validate import check_ids
+from minitf.validate import check_ids, check_int, check_probability, check_real
 
 
 class CharTokenizer:
@@ -112,6 +112,7 @@ def read_text(path) -> str:
 def split(ids, validation_fraction: float = 0.1):
     """The first (1 − f) of the tokens for training, the last f held out for validation.
     A contiguous split: the held-out text is text the model has never seen, not shuffled windows."""
+    check_probability(validation_fraction, "validation_fraction", "split")
     cut = int(len(ids) * (1 - validation_fraction))
     return ids[:cut], ids[cut:]
 
@@ -123,6 +124,11 @@ def random_windows(ids, batch_size: int, n: int):
         Y = window[:, 1:]    (b, n)   the token to predict at each position
     Drawn from minitf's seeded generator, so a run (and a resumed run) sees the same batches.
     """
+    check_int(batch_size, "batch_size", "random_windows", what="the number of windows")
+    check_int(n, "n", "random_windows", what="the window's length")
+    if getattr(ids, "ndim", 1) != 1:
+        raise ValueError(f"random_windows: ids has shape {tuple(ids.shape)}; wanted (N,), one "
+                         f"stream of tokens")
     if len(ids) < n + 2:
         raise ValueError(f"random_windows: {len(ids)} tokens cannot give windows of n + 1 = "
                          f"{n + 1}; use a shorter context or more text")
@@ -135,6 +141,12 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> flo
     """Held-out cross-entropy (nats per token) of a character-bigram model p(next | current),
     counted on ``train_ids`` with add-α smoothing. The baseline: a model that looks one character
     back. Anything that attends further must beat it."""
+    check_real(alpha, "alpha", "bigram_loss", low=0)
+    for name, ids in (("train_ids", train_ids), ("eval_ids", eval_ids)):
+        check_ids(np.asarray(ids), name, vocab_size, "bigram_loss")
+    if len(eval_ids) < 2:
+        raise ValueError(f"bigram_loss: eval_ids has {len(eval_ids)} tokens; wanted at least 2, "
+                         f"one pair to score")
     counts = np.full((vocab_size, vocab_size), alpha)
     np.add.at(counts, (train_ids[:-1], train_ids[1:]), 1.0)
     logp = np.log(counts / counts.sum(axis=1, keepdims=True))

@@ -4,12 +4,13 @@
 """
 from minitf.array_ops import row_dot, row_sum, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import at_the_boundary, check_shape
+from minitf.validate import at_the_boundary, check_real, check_shape
 
 
 @at_the_boundary
-def _check_layer_norm(x, gamma, beta):
+def _check_layer_norm(x, gamma, beta, eps):
     """layer_norm's arguments, skipped as one call inside a model (see linear's)."""
+    check_real(eps, "eps", "layer_norm", low=0, low_open=False)     # ε < 0: rows blow up
     check_shape(gamma, "gamma", ("d",), "layer_norm")
     check_shape(x, "x", ("...", ("d", gamma.shape[0])), "layer_norm")
     check_shape(beta, "beta", (("d", gamma.shape[0]),), "layer_norm")
@@ -23,7 +24,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     stands for that root, √(σ² + ε).
     x: (..., d)   gamma, beta: (d,)   ->   y: (..., d)
     """
-    _check_layer_norm(x, gamma, beta)
+    _check_layer_norm(x, gamma, beta, eps)
     xp = get_array_module(x)
     mu = row_sum(x) / x.shape[-1]                         # (..., 1)   mean of x
     x_hat = x - mu                                        # (..., d)   x − μ; x̂ once scaled

@@ -6,7 +6,8 @@ import minitf.functional as F
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
-from minitf.validate import check_int, check_probability, check_segments, check_shape
+from minitf.validate import (check_int, check_probability, check_real, check_segments,
+                             check_shape)
 
 
 class Linear(Module):
@@ -136,6 +137,7 @@ class LayerNorm(Module):
     """y = γ ⊙ (x − μ) / √(σ² + ε) + β over the last axis.   x: (..., d)  ->  y: (..., d)"""
 
     def __init__(self, d: int, eps: float = 1e-5):
+        check_real(eps, "eps", "LayerNorm", low=0, low_open=False)    # a model skips F's check
         self.d, self.eps = d, eps
         self.gamma = ones(d)
         self.beta = zeros(d)
