@@ -17,7 +17,7 @@ it is bound by memory speed, not by arithmetic.
 """
 from __future__ import annotations
 
-from minitf.validate import check_int, feed_forward_width
+from minitf.validate import check_int, check_sizes, feed_forward_width
 
 SOFTMAX_FLOPS = 6      # per score: × 1/√d_head, max, −, exp, +, ÷
 
@@ -41,6 +41,9 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
        batch_size × context tokens, KV-cache numbers and bytes at full context, and decoding
        FLOPs for the last token with and without the cache.
     """
+    check_sizes("lm_cost", vocab_size=vocab_size, d_model=d_model, n_layers=n_layers,
+                batch_size=batch_size, n_heads=n_heads, bytes_per_number=bytes_per_number)
+    check_int(context, "context", "lm_cost", low=0, what="the keys a token attends to")
     d, L, n, b = d_model, n_layers, context, batch_size
     d_ff = feed_forward_width(d_ff, d, "lm_cost")
     block = block_parameters(d, d_ff)

@@ -15,7 +15,7 @@ queries, N keys). Parameter counts are exact: the tests compare them with num_pa
 from __future__ import annotations
 
 from minitf.cost import block_parameters, format_cost, format_rows, lm_cost_of, matmul_cost
-from minitf.validate import check_int, feed_forward_width
+from minitf.validate import check_int, check_sizes, feed_forward_width
 
 GATES = {"rnn": 1, "lstm": 4}          # stacked weight blocks: tanh; i, f, g, o
 
@@ -46,6 +46,8 @@ def rnn_cost(vocab_size: int, d_model: int, d_hidden: int | None = None, cell: s
     """
     if cell not in GATES:
         raise ValueError(f"rnn_cost: cell must be one of {tuple(GATES)}; got {cell!r}")
+    check_sizes("rnn_cost", vocab_size=vocab_size, d_model=d_model, context=context,
+                batch_size=batch_size, **({} if d_hidden is None else {"d_hidden": d_hidden}))
     d, h, n, b = d_model, d_model if d_hidden is None else d_hidden, context, batch_size
     g = GATES[cell]
     recurrent = g * (d * h + h * h + h)                         # W_x, W_h, b
@@ -77,8 +79,12 @@ def seq2seq_cost(src_len: int, tgt_len: int, src_vocab_size: int, tgt_vocab_size
        projection, FFN and the output layer.
     """
     N, M, d, L, b = src_len, tgt_len, d_model, n_layers, batch_size
-    for name, value in (("src_len", N), ("tgt_len", M), ("d_model", d), ("n_heads", n_heads)):
-        check_int(value, name, "seq2seq_cost")
+    check_sizes("seq2seq_cost", src_len=N, tgt_len=M, src_vocab_size=src_vocab_size,
+                tgt_vocab_size=tgt_vocab_size, d_model=d, n_heads=n_heads, n_layers=L,
+                batch_size=b)
+    if share_embeddings and src_vocab_size != tgt_vocab_size:
+        raise ValueError(f"seq2seq_cost: share_embeddings needs one vocabulary; got "
+                         f"src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}")
     d_ff = feed_forward_width(d_ff, d, "seq2seq_cost")
     embeddings = src_vocab_size * d + (0 if share_embeddings else tgt_vocab_size * d)
     parameters = (embeddings + L * (block_parameters(d, d_ff)["exact"]
@@ -107,6 +113,8 @@ def encoder_cost(n_tokens: int, d_model: int, n_heads: int, n_layers: int, d_ff:
                  n_classes: int, embedding_parameters: int, batch_size: int = 1) -> dict:
     """A CLS-token encoder (EncoderClassifier, VisionTransformer) on n tokens (+1 for CLS):
     parameters (exact, given the embedding's own) and the b·h·L·(n+1)² attention scores."""
+    check_sizes("encoder_cost", n_tokens=n_tokens, d_model=d_model, n_heads=n_heads,
+                n_layers=n_layers, d_ff=d_ff, n_classes=n_classes, batch_size=batch_size)
     n, d = n_tokens + 1, d_model
     parameters = (embedding_parameters + d + n * d + n_layers * block_parameters(d, d_ff)["exact"]
                   + 2 * d + d * n_classes + n_classes)     # CLS, positions, blocks, norm, head

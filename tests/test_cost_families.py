@@ -1,9 +1,12 @@
 """The cost model of every family agrees with the model itself: parameter counts with
 num_parameters(), attention scores with the shapes of the probabilities the layers kept,
 sequential steps and the carried state with what the recurrent model does."""
+import re
+
 import pytest
 
 from minitf import backend, cli
+from minitf.cost import lm_cost
 from minitf.cost_families import (describe_cost, encoder_cost, layer_comparison, rnn_cost,
                                   seq2seq_cost, seq2seq_cost_of)
 from minitf.models import RNNLM, EncoderClassifier, Transformer, VisionTransformer
@@ -84,3 +87,17 @@ def test_bad_input_is_one_line():
         seq2seq_cost(5, 0, 9, 9)
     with pytest.raises(ValueError, match="describe_cost: unknown model kind 'cnn'"):
         describe_cost("cnn", {})
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: lm_cost(100, 64, -2), "lm_cost: n_layers must be an integer ≥ 0"),
+    (lambda: lm_cost(100, 64, 2, context=-1), "lm_cost: context must be an integer ≥ 0"),
+    (lambda: lm_cost(100, 64, 2, bytes_per_number="4"), "lm_cost: bytes_per_number must be a positive integer; got '4'"),
+    (lambda: rnn_cost(100, -32), "rnn_cost: d_model must be a positive integer; got -32"),
+    (lambda: seq2seq_cost(4, 4, 20, 30, share_embeddings=True), "seq2seq_cost: share_embeddings needs one vocabulary"),
+    (lambda: encoder_cost(4, -32, 4, 2, 64, 2, 100), "encoder_cost: d_model must be a positive integer"),
+])
+def test_a_cost_of_a_model_that_cannot_exist_is_refused(call, message):
+    """Each gave a negative count of parameters or bytes (or '4' repeated 262,144 times)."""
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        call()
