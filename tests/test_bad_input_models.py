@@ -1,4 +1,4 @@
-"""Bad input to blocks and whole models: one line, in the words of what the user called."""
+"""Bad input to attention, blocks and whole models: one line, in the words of what the user called."""
 import numpy as np
 import pytest
 
@@ -44,3 +44,10 @@ def test_a_model_without_blocks_generates_with_or_without_the_cache():
     cached, plain = (generate(lm, np.array([1, 2]), 4, greedy=True, use_cache=use)
                      for use in (True, False))
     assert cached.shape == (1, 6) and (cached == plain).all()
+
+
+def test_attention_wants_a_finite_scale(backend_name):
+    import minitf.functional as F
+    q = backend.randn(1, 2, 4)
+    with raises(ValueError, "attention: scale must be a finite number; got nan"):
+        F.attention(q, q, q, scale=float("nan"))

@@ -142,3 +142,12 @@ def test_a_bad_setting_is_one_line_not_a_silent_result(call, message):
     (an id of -1) or negative (α < 0), a layer norm with ε < 0."""
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         call(np.arange(100) % 7)
+
+
+def test_pad_batch_refuses_what_it_would_truncate_or_cannot_pad():
+    with pytest.raises(TypeError, match=r"^pad_batch: a sequence holds float64 values; wanted integer ids"):
+        data.pad_batch([[1.7, 2.2], [3.9]])                  # became [[1, 2], [3, 0]]
+    with pytest.raises(ValueError, match=r"^pad_batch: sequences is empty"):
+        data.pad_batch([])
+    with pytest.raises(ValueError, match=r"^pad_batch: pad_id must be an integer ≥ 0"):
+        data.pad_batch([[1, 2]], pad_id=0.5)

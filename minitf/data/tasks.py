@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitf.backend import rand, randint, randn, to_numpy
+from minitf.validate import check_int
 
 PAD, BOS, EOS = 0, 1, 2           # special ids of the seq2seq tasks; symbols start at 3
 TASKS = ("copy", "reverse", "sort")
@@ -19,6 +20,13 @@ TASKS = ("copy", "reverse", "sort")
 def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
     """Right-pad variable-length sequences into one (b, n) int64 array; also return the lengths.
     The padding is then masked as keys (padding_mask_from_ids) and ignored as targets."""
+    if len(sequences) == 0:
+        raise ValueError("pad_batch: sequences is empty; wanted at least one sequence of ids")
+    check_int(pad_id, "pad_id", "pad_batch", low=0, what="the id of the padding token")
+    for seq in sequences:                            # ids, not numbers that would be truncated
+        if np.asarray(seq).dtype.kind not in "iu" and len(seq):
+            raise TypeError(f"pad_batch: a sequence holds {np.asarray(seq).dtype} values; "
+                            f"wanted integer ids")
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
     n = int(lengths.max()) if length is None else length
     if lengths.max() > n:

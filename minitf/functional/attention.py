@@ -20,7 +20,7 @@ from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import as_additive_mask, causal_mask
 from minitf.functional.softmax import softmax, softmax_backward
 from minitf.validate import (at_the_boundary, check_array, check_broadcast, check_ids,
-                             check_int, check_probability, check_shape)
+                             check_int, check_probability, check_real, check_shape)
 
 AttentionCache = namedtuple("AttentionCache",
                             ["q", "k", "v", "probs", "scale", "bias_shape", "dropout"])
@@ -46,6 +46,15 @@ def _check_qkv(q, k, v):
         raise ValueError(f"attention: q and k must have the same last axis d_k; got {shapes}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"attention: k and v must have the same number of keys n_k; got {shapes}")
+
+
+def _scale(scale, q, where: str = "attention") -> float:
+    """The scores' factor: 1/√d_k unless given, and then a finite number (NaN or inf would make
+    every weight NaN)."""
+    if scale is None:
+        return 1.0 / math.sqrt(q.shape[-1])
+    check_real(scale, "scale", where)
+    return scale
 
 
 def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
@@ -74,8 +83,7 @@ def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
         mask = as_additive_mask(mask, q.dtype)
     if bias is not None:
         check_broadcast(bias, "bias", scores_shape, _SCORES, "attention")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    scale = _scale(scale, q)
 
     # q kᵀ · scale as (q · scale) kᵀ: the same numbers, and a pass over the n_q × d_k queries
     # is cheaper than one over the n_q × n_k scores
@@ -265,8 +273,7 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
         check_shape(table_v, "table_v", (("2K+1", table_k.shape[0]), ("d_v", v.shape[-1])), where)
     check_shape(positions, "positions", (("n_q", q.shape[-2]), ("n_k", k.shape[-2])), where)
     check_ids(positions, "positions", table_k.shape[0], where, size_name="2K+1")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    scale = _scale(scale, q, where)
 
     a_k, lookup_k = embedding(positions, table_k)                # (n_q, n_k, d_k)
     edge_scores = _edge_dot(q, a_k) * scale                      # (..., n_q, n_k): q_i · a^K_ij
