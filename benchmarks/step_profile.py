@@ -8,9 +8,10 @@
 Times every function of ``minitf.functional``, ``minitf.array_ops`` and the shim
 (``minitf.backend``), and the optimizer's step, between two waits for the device, and prints each
 one's time per training step *exclusive* of the minitf functions it calls (``linear`` is its
-matrix product and bias add; ``attention`` does not count the ``softmax`` inside it). The waits make every kernel finish
-inside the function that queued it, so a GPU's time lands where it is spent; they also add a
-little to each call, so the attributed sum runs above the plain step time printed first.
+matrix product and bias add; ``attention`` does not count the ``softmax`` inside it). The waits
+make every kernel finish inside the function that queued it, so a GPU's time lands where it is
+spent; they also add a little to each call, so the attributed sum runs above the plain step time
+printed first.
 
 ``--torch`` profiles torch's side of the same comparison instead (vs_torch.py's model, the same
 weights), with torch's own profiler: each op's self time per step, to read beside minitf's table.

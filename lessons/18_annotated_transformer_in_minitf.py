@@ -257,9 +257,10 @@ print("✓ 3,152,384 and 4,204,032 per block; 82,063,496 in all")
 # And its constructor re-draws every weight matrix from Xavier's uniform distribution, noting
 # that this mattered. Xavier picks the variance 2/(fan_in + fan_out), between what keeps
 # activations steady on the way forward (1/fan_in) and gradients steady on the way back
-# (1/fan_out): their harmonic mean, a compromise when the two differ; a uniform U(−a, a) has variance a²/3, so a = √(6/(fan_in + fan_out)). minitf's
-# ``init="xavier"`` applies it to every linear layer, and draws the fused W_qkv as the three
-# d × d maps it holds side by side, so each gets the bound √(6/2d) it would have had alone.
+# (1/fan_out): their harmonic mean, a compromise when the two differ. A uniform U(−a, a) has
+# variance a²/3, so a = √(6/(fan_in + fan_out)). minitf's ``init="xavier"`` applies it to every
+# linear layer, and draws the fused W_qkv as the three d × d maps it holds side by side, so each
+# gets the bound √(6/2d) it would have had alone.
 # Below, one block at the base width (with a small vocabulary, to stay quick) is built with
 # both switched on.
 

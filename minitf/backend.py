@@ -186,6 +186,9 @@ def precision(dtype) -> _Undo:
     return _set(_active, dtype=float_dtype_named(dtype, "precision"))
 
 
+_FLOAT_DTYPES = (numpy.dtype("float32"), numpy.dtype("float64"))   # the two minitf computes in
+
+
 def float_dtype_named(dtype, where: str):
     """``dtype`` ("float32", numpy.float64, ...) as a NumPy dtype, if it is one of the two minitf
     computes in; else one line saying so, in ``where``'s name."""
@@ -193,7 +196,7 @@ def float_dtype_named(dtype, where: str):
         wanted = numpy.dtype(dtype) if dtype is not None else None   # numpy.dtype(None): float64
     except TypeError:
         wanted = None
-    if wanted is None or wanted not in (numpy.dtype("float32"), numpy.dtype("float64")):
+    if wanted is None or wanted not in _FLOAT_DTYPES:
         raise ValueError(f"{where}: dtype must be 'float32' or 'float64'; got {dtype!r}")
     return wanted
 

@@ -101,8 +101,8 @@ def _spread(count: int, k: int) -> list[int]:
 
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
-    target = Path(config.out or config.resume or DEFAULT_OUT)
-    made, out = not target.exists(), target
+    out = Path(config.out or config.resume or DEFAULT_OUT)
+    made = not out.exists()
     try:
         rundir.probe(out)                                               # fail before training
         with rundir.RunLock(out):

@@ -190,13 +190,14 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
                          f"got {value!r}")
 
 
-def check_sizes(where: str, n_layers=None, **sizes) -> None:
+def check_sizes(where: str, **sizes) -> None:
     """The sizes a model is built from, each a positive integer (n_layers may be 0: no blocks),
     checked before any is used, so that a bad one is named in the model's words."""
-    if n_layers is not None:
-        check_int(n_layers, "n_layers", where, low=0, what="the number of blocks")
     for name, value in sizes.items():
-        check_int(value, name, where)
+        if name == "n_layers":
+            check_int(value, name, where, low=0, what="the number of blocks")
+        else:
+            check_int(value, name, where)
 
 
 def feed_forward_width(d_ff, d_model: int, where: str) -> int:

@@ -23,6 +23,7 @@ def test_a_block_names_itself_for_a_bad_input(backend_name):
     (lambda: models.Transformer(13, 13, pad_id=None), "Transformer: pad_id must be an integer in [0, 12]"),
     (lambda: models.Transformer(13, 9, pad_id=10), "Transformer: pad_id must be an integer in [0, 8]"),
     (lambda: models.Transformer(13, 13, n_layers=-1), "Transformer: n_layers must be an integer ≥ 0"),
+    (lambda: models.Transformer(13, 13, n_layers=None), "Transformer: n_layers must be an integer ≥ 0"),
     (lambda: models.Transformer(13, 13, d_model=None), "Transformer: d_model must be a positive integer"),
     (lambda: models.EncoderClassifier(10, 2, pad_id=-1), "EncoderClassifier: pad_id must be an integer in [0, 9]"),
     (lambda: models.EncoderClassifier(10, 0), "EncoderClassifier: n_classes must be a positive integer"),

@@ -23,10 +23,9 @@ def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
     if len(sequences) == 0:
         raise ValueError("pad_batch: sequences is empty; wanted at least one sequence of ids")
     check_int(pad_id, "pad_id", "pad_batch", low=0, what="the id of the padding token")
-    for seq in sequences:                            # ids, not numbers that would be truncated
-        if np.asarray(seq).dtype.kind not in "iu" and len(seq):
-            raise TypeError(f"pad_batch: a sequence holds {np.asarray(seq).dtype} values; "
-                            f"wanted integer ids")
+    for seq in map(np.asarray, sequences):           # ids, not numbers that would be truncated
+        if seq.size and seq.dtype.kind not in "iu":
+            raise TypeError(f"pad_batch: a sequence holds {seq.dtype} values; wanted integer ids")
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
     n = int(lengths.max()) if length is None else length
     if lengths.max() > n:

@@ -142,8 +142,9 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> flo
     counted on ``train_ids`` with add-α smoothing. The baseline: a model that looks one character
     back. Anything that attends further must beat it."""
     check_real(alpha, "alpha", "bigram_loss", low=0)
+    train_ids, eval_ids = np.asarray(train_ids), np.asarray(eval_ids)
     for name, ids in (("train_ids", train_ids), ("eval_ids", eval_ids)):
-        check_ids(np.asarray(ids), name, vocab_size, "bigram_loss")
+        check_ids(ids, name, vocab_size, "bigram_loss")
     if len(eval_ids) < 2:
         raise ValueError(f"bigram_loss: eval_ids has {len(eval_ids)} tokens; wanted at least 2, "
                          f"one pair to score")

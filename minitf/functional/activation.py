@@ -64,8 +64,9 @@ def _gelu_tanh_cdf(x):
 
     ½ (1 + tanh u) is the logistic sigmoid 1 / (1 + e^(−2u)) -- the same number, as
     tanh u = (1 − e^(−2u)) / (1 + e^(−2u)) -- so one exp does it: tanh is several times slower
-    than exp on some CPUs (an AMD EPYC without AVX-512, benchmarks/RESULTS.md, 2026-11-25). The constants are folded, −2u = x (−2√(2/π) − 2·0.044715·√(2/π) x²),
-    so that the (b, n, d_ff) hidden layer is passed over seven times, not nine.
+    than exp on some CPUs (an AMD EPYC without AVX-512, benchmarks/RESULTS.md, 2026-11-25).
+    The constants are folded, −2u = x (−2√(2/π) − 2·0.044715·√(2/π) x²), so that the
+    (b, n, d_ff) hidden layer is passed over seven times, not nine.
     x: (...)  ->  (...) in (0, 1)"""
     xp = get_array_module(x)
     z = x * x
@@ -76,7 +77,8 @@ def _gelu_tanh_cdf(x):
         xp.exp(z, out=z)
     z += 1.0
     # 1 / z by divide, not reciprocal: the same numbers, but NumPy runs divide in the CPU's
-    # widest vectors and reciprocal in 128-bit ones only (1.3-1.8 x as long on the hidden layer; RESULTS.md, tenth entry)
+    # widest vectors and reciprocal in 128-bit ones only (1.3-1.8 x as long on the hidden
+    # layer; benchmarks/RESULTS.md, tenth entry)
     return xp.divide(1.0, z, out=z)
 
 
