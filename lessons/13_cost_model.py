@@ -152,31 +152,11 @@ assert step["intensity"] < full["intensity"] / 10, "one token at a time is memor
 print(f"intensity: full sequence {full['intensity']:.0f}, one token {step['intensity']:.1f} "
       f"FLOPs per number moved")
 
-
-def draw_table(ax, table, title):
-    """One cost table as a grid of cells, the intensity column shaded (pale = memory-bound)."""
-    cells = [[r["operation"], f"{r['flops']:.2e}", f"{r['io']:.2e}", f"{r['intensity']:.1f}"]
-             for r in table["rows"] + [dict(table, operation="total")]]
-    colours = matplotlib.colormaps[viz.ATTENTION_CMAP]
-    top = np.log10(max(r["intensity"] for r in full["rows"]))     # the darkest: the FFN
-    shade = [["white"] * 3 + [colours(0.25 + 0.75 * max(np.log10(float(c[3])) / top, 0), 0.55)]
-             for c in cells]
-    grid = ax.table(cellText=cells, cellColours=shade, loc="center", cellLoc="right",
-                    colLabels=["operation", "FLOPs", "IO (numbers)", "FLOPs / IO"],
-                    colWidths=[0.4, 0.2, 0.2, 0.2])
-    grid.auto_set_font_size(False)
-    grid.set_fontsize(9)
-    for (row, column), cell in grid.get_celld().items():
-        if column == 0 and row > 0:
-            cell.set_text_props(ha="left")
-    grid.scale(1, 1.35)
-    ax.axis("off")
-    ax.set_title(title)
-
-
 fig, axes = viz.figure(2, 1, size=(7.5, 6.4))
-draw_table(axes[0], full, f"one block, whole sequence (b={b}, n={n}, d={d}, h={h}, d_ff={d_ff})")
-draw_table(axes[1], step, f"one block, next token with a KV cache of n={n}")
+highest = max(r["intensity"] for r in full["rows"])     # the FFN: one colour scale for both
+viz.cost_table(axes[0], full, highest=highest,
+               title=f"one block, whole sequence (b={b}, n={n}, d={d}, h={h}, d_ff={d_ff})")
+viz.cost_table(axes[1], step, f"one block, next token with a KV cache of n={n}", highest=highest)
 viz.save(fig, "13_cost_table")
 print("✓ the table's FLOPs match lm_cost; softmax and decoding are limited by memory, not math")
 

@@ -191,6 +191,40 @@ def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = 
     ax.legend(fontsize=8)
 
 
+def cost_table(ax, table: dict, title: str = "", highest: float | None = None) -> None:
+    """A cost table of ``minitf.cost.attention_table`` drawn as a grid: one row per operation and
+    a total, with FLOPs, IO and arithmetic intensity (FLOPs per number moved).
+
+    The intensity column is coloured on a log scale of the attention colour map: blue-grey where
+    an operation waits for memory, yellow where it waits for arithmetic. ``highest`` is the
+    intensity that gets the map's yellow end (by default the table's own highest), so that two
+    tables drawn with the same value share one scale.
+    """
+    import matplotlib
+    import numpy as np
+
+    rows = table["rows"] + [dict(table, operation="total")]
+    cells = [[r["operation"], f"{r['flops']:.2e}", f"{r['io']:.2e}", f"{r['intensity']:.1f}"]
+             for r in rows]
+    top = np.log10(highest or max(r["intensity"] for r in table["rows"]))
+    colours = matplotlib.colormaps[ATTENTION_CMAP]
+    # An intensity of 1 or less gets the colour a quarter along the map: its darkest quarter,
+    # half transparent, would hide the cell's number.
+    shade = [["white"] * 3 + [colours(0.25 + 0.75 * max(np.log10(r["intensity"]) / top, 0), 0.55)]
+             for r in rows]
+    grid = ax.table(cellText=cells, cellColours=shade, loc="center", cellLoc="right",
+                    colLabels=["operation", "FLOPs", "IO (numbers)", "FLOPs / IO"],
+                    colWidths=[0.4, 0.2, 0.2, 0.2])
+    grid.auto_set_font_size(False)
+    grid.set_fontsize(9)
+    for (row, column), cell in grid.get_celld().items():
+        if column == 0 and row > 0:                       # operation names read from the left
+            cell.set_text_props(ha="left")
+    grid.scale(1, 1.35)
+    ax.axis("off")
+    ax.set_title(title)
+
+
 def plot_history(history: dict, path, baseline: float | None = None, title: str = "") -> Path:
     """Training loss per step and validation loss, with an optional horizontal baseline (e.g. the
     bigram model's held-out loss), saved as an image at ``path``."""

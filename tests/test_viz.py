@@ -64,3 +64,20 @@ def test_plot_history_writes_the_run_figure(tmp_path):
     history = {"step": [1, 2, 3], "loss": [3.0, 2.0, 1.5], "val_step": [3], "val_loss": [1.7]}
     path = viz.plot_history(history, tmp_path / "loss.png", baseline=2.3, title="run")
     assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cost_table_draws_every_operation_and_shades_by_intensity():
+    from minitf import cost
+
+    table = cost.attention_table(2, 64, 32, 4, 128)
+    fig, ax = viz.figure()
+    viz.cost_table(ax, table, "block", highest=10 * table["intensity"])
+    cells = ax.tables[0].get_celld()
+    names = [cells[row, 0].get_text().get_text() for row in range(1, len(table["rows"]) + 2)]
+    assert names == [r["operation"] for r in table["rows"]] + ["total"]
+    shades = {cells[row, 0].get_text().get_text(): cells[row, 3].get_facecolor()
+              for row in range(1, len(table["rows"]) + 2)}
+    low = min(table["rows"], key=lambda r: r["intensity"])["operation"]
+    high = max(table["rows"], key=lambda r: r["intensity"])["operation"]
+    # viridis runs from dark purple to yellow: the more intense operation is further along it
+    assert shades[low] != shades[high] and sum(shades[high][:3]) > sum(shades[low][:3])
