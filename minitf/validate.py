@@ -90,7 +90,10 @@ def _matches(shape, spec) -> bool:
 def check_array(x, name: str, where: str) -> None:
     """TypeError unless ``x`` is a NumPy or CuPy array."""
     if not is_array(x):
-        raise TypeError(f"{where}: {name} must be a NumPy or CuPy array; got {type(x).__name__}")
+        # a NumPy scalar (x.sum(), a[0]) has a shape and a dtype but is not an array
+        got = type(x).__name__
+        got = f"the scalar {got}" if getattr(x, "shape", None) == () else got
+        raise TypeError(f"{where}: {name} must be a NumPy or CuPy array; got {got}")
 
 
 @at_the_boundary
@@ -100,6 +103,22 @@ def check_shape(x, name: str, spec, where: str) -> None:
     if not _matches(tuple(x.shape), tuple(spec)):
         raise ValueError(f"{where}: {name} has shape {_shape_text(x.shape)}; "
                          f"wanted {_spec_text(spec)}")
+
+
+@at_the_boundary
+def check_float(x, name: str, where: str, min_ndim: int = 0) -> None:
+    """TypeError unless ``x`` is an array of floats with at least ``min_ndim`` axes.
+
+    Where the math needs fractions -- an exp, a random mask, a rotation -- an integer or boolean
+    array would either fail deep inside NumPy or, worse, be truncated back to integers.
+    """
+    check_array(x, name, where)
+    if x.dtype.kind != "f":
+        raise TypeError(f"{where}: {name} has dtype {x.dtype}; wanted float32 or float64 "
+                        f"(cast with {name}.astype('float32'))")
+    if x.ndim < min_ndim:
+        raise ValueError(f"{where}: {name} has shape {_shape_text(x.shape)}; wanted at least "
+                         f"{min_ndim} ax{'is' if min_ndim == 1 else 'es'}")
 
 
 def check_same(got: int, wanted: int, what: str, where: str) -> None:

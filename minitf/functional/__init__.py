@@ -11,8 +11,8 @@ from minitf.functional.activation import (dropout, dropout_backward, gelu, gelu_
 from minitf.functional.attention import (CAUSAL_BLOCK, AttentionCache, CausalAttentionCache,
                                          RelativeAttentionCache, attention, attention_backward,
                                          causal_attention, causal_attention_backward,
-                                         merge_heads, relative_attention,
-                                         relative_attention_backward, split_heads)
+                                         relative_attention, relative_attention_backward)
+from minitf.functional.heads import merge_heads, split_heads
 from minitf.functional.layer_norm import layer_norm, layer_norm_backward
 from minitf.functional.linear import (embedding, embedding_backward, linear, linear_backward,
                                       patches, patches_backward)

@@ -8,7 +8,7 @@ import math
 
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import erf, float_errors_ignored, get_array_module, rand
-from minitf.validate import check_probability
+from minitf.validate import check_array, check_float, check_probability
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -16,6 +16,7 @@ _GELU_CUBIC = 0.044715
 
 def relu(x):
     """y = max(x, 0).   x: (...)  ->  y: (...)"""
+    check_array(x, "x", "relu")
     xp = get_array_module(x)
     return xp.maximum(x, 0), x > 0
 
@@ -36,6 +37,7 @@ def gelu(x, approximate="tanh"):
     x: (...)  ->  y: (...)
     The cache keeps Φ(x) in both cases, for the backward.
     """
+    check_float(x, "x", "gelu")
     if approximate == "none":
         cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
         return x * cdf, (x, cdf, approximate)
@@ -125,6 +127,7 @@ def dropout(x, p, training=True):
     simply the identity. The mask is drawn from minitf's seeded generator (minitf.backend.seed).
     x: (...)  ->  y: (...)
     """
+    check_float(x, "x", "dropout")
     check_probability(p, "p", "dropout")
     if not training or p == 0.0:
         return x, None

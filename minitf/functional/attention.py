@@ -9,7 +9,6 @@ that the scores the mask would discard are never computed. Relative position rep
 (Shaw et al.) add a learned vector per query-key offset to the keys and the values;
 ``relative_attention`` computes them with the same two stages.
 """
-import itertools
 import math
 from collections import namedtuple
 
@@ -19,7 +18,7 @@ from minitf.functional.activation import dropout, dropout_backward
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import as_additive_mask, causal_mask
 from minitf.functional.softmax import softmax, softmax_backward
-from minitf.validate import (at_the_boundary, check_array, check_broadcast, check_ids,
+from minitf.validate import (at_the_boundary, check_broadcast, check_float, check_ids,
                              check_int, check_probability, check_real, check_shape)
 
 AttentionCache = namedtuple("AttentionCache",
@@ -33,19 +32,17 @@ MASK_HINT = ("; a causal mask is (n_q, n_k), a padding mask (b, 1, 1, n_k), "
 
 
 @at_the_boundary
-def _check_qkv(q, k, v):
+def _check_qkv(q, k, v, where: str = "attention"):
+    """q, k and v: float arrays of at least 2 axes (..., n, d) whose shapes fit one another."""
     for name, a in (("q", q), ("k", k), ("v", v)):
-        check_array(a, name, "attention")
-        if a.ndim < 2:
-            raise ValueError(f"attention: {name} has shape {tuple(a.shape)}; "
-                             f"wanted at least 2 axes (..., n, d)")
+        check_float(a, name, where, min_ndim=2)
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        raise ValueError(f"attention: q, k and v must share their leading axes; got {shapes}")
+        raise ValueError(f"{where}: q, k and v must share their leading axes; got {shapes}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"attention: q and k must have the same last axis d_k; got {shapes}")
+        raise ValueError(f"{where}: q and k must have the same last axis d_k; got {shapes}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"attention: k and v must have the same number of keys n_k; got {shapes}")
+        raise ValueError(f"{where}: k and v must have the same number of keys n_k; got {shapes}")
 
 
 def _scale(scale, q, where: str = "attention") -> float:
@@ -185,7 +182,7 @@ def causal_attention(q, k, v, block=None):
     q, k: (..., n, d_k)   v: (..., n, d_v)   (one sequence: n queries, the same n keys)
     ->    out: (..., n, d_v), and a CausalAttentionCache
     """
-    _check_qkv(q, k, v)
+    _check_qkv(q, k, v, "causal_attention")
     n = q.shape[-2]
     if k.shape[-2] != n:
         raise ValueError(f"causal_attention: q has {n} queries and k {k.shape[-2]} keys; wanted "
@@ -267,7 +264,7 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
     ->  out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
     """
     where = "relative_attention"
-    _check_qkv(q, k, v)
+    _check_qkv(q, k, v, where)
     check_shape(table_k, "table_k", ("2K+1", ("d_k", q.shape[-1])), where)
     if table_v is not None:
         check_shape(table_v, "table_v", (("2K+1", table_k.shape[0]), ("d_v", v.shape[-1])), where)
@@ -334,47 +331,3 @@ def _edge_outer(p, x):
     """Σ_batch p_ij x_i:  p (..., n_q, n_k), x (..., n_q, d)  ->  (n_q, n_k, d)"""
     return _query_major(p).swapaxes(-1, -2) @ _query_major(x)     # (n_q, n_k, B) @ (n_q, B, d)
 
-
-# ----------------------------------------------------------------------------------------------
-# Heads: cutting the feature axis into h slices that attend independently, in one batched matmul
-# ----------------------------------------------------------------------------------------------
-
-def split_heads(y, n_heads, parts=1):
-    """(b, n, parts·h·d_head) -> (parts, b, h, n, d_head); or, with per-head widths
-    parts = (w_1, …, w_p):  (b, n, h·(w_1 + … + w_p)) -> a tuple of p arrays (b, h, n, w_i).
-
-    ``parts`` projections side by side (3 for a fused q|k|v; (d_head, d_head, d_v) when the
-    values are of another width) are separated, each one's features are cut into h heads of
-    consecutive features, and the head axis is moved next to the batch axis: matmul then treats
-    (b, h) as one batch of b·h independent attentions. Views of y: nothing is copied.
-    """
-    b, n, width = y.shape
-    if isinstance(parts, int):
-        d_head = width // (parts * n_heads)
-        return y.reshape(b, n, parts, n_heads, d_head).transpose(2, 0, 3, 1, 4)
-    if width != n_heads * sum(parts):
-        raise ValueError(f"split_heads: y has {width} features; wanted n_heads · (sum of the "
-                         f"widths {tuple(parts)}) = {n_heads * sum(parts)}")
-    if len(set(parts)) == 1:           # equal widths (q, k, v of d_head each): one reshape cuts
-        return tuple(split_heads(y, n_heads, len(parts)))     # them all, not one slice per part
-    ends = list(itertools.accumulate(n_heads * w for w in parts))       # the column boundaries
-    return tuple(y[:, :, end - n_heads * w:end].reshape(b, n, n_heads, w).transpose(0, 2, 1, 3)
-                 for w, end in zip(parts, ends))
-
-
-def merge_heads(parts):
-    """The exact inverse of split_heads: (parts, b, h, n, d_head), or a sequence of p arrays
-    (b, h, n, w_i), -> (b, n, h·(w_1 + … + w_p)), the heads concatenated back into one feature
-    axis. Both are pure rearrangements, so the gradient of one is the other applied to the
-    upstream gradient.
-    """
-    b, h, n, _ = parts[0].shape
-    y = get_array_module(parts[0]).empty((b, n, h * sum(z.shape[-1] for z in parts)),
-                                         dtype=parts[0].dtype)
-    end = 0
-    for z in parts:                                                   # (b, h, n, w)
-        start, end = end, end + h * z.shape[-1]
-        # Cut y's columns for this part the way split_heads cut them, and write the heads in:
-        # a view of the fresh y, so each number is copied once, straight to its place.
-        y[:, :, start:end].reshape(b, n, h, z.shape[-1])[...] = z.transpose(0, 2, 1, 3)
-    return y

@@ -17,7 +17,7 @@ import math
 
 from minitf.backend import float_dtype, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
-from minitf.validate import at_the_boundary, check_int, check_shape
+from minitf.validate import at_the_boundary, check_float, check_int, check_shape
 
 
 def _angles(n, width, offset, base, xp):
@@ -77,9 +77,12 @@ def _rotate(x, cos, sin):
 
 
 @at_the_boundary
-def _check_rope(x, cos):
-    """rope's arguments, skipped as one call inside a model (see linear's)."""
+def _check_rope(x, cos, sin):
+    """rope's arguments, skipped as one call inside a model (see linear's). x must hold floats:
+    _rotate views its pairs as complex numbers, which would read an integer's bits as a float's."""
     check_shape(cos, "cos", ("n", "d_head/2"), "rope")
+    check_shape(sin, "sin", (("n", cos.shape[0]), ("d_head/2", cos.shape[1])), "rope")
+    check_float(x, "x", "rope")
     check_shape(x, "x", ("...", ("n", cos.shape[0]), ("d_head", 2 * cos.shape[1])), "rope")
 
 
@@ -91,7 +94,7 @@ def rope(x, cos, sin):
     Applied to q and k, a dot product q_m · k_n then depends on the positions only through m − n.
     x: (..., n, d_head)   cos, sin: (n, d_head/2) from rope_angles   ->   y: (..., n, d_head)
     """
-    _check_rope(x, cos)
+    _check_rope(x, cos, sin)
     return _rotate(x, cos, sin), (cos, sin)
 
 

@@ -8,7 +8,8 @@ import math
 
 from minitf.array_ops import row_dot, row_max, row_sum
 from minitf.backend import float_errors_ignored, get_array_module
-from minitf.validate import check_array, check_ids, check_probability, check_shape
+from minitf.validate import (at_the_boundary, check_array, check_float, check_ids, check_int,
+                             check_probability, check_shape)
 
 REDUCTIONS = ("mean", "sum")
 
@@ -48,6 +49,14 @@ def _log_sum(z, axis):
     return xp.log(xp.maximum(sums, 1.0))         # Σ ≥ 1 unless the row is fully masked (see softmax)
 
 
+@at_the_boundary
+def _check_rows(x, axis, where: str) -> None:
+    """x: a float array with an axis ``axis`` to normalise along."""
+    check_float(x, "x", where, min_ndim=1)
+    check_int(axis, "axis", where, low=-x.ndim, high=x.ndim - 1,
+              what=f"an axis of x, whose shape is {tuple(x.shape)}")
+
+
 def softmax(x, axis=-1, out=None):
     """p = softmax(x) along ``axis`` (row-wise by default). A fully masked row gives all zeros;
     a row holding +inf shares its weight equally among its +inf entries (see _shifted).
@@ -56,6 +65,7 @@ def softmax(x, axis=-1, out=None):
     out: where to write p, as NumPy's ``out=``; it may be x itself, which attention does with its
     scores: they are not needed again, and one array the size of the scores is saved.
     """
+    _check_rows(x, axis, "softmax")
     xp = get_array_module(x)
     z, _ = _shifted(x, axis, out)
     p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
@@ -84,6 +94,7 @@ def log_softmax(x, axis=-1):
 
     x: (...)  ->  log p: (...)
     """
+    _check_rows(x, axis, "log_softmax")
     z, _ = _shifted(x, axis)
     out = z - _log_sum(z, axis)
     return out, (out, axis)
@@ -117,6 +128,7 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     """
     where = "cross_entropy"
     check_shape(logits, "logits", ("...", "V"), where)
+    check_float(logits, "logits", where)
     check_array(targets, "targets", where)
     if tuple(targets.shape) != tuple(logits.shape[:-1]):
         raise ValueError(f"{where}: targets has shape {tuple(targets.shape)}; wanted "

@@ -1,0 +1,101 @@
+"""Bad input to a functional op, called by you: one line naming the op, the argument, what it got
+and what was wanted -- not a traceback from inside NumPy, and never integers where the math
+needs fractions (a rotation of integer bits read as floats, a softmax that cannot be written)."""
+import numpy as np
+import pytest
+
+import minitf.functional as F
+from minitf import backend
+
+from test_bad_input import raises
+
+
+def ints(*shape):
+    return backend.to_device(np.ones(shape, dtype=np.int64))
+
+
+def floats(*shape):
+    return backend.randn(*shape)
+
+
+# (the call, the error, fragments its one line must hold); each runs on every backend
+CASES = {
+    "gelu of a list": (lambda: F.gelu([1.0, 2.0]), TypeError,
+                       ["gelu:", "x must be a NumPy or CuPy array", "got list"]),
+    "gelu of integers": (lambda: F.gelu(ints(2, 3)), TypeError,
+                         ["gelu:", "x has dtype int64", "wanted float32 or float64",
+                          "x.astype('float32')"]),
+    "relu of a string": (lambda: F.relu("x"), TypeError, ["relu:", "x must be", "got str"]),
+    "softmax of integers": (lambda: F.softmax(ints(2, 3)), TypeError,
+                            ["softmax:", "x has dtype int64"]),
+    "softmax of a NumPy scalar": (lambda: F.softmax(np.float64(1.0)), TypeError,
+                                  ["softmax:", "x must be a NumPy or CuPy array",
+                                   "got the scalar float64"]),
+    "softmax of booleans": (lambda: F.softmax(ints(2, 3) > 0), TypeError,
+                            ["softmax:", "x has dtype bool"]),
+    "softmax along no axis": (lambda: F.softmax(floats(2, 3), axis=2), ValueError,
+                              ["softmax:", "axis must be an integer in [-2, 1]", "(2, 3)",
+                               "got 2"]),
+    "log_softmax of a 0-d array": (lambda: F.log_softmax(backend.to_device(np.array(1.0))),
+                                   ValueError, ["log_softmax:", "x has shape ()",
+                                                "at least 1 axis"]),
+    "dropout of integers": (lambda: F.dropout(ints(4), 0.5), TypeError,
+                            ["dropout:", "x has dtype int64"]),
+    "cross_entropy of boolean logits": (
+        lambda: F.cross_entropy(ints(2, 5) > 0, backend.to_device(np.array([1, 2]))),
+        TypeError, ["cross_entropy:", "logits has dtype bool"]),
+    "rope of integers": (lambda: F.rope(ints(1, 4, 8), *F.rope_angles(4, 8)), TypeError,
+                         ["rope:", "x has dtype int64"]),
+    "rope without its sines": (lambda: F.rope(floats(1, 4, 8), F.rope_angles(4, 8)[0], None),
+                               TypeError, ["rope:", "sin must be a NumPy or CuPy array",
+                                           "got NoneType"]),
+    "rope with too few sines": (
+        lambda: F.rope(floats(1, 4, 8), F.rope_angles(4, 8)[0], F.rope_angles(2, 8)[1]),
+        ValueError, ["rope:", "sin has shape (2, 4)", "wanted (n=4, d_head/2=4)"]),
+    "causal_attention of integer queries": (
+        lambda: F.causal_attention(ints(1, 2, 4, 8), floats(1, 2, 4, 8), floats(1, 2, 4, 8)),
+        TypeError, ["causal_attention:", "q has dtype int64"]),
+    "attention of integer values": (
+        lambda: F.attention(floats(1, 4, 8), floats(1, 4, 8), ints(1, 4, 8)),
+        TypeError, ["attention:", "v has dtype int64"]),
+    "split_heads into uneven heads": (lambda: F.split_heads(floats(1, 4, 10), 4), ValueError,
+                                      ["split_heads:", "y has 10 features",
+                                       "a multiple of parts · n_heads = 4"]),
+    "split_heads into no heads": (lambda: F.split_heads(floats(1, 4, 8), 0), ValueError,
+                                  ["split_heads:", "n_heads must be a positive integer", "got 0"]),
+    "split_heads of a 2-d y": (lambda: F.split_heads(floats(4, 8), 2), ValueError,
+                               ["split_heads:", "y has shape (4, 8)", "wanted (b, n, features)"]),
+    "split_heads into widths that do not add up": (
+        lambda: F.split_heads(floats(1, 4, 8), 2, (2, 3)), ValueError,
+        ["split_heads:", "y has 8 features", "(2, 3)) = 10"]),
+    "merge_heads of one head array": (lambda: F.merge_heads(floats(1, 2, 4, 4)), ValueError,
+                                      ["merge_heads:", "parts has shape (1, 2, 4, 4)",
+                                       "(parts, b, h, n, d_head)"]),
+    "merge_heads of heads that disagree": (
+        lambda: F.merge_heads([floats(1, 2, 4, 4), floats(1, 3, 4, 4)]), ValueError,
+        ["merge_heads:", "parts[1] has shape (1, 3, 4, 4)", "wanted (b=1, h=2, n=4, w)"]),
+    "merge_heads of nothing": (lambda: F.merge_heads([]), ValueError,
+                               ["merge_heads:", "parts is empty"]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_functional_op_refuses_bad_input_in_one_line(case, backend_name):
+    call, error, fragments = CASES[case]
+    with raises(error, *fragments) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+def test_the_checks_let_good_input_through_unchanged(backend_name):
+    """The same ops on what they want: split and merge are inverses, rope keeps a vector's length."""
+    y = floats(2, 4, 12)
+    for parts in (3, (2, 2, 2), (2, 1, 3)):
+        heads = F.split_heads(y, 2, parts)
+        merged = F.merge_heads(heads if parts == 3 else list(heads))
+        assert np.array_equal(backend.to_numpy(merged), backend.to_numpy(y))
+    x = floats(1, 4, 8)
+    rotated, _ = F.rope(x, *F.rope_angles(4, 8))
+    assert np.allclose(backend.to_numpy((rotated ** 2).sum(-1)), backend.to_numpy((x ** 2).sum(-1)))
+    p, _ = F.softmax(floats(2, 3), axis=0)
+    assert np.allclose(backend.to_numpy(p.sum(0)), 1.0)
