@@ -9,6 +9,7 @@ and what was wanted -- not three frames deep inside a matmul. Shapes are describ
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import threading
 
@@ -251,6 +252,68 @@ def check_finite(x, name: str, where: str) -> None:
         bad = int((~xp.isfinite(x)).sum())
         raise ValueError(f"{where}: {name} holds {bad} NaN or infinite value(s) of {x.size}; "
                          f"wanted finite numbers")
+
+
+def gradient_of(what: str, output_shape):
+    """Decorate a functional backward, ``op_backward(dy, cache)``: a dy that is not a float
+    array of the shape of the forward's output is refused in one line, before any arithmetic
+    (a dy of another shape would otherwise fail deep in a matmul or, worse, broadcast into a
+    gradient of the wrong shape).
+
+    what: the output's name in the message, e.g. "linear's y".
+    output_shape(cache) -> that output's shape, read from the cache the forward returned: a
+    tuple of ints, an axis spec (see the module docstring) where the cache knows only some axes,
+    or None where it knows none. Skipped inside a model, as every check; the exercises grade the
+    undecorated body (``inspect.unwrap`` sees through this).
+    """
+    def decorate(backward):
+        where = backward.__name__
+        dy_name = next(iter(inspect.signature(backward).parameters))     # dy, dout, dp, dH, …
+
+        @functools.wraps(backward)
+        def checked(dy, cache, *args, **kwargs):
+            depth, models = nesting.state                                # inside_a_model()
+            if not (models and depth > 1):
+                _check_gradient(dy, dy_name, output_shape(cache), where, what)
+            return backward(dy, cache, *args, **kwargs)
+        return checked
+    return decorate
+
+
+# One code object is shared by every backward's wrapper: the code tools that follow calls see
+# through (minitf.exercises.tracing counts a layer's call to its op as one call, not two).
+_GRADIENT_CHECK_CODE = gradient_of("", lambda cache: None)(lambda dy, cache: None).__code__
+
+
+def is_gradient_check(code) -> bool:
+    """True for the code of the wrapper that gradient_of puts around a backward."""
+    return code is _GRADIENT_CHECK_CODE
+
+
+def _check_gradient(dy, name: str, shape, where: str, what: str) -> None:
+    check_float(dy, name, where)
+    if shape is None:
+        return
+    if all(isinstance(size, int) for size in shape):
+        if tuple(dy.shape) != tuple(shape):
+            raise ValueError(f"{where}: {name} has shape {_shape_text(dy.shape)}; wanted "
+                             f"{_shape_text(shape)}, the shape of {what}")
+    else:
+        check_shape(dy, name, shape, where)
+
+
+def check_loss_gradient(dloss, where: str) -> None:
+    """ValueError unless ``dloss`` is one number (a Python number or a 0-d array): the gradient of
+    a loss, which is one number too; an array would broadcast into every entry's gradient."""
+    if getattr(dloss, "ndim", 0):
+        raise ValueError(f"{where}: dloss has shape {tuple(dloss.shape)}; wanted a scalar, the "
+                         f"gradient of the one loss (usually 1.0)")
+    if hasattr(dloss, "dtype"):                                  # a 0-d array, a NumPy scalar
+        real = dloss.dtype.kind in "fiu"
+    else:
+        real = isinstance(dloss, (int, float)) and not isinstance(dloss, bool)
+    if not real:
+        raise TypeError(f"{where}: dloss is {dloss!r}; wanted a real number (usually 1.0)")
 
 
 def not_real_numbers(x) -> str:

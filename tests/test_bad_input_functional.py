@@ -99,3 +99,61 @@ def test_the_checks_let_good_input_through_unchanged(backend_name):
     assert np.allclose(backend.to_numpy((rotated ** 2).sum(-1)), backend.to_numpy((x ** 2).sum(-1)))
     p, _ = F.softmax(floats(2, 3), axis=0)
     assert np.allclose(backend.to_numpy(p.sum(0)), 1.0)
+
+
+# (forward, its backward, the output's shape): each backward is given a dy of another shape,
+# a list and integers, and must name what it wanted
+BACKWARDS = {
+    "linear": (lambda: F.linear(floats(2, 3), floats(3, 4), floats(4)), F.linear_backward,
+               "dy", "(2, 4), the shape of linear's y"),
+    "gelu": (lambda: F.gelu(floats(2, 3)), F.gelu_backward, "dy", "(2, 3), the shape of gelu's y"),
+    "softmax": (lambda: F.softmax(floats(2, 3)), F.softmax_backward, "dp",
+                "(2, 3), the shape of softmax's p"),
+    "layer_norm": (lambda: F.layer_norm(floats(2, 3), floats(3), floats(3)),
+                   F.layer_norm_backward, "dy", "(2, 3), the shape of layer_norm's y"),
+    "attention": (lambda: F.attention(floats(1, 4, 8), floats(1, 5, 8), floats(1, 5, 6)),
+                  F.attention_backward, "dout", "(1, 4, 6), the shape of attention's out"),
+    "causal_attention": (lambda: F.causal_attention(floats(1, 4, 8), floats(1, 4, 8),
+                                                    floats(1, 4, 6)),
+                         F.causal_attention_backward, "dout",
+                         "(1, 4, 6), the shape of causal_attention's out"),
+    "rope": (lambda: F.rope(floats(1, 4, 8), *F.rope_angles(4, 8)), F.rope_backward, "dy",
+             "(..., n=4, d_head=8)"),
+    "patches": (lambda: F.patches(floats(2, 3, 4, 4), 2), F.patches_backward, "dy",
+                "(2, 4, 12), the shape of patches' tokens"),
+    "embedding": (lambda: F.embedding(backend.to_device(np.array([[1, 2]])), floats(5, 3)),
+                  F.embedding_backward, "dy", "(1, 2, 3), the shape of embedding's y"),
+    "lstm": (lambda: F.lstm(floats(2, 4, 3), floats(2, 5), floats(2, 5), floats(3, 20),
+                            floats(5, 20), floats(20)),
+             F.lstm_backward, "dH", "(2, 4, 5), the shape of lstm's H"),
+}
+
+
+@pytest.mark.parametrize("op", BACKWARDS)
+def test_a_functional_backward_refuses_a_gradient_that_is_not_its_outputs(op, backend_name):
+    forward, backward, name, wanted = BACKWARDS[op]
+    out, cache = forward()
+    backward(backend.randn(*out.shape), cache)                       # the right one passes
+    where = backward.__name__ + ":"
+    with raises(ValueError, where, f"{name} has shape", wanted):
+        backward(backend.randn(*(size + 1 for size in out.shape)), cache)
+    with raises(TypeError, where, f"{name} must be a NumPy or CuPy array", "got list"):
+        backward(backend.to_numpy(out).tolist(), cache)
+    with raises(TypeError, where, f"{name} has dtype int64"):
+        backward(ints(*out.shape), cache)
+
+
+@pytest.mark.parametrize("forward, backward", [
+    (lambda: F.mse_loss(floats(3), floats(3)), F.mse_loss_backward),
+    (lambda: F.cross_entropy(floats(2, 5), backend.to_device(np.array([1, 2]))),
+     F.cross_entropy_backward),
+])
+def test_a_loss_gradient_is_one_real_number(forward, backward, backend_name):
+    _, cache = forward()
+    backward(1.0, cache)
+    backward(backend.to_device(np.array(2.0)), cache)
+    with raises(ValueError, backward.__name__, "dloss has shape (3,)", "wanted a scalar"):
+        backward(floats(3), cache)
+    for bad in ("1.0", True):
+        with raises(TypeError, backward.__name__, f"dloss is {bad!r}", "a real number"):
+            backward(bad, cache)

@@ -97,10 +97,10 @@ def load(path) -> tuple:
 @contextmanager
 def standing_in(exercise: Exercise, function):
     """While the block runs, ``function`` is minitf's ``exercise`` wherever minitf looks it up."""
-    reference = exercise.reference
+    # as the class or module holds it: wrapped in Module's check, or in gradient_of's
+    reference = vars(exercise.owner)[exercise.attribute]
     if exercise.is_method:
         places = [(exercise.owner, exercise.attribute)]
-        reference = vars(exercise.owner)[exercise.attribute]     # as the class holds it, wrapped
     else:
         modules = [m for name, m in list(sys.modules.items())
                    if m is not None and (name == "minitf" or name.startswith("minitf."))]

@@ -19,13 +19,14 @@ import sys
 from minitf import gradcheck_cases
 from minitf.backend import precision
 from minitf.gradcheck import ModuleCase, run_backward
+from minitf.validate import is_gradient_check
 
 
 def _own_backward(case):
     """The code object of the function a case calls as its backward."""
     if isinstance(case, ModuleCase):
         return inspect.unwrap(type(case.module).backward).__code__     # inside Module's check
-    return case.backward.__code__
+    return inspect.unwrap(case.backward).__code__                     # inside gradient_of's
 
 
 def _trace(name: str) -> tuple:
@@ -36,11 +37,13 @@ def _trace(name: str) -> tuple:
     depths = {}
 
     def profile(frame, event, arg):
-        if event != "call":
+        if event != "call" or is_gradient_check(frame.f_code):
             return
+        # the depth counts the calls between, and a backward's dy check is not one of them
         depth, caller = 0, frame
         while caller is not None and caller.f_code is not top:
-            caller, depth = caller.f_back, depth + 1
+            depth += not is_gradient_check(caller.f_code)
+            caller = caller.f_back
         if caller is not None:
             depths[frame.f_code] = min(depth, depths.get(frame.f_code, depth))
 

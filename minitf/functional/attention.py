@@ -19,7 +19,7 @@ from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import as_additive_mask, causal_mask
 from minitf.functional.softmax import softmax, softmax_backward
 from minitf.validate import (at_the_boundary, check_broadcast, check_float, check_ids,
-                             check_int, check_probability, check_real, check_shape)
+                             check_int, check_probability, check_real, check_shape, gradient_of)
 
 AttentionCache = namedtuple("AttentionCache",
                             ["q", "k", "v", "probs", "scale", "bias_shape", "dropout"])
@@ -101,6 +101,12 @@ def _weights(cache):
     return cache.probs if cache.dropout is None else cache.probs * cache.dropout
 
 
+def _out_shape(cache):
+    """(..., n_q, d_v), the shape of attention's out, from its cache or causal_attention's."""
+    return (*cache.q.shape[:-1], cache.v.shape[-1])
+
+
+@gradient_of("attention's out", _out_shape)
 def attention_backward(dout, cache):
     """Backward through out = (probs ⊙ D) v, probs = softmax(scores), scores = q kᵀs + M + B.
 
@@ -203,6 +209,7 @@ def causal_attention(q, k, v, block=None):
     return out, CausalAttentionCache(q, k, v, blocks)
 
 
+@gradient_of("causal_attention's out", _out_shape)
 def causal_attention_backward(dout, cache):
     """attention_backward block by block: a block's queries get their gradient from it alone,
     while every key and value gets a share from each block of queries that saw it.
@@ -283,6 +290,7 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
     return out, RelativeAttentionCache(cache, a_k, a_v, lookup_k, lookup_v)
 
 
+@gradient_of("relative_attention's out", lambda cache: _out_shape(cache[0]))
 def relative_attention_backward(dout, cache):
     """attention_backward plus the two edge terms (s = scale, α = probs ⊙ D, e = scores):
 

@@ -4,7 +4,7 @@
 """
 from minitf.array_ops import row_dot, row_sum, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import at_the_boundary, check_real, check_shape
+from minitf.validate import at_the_boundary, check_real, check_shape, gradient_of
 
 
 @at_the_boundary
@@ -36,6 +36,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     return y, (x_hat, rstd, gamma)
 
 
+@gradient_of("layer_norm's y", lambda cache: cache[0].shape)     # x̂'s shape
 def layer_norm_backward(dy, cache):
     """Gradients of y = γ x̂ + β, x̂ = (x − μ) / σ.
 

@@ -5,7 +5,7 @@
 """
 from minitf.array_ops import scatter_add, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import at_the_boundary, check_ids, check_shape
+from minitf.validate import at_the_boundary, check_ids, check_shape, gradient_of
 
 
 @at_the_boundary
@@ -33,6 +33,7 @@ def linear(x, W, b=None):
     return y, (x, W, b is not None)
 
 
+@gradient_of("linear's y", lambda cache: (*cache[0].shape[:-1], cache[1].shape[1]))  # (..., d_out)
 def linear_backward(dy, cache):
     """Gradients of y = x W + b.
 
@@ -62,6 +63,7 @@ def embedding(ids, W):
     return W[ids], (ids, W.shape)
 
 
+@gradient_of("embedding's y", lambda cache: (*cache[0].shape, cache[1][1]))   # (*ids.shape, d)
 def embedding_backward(dy, cache):
     """Gradient of y = W[ids] with respect to the table W.
 
@@ -97,6 +99,14 @@ def patches(images, patch_size):
     return tokens.reshape(b, (H // p) * (W // p), p * p * C), (images.shape, p)
 
 
+def _tokens_shape(cache):
+    """(b, N, p·p·C), the shape of the tokens patches made, from its cache."""
+    images_shape, p = cache
+    b, C, H, W = images_shape
+    return b, (H // p) * (W // p), p * p * C
+
+
+@gradient_of("patches' tokens", _tokens_shape)
 def patches_backward(dy, cache):
     """The same rearrangement run backwards: each patch's gradient goes back to its pixels.
     dy: (b, N, p·p·C)   ->   dimages: (b, C, H, W)

@@ -3,7 +3,7 @@ rather than a class. (The classification loss, cross-entropy, lives beside softm
 
     mse_loss:   L = (1 / N) Σ_i (pred_i − target_i)²       over all N entries
 """
-from minitf.validate import check_array, check_like
+from minitf.validate import check_array, check_like, check_loss_gradient
 
 
 def mse_loss(pred, target):
@@ -27,6 +27,7 @@ def mse_loss_backward(dloss, cache):
         dpred = 2 e / N · dloss,     dtarget = −dpred
     dloss: scalar   ->   (dpred, dtarget), each of the shape of pred
     """
+    check_loss_gradient(dloss, "mse_loss_backward")
     diff = cache
     dpred = diff * (2.0 * dloss / max(diff.size, 1))
     return dpred, -dpred

@@ -17,7 +17,7 @@ import math
 
 from minitf.backend import float_dtype, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
-from minitf.validate import at_the_boundary, check_float, check_int, check_shape
+from minitf.validate import at_the_boundary, check_float, check_int, check_shape, gradient_of
 
 
 def _angles(n, width, offset, base, xp):
@@ -98,6 +98,8 @@ def rope(x, cos, sin):
     return _rotate(x, cos, sin), (cos, sin)
 
 
+@gradient_of("rope's y", lambda cache: ("...", ("n", cache[0].shape[0]),     # cos: (n, d_head/2)
+                                       ("d_head", 2 * cache[0].shape[1])))
 def rope_backward(dy, cache):
     """A rotation's gradient is the rotation back: R(θ)ᵀ = R(−θ), so dx = rotate(dy, cos θ, −sin θ)."""
     # BEGIN SOLUTION rope_backward
@@ -205,6 +207,7 @@ def relative_bias(table, buckets):
     return out.transpose(2, 0, 1), cache
 
 
+@gradient_of("relative_bias' bias", lambda cache: (cache[1][1], *cache[0].shape))  # (h, n_q, n_k)
 def relative_bias_backward(dbias, cache):
     """Undo the transpose, then the embedding's scatter-add into the table.
     dbias: (h, n_q, n_k)   ->   dtable: (num_buckets, h)
@@ -235,6 +238,8 @@ def fourier_features(coords, n_octaves):
     return xp.concatenate([sin, cos], axis=-1), (sin, cos, freq, coords.shape)
 
 
+@gradient_of("fourier_features' output",                         # sin: (..., c·K), then cos
+             lambda cache: (*cache[0].shape[:-1], 2 * cache[0].shape[-1]))
 def fourier_features_backward(dy, cache):
     """d sin θ = cos θ dθ and d cos θ = −sin θ dθ, with θ_jk = 2^k π x_j, so
         dx_j = Σ_k 2^k π (cos θ_jk · dy_sin,jk − sin θ_jk · dy_cos,jk)

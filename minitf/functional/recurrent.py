@@ -15,7 +15,7 @@ Gate order i, f, g, o and the stacked (d_in, 4·d_h) weights follow torch.nn.LST
 """
 from minitf.backend import get_array_module
 from minitf.functional.linear import linear, linear_backward
-from minitf.validate import check_same, check_shape
+from minitf.validate import check_same, check_shape, gradient_of
 
 
 def _check(x, states, W_x, W_h, b, gates: int, where: str) -> None:
@@ -62,6 +62,7 @@ def rnn(x, h0, W_x, W_h, b):
     return H, (x, h0, W_x, W_h, H)
 
 
+@gradient_of("rnn's H", lambda cache: cache[-1].shape)     # (x, h0, W_x, W_h, H)
 def rnn_backward(dH, cache):
     """Backpropagation through time for h_t = tanh(a_t), a_t = x_t W_x + h_{t−1} W_h + b.
 
@@ -113,6 +114,7 @@ def lstm(x, h0, c0, W_x, W_h, b):
     return H, (x, h0, c0, W_x, W_h, gates, H, C)
 
 
+@gradient_of("lstm's H", lambda cache: cache[6].shape)    # (x, h0, c0, W_x, W_h, gates, H, C)
 def lstm_backward(dH, cache):
     """BPTT through the LSTM, t = n … 1, with dh and dc from step t+1 starting at 0:
         dh  = dH_t + dz_{t+1} W_hᵀ                 dc = dc_{t+1 → t} + dh ⊙ o ⊙ (1 − tanh²(c_t))

@@ -9,7 +9,7 @@ import math
 from minitf.array_ops import row_dot, row_max, row_sum
 from minitf.backend import float_errors_ignored, get_array_module
 from minitf.validate import (at_the_boundary, check_array, check_float, check_ids, check_int,
-                             check_probability, check_shape)
+                             check_loss_gradient, check_probability, check_shape, gradient_of)
 
 REDUCTIONS = ("mean", "sum")
 
@@ -76,6 +76,7 @@ def softmax(x, axis=-1, out=None):
     return p, (p, axis)
 
 
+@gradient_of("softmax's p", lambda cache: cache[0].shape)
 def softmax_backward(dp, cache):
     """Jacobian of softmax: ∂p_i/∂x_j = p_i (δ_ij − p_j), so
         dx = p ⊙ (dp − Σ_j dp_j p_j)
@@ -100,6 +101,7 @@ def log_softmax(x, axis=-1):
     return out, (out, axis)
 
 
+@gradient_of("log_softmax's log p", lambda cache: cache[0].shape)
 def log_softmax_backward(dout, cache):
     """log p_i = x_i − log Σ_j exp(x_j), so ∂ log p_i / ∂x_j = δ_ij − p_j and
         dx = dout − p Σ_i dout_i
@@ -181,9 +183,7 @@ def cross_entropy_backward(dloss, cache):
     backward passes.
     dloss: scalar   ->   dlogits: (..., V)
     """
-    if getattr(dloss, "ndim", 0):                 # a Python number or a 0-d array: one loss
-        raise ValueError(f"cross_entropy_backward: dloss has shape {tuple(dloss.shape)}; wanted "
-                         f"a scalar, the gradient of the one loss (usually 1.0)")
+    check_loss_gradient(dloss, "cross_entropy_backward")
     # BEGIN SOLUTION cross_entropy_backward
     logp, y, kept, divisor, label_smoothing, shape = cache
     xp = get_array_module(logp)
