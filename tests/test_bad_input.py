@@ -384,6 +384,11 @@ def test_segment_ids_and_masking_settings_are_checked(backend_name):
         data.mask_tokens(ids, 1, 5)
     with raises(ValueError, "every id in [0, 3) is special"):
         data.mask_tokens(backend.randint(0, 3, (2, 5)), 1, 3, special_ids=(0, 2))
+    for ignore_index in (3, 2.0, "x"):           # 3 is an ordinary id: a chosen 3 would not count
+        with raises(ValueError, "mask_tokens: ignore_index must be an integer that no scored "
+                    "token has", repr(ignore_index)):
+            data.mask_tokens(ids, 1, 7, special_ids=(0,), ignore_index=ignore_index)
+    data.mask_tokens(ids, 1, 7, special_ids=(0,), ignore_index=0)          # a special id will do
     with raises(ValueError, "encode_pairs: the vocabulary has no [SEP]"):
         data.WordVocabulary(["a b"]).encode_pairs([("a", "b")])
 

@@ -9,6 +9,7 @@ import pytest
 import minitf.functional as F
 from minitf import backend, data
 from minitf.data import text as text_module
+from test_bad_input import raises
 
 
 def test_char_tokenizer_round_trips_and_saves(tmp_path):
@@ -151,3 +152,16 @@ def test_pad_batch_refuses_what_it_would_truncate_or_cannot_pad():
         data.pad_batch([])
     with pytest.raises(ValueError, match=r"^pad_batch: pad_id must be an integer ≥ 0"):
         data.pad_batch([[1, 2]], pad_id=0.5)
+
+
+def test_word_vocabulary_refuses_specials_and_sentences_it_cannot_use():
+    for specials in ("[SEP]", ("<pad>",), ("[SEP]", "[SEP]"), (3,), ("[ SEP ]",)):
+        with raises(ValueError, "WordVocabulary: specials must be distinct words", repr(specials)):
+            data.WordVocabulary(["a b"], specials=specials)
+    with raises(TypeError, "WordVocabulary: sentences must be a list of strings", "one string"):
+        data.WordVocabulary("a b")
+    with raises(TypeError, "WordVocabulary", "got int 3 among them"):
+        data.WordVocabulary(["a b", 3])
+    # a special written in a sentence is the special: one id, and vocab_size counts it once
+    vocabulary = data.WordVocabulary(["a [SEP] b"], specials=("[SEP]",))
+    assert vocabulary.words == ["<pad>", "[SEP]", "a", "b"] and vocabulary.vocab_size == 4

@@ -2,6 +2,8 @@
 pairs told apart by segment ids."""
 from __future__ import annotations
 
+import numbers
+
 from minitf.backend import backend_of, get_array_module, rand, randint, seed as seeded, to_device
 from minitf.data.tasks import sentiment
 from minitf.validate import check_ids, check_int
@@ -36,6 +38,12 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
     if not ordinary:
         raise ValueError(f"{where}: every id in [0, {vocab_size}) is special; wanted at least one "
                          f"ordinary token")
+    # targets hold ignore_index wherever nothing was chosen: were it an ordinary id, a position
+    # chosen to be scored on that token would be skipped by the loss as if it were not chosen
+    if (isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral)
+            or 0 <= ignore_index < vocab_size and ignore_index not in special):
+        raise ValueError(f"{where}: ignore_index must be an integer that no scored token has "
+                         f"(negative, as the default -100, or a special id); got {ignore_index!r}")
     if seed is not None:
         with seeded(seed):
             return mask_tokens(ids, mask_id, vocab_size, p, special_ids, ignore_index)

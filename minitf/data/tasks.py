@@ -113,8 +113,24 @@ class WordVocabulary:
     "[MASK]", "[SEP]") in the order given, then every word, sorted."""
 
     def __init__(self, sentences, specials=()):
+        where = "WordVocabulary"
+        if isinstance(sentences, str):
+            raise TypeError(f"{where}: sentences must be a list of strings; got one string "
+                            f"(one sentence: wrap it in a list)")
+        not_text = [s for s in sentences if not isinstance(s, str)]
+        if not_text:
+            raise TypeError(f"{where}: sentences must be a list of strings; got "
+                            f"{type(not_text[0]).__name__} {not_text[0]!r} among them")
+        # each special must be one word, as encode splits a sentence into words at spaces
+        if (isinstance(specials, str) or not all(isinstance(t, str) and t.split() == [t]
+                                                 for t in specials)
+                or len(set(specials)) != len(specials) or "<pad>" in specials):
+            raise ValueError(f"{where}: specials must be distinct words without spaces, other "
+                             f"than '<pad>' (id 0), e.g. ('[MASK]', '[SEP]'); got {specials!r}")
         self.specials = ["<pad>", *specials]
-        self.words = self.specials + sorted({w for s in sentences for w in s.split()})
+        # a special written in a sentence ("a [SEP] b") is that special, not a word of its own
+        words = {w for s in sentences for w in s.split()} - set(self.specials)
+        self.words = self.specials + sorted(words)
         self.index = {w: i for i, w in enumerate(self.words)}
 
     @property
