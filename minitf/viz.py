@@ -70,6 +70,9 @@ def save(fig, name: str) -> Path:
     The PNG carries no software version or date, so re-running an unchanged lesson rewrites the
     same bytes and a repository that keeps the figures sees no churn.
     """
+    if not isinstance(name, str) or not name or Path(name).name != name:
+        raise ValueError(f"save: name must be a file name without folders, such as "
+                         f"'01_attention'; got {name!r}")
     path = figures_dir() / f"{name}.png"
     fig.savefig(path, dpi=_DPI, metadata={"Software": None})
     print(f"[figure] {_shown(path)}")
@@ -90,12 +93,19 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     import numpy as np
     from matplotlib import colormaps
 
-    matrix = np.asarray(matrix, dtype=float)
+    matrix = _numbers(matrix, "matrix", "heatmap")
+    if matrix.ndim != 2:
+        raise ValueError(f"heatmap: matrix has shape {matrix.shape}; wanted (rows, columns)")
+    if hide is not None and np.shape(hide) != matrix.shape:
+        raise ValueError(f"heatmap: hide has shape {np.shape(hide)}; wanted {matrix.shape}, "
+                         f"the shape of matrix")
+    n_rows, n_cols = matrix.shape
+    _check_labels(x_labels, "x_labels", n_cols, "column", "heatmap")
+    _check_labels(y_labels, "y_labels", n_rows, "row", "heatmap")
     shown = np.ma.masked_array(matrix, mask=np.zeros_like(matrix, bool) if hide is None else hide)
     palette = colormaps[cmap].with_extremes(bad="white")
     image = ax.imshow(shown, cmap=palette, vmin=vmin, vmax=vmax, aspect="auto",
                       interpolation="nearest")
-    n_rows, n_cols = matrix.shape
     _ticks(ax.set_xticks, n_cols, x_labels, rotate=True)
     _ticks(ax.set_yticks, n_rows, y_labels)
     ax.set_xlabel(xlabel)
@@ -114,6 +124,25 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
                     ax.text(j, i, format(matrix[i, j], annotate), ha="center", va="center",
                             fontsize=8, color="white" if dark else "black")
     return image
+
+
+def _numbers(values, name: str, where: str):
+    """``values`` as a float NumPy array (from any backend), or one line saying it is not one."""
+    import numpy as np
+
+    from minitf.backend import is_array, to_numpy
+
+    try:
+        return np.asarray(to_numpy(values) if is_array(values) else values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: {name} must hold numbers; got {values!r:.60}") from None
+
+
+def _check_labels(labels, name: str, n: int, what: str, where: str) -> None:
+    """One label per position, or none at all."""
+    if labels is not None and len(labels) != n:
+        got = f"{len(labels)} label" + ("" if len(labels) == 1 else "s")
+        raise ValueError(f"{where}: {name} has {got}; wanted {n}, one per {what}")
 
 
 def _ticks(set_ticks, n: int, labels, rotate: bool = False) -> None:
@@ -136,16 +165,15 @@ def attention_grid(probs, *, queries=None, keys=None, title: str = "", row_names
     columns are visible; ``hide_zeros=False`` draws them as 0.
     Returns the Figure.
     """
-    import numpy as np
-
-    from minitf.backend import to_numpy
-
-    p = np.asarray(to_numpy(probs), dtype=float)
+    p = _numbers(probs, "probs", "attention_grid")
     if p.ndim not in (2, 3, 4):
         raise ValueError(f"attention_grid: probs has shape {p.shape}; wanted (n_q, n_k), "
                          f"(h, n_q, n_k) or (layers, h, n_q, n_k)")
     p = p.reshape((1,) * (4 - p.ndim) + p.shape)
     layers, heads, n_q, n_k = p.shape
+    _check_labels(keys, "keys", n_k, "key", "attention_grid")
+    _check_labels(queries, "queries", n_q, "query", "attention_grid")
+    _check_labels(row_names, "row_names", layers, "layer", "attention_grid")
     fig, axes = figure(layers, heads, size=(panel_size * heads + 1.2, panel_size * layers + 0.6),
                        squeeze=False)
     for layer in range(layers):
@@ -174,12 +202,16 @@ def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = 
 
     hline: (value, label) draws a dashed horizontal reference line (a tolerance, a baseline).
     """
-    import numpy as np
-
-    from minitf.backend import to_numpy
-
+    if not isinstance(ys, dict):
+        raise TypeError(f"curves: ys must be a dict of named series, {{'label': values}}; got "
+                        f"{type(ys).__name__}")
+    x = _numbers(x, "x", "curves")
     for label, y in ys.items():
-        ax.plot(to_numpy(x), np.asarray(to_numpy(y)), marker=marker, ms=3.5, lw=1.4, label=label)
+        y = _numbers(y, f"ys[{label!r}]", "curves")
+        if y.shape != x.shape:
+            raise ValueError(f"curves: ys[{label!r}] has shape {y.shape}; wanted {x.shape}, "
+                             f"the shape of x")
+        ax.plot(x, y, marker=marker, ms=3.5, lw=1.4, label=label)
     if hline is not None:
         ax.axhline(hline[0], color="gray", ls="--", lw=1, label=hline[1])
     ax.set_xscale("log" if logx else "linear")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from minitf import backend, viz
+from test_bad_input import raises
 
 
 def test_save_writes_a_png_where_minitf_figures_points(tmp_path, monkeypatch, capsys):
@@ -81,3 +82,26 @@ def test_cost_table_draws_every_operation_and_shades_by_intensity():
     high = max(table["rows"], key=lambda r: r["intensity"])["operation"]
     # viridis runs from dark purple to yellow: the more intense operation is further along it
     assert shades[low] != shades[high] and sum(shades[high][:3]) > sum(shades[low][:3])
+
+
+@pytest.mark.parametrize("draw, error, fragments", [
+    (lambda ax: viz.heatmap(ax, "x"), TypeError, ["heatmap: matrix must hold numbers", "'x'"]),
+    (lambda ax: viz.heatmap(ax, np.zeros((2, 2, 2))), ValueError,
+     ["heatmap: matrix has shape (2, 2, 2)", "wanted (rows, columns)"]),
+    (lambda ax: viz.heatmap(ax, np.zeros((2, 3)), x_labels=["a"]), ValueError,
+     ["heatmap: x_labels has 1 label;", "wanted 3, one per column"]),
+    (lambda ax: viz.heatmap(ax, np.zeros((2, 3)), hide=np.zeros((3, 2), bool)), ValueError,
+     ["heatmap: hide has shape (3, 2)", "wanted (2, 3)"]),
+    (lambda ax: viz.attention_grid(np.full((3, 3), 1 / 3), queries=list("ab")), ValueError,
+     ["attention_grid: queries has 2 labels;", "wanted 3, one per query"]),
+    (lambda ax: viz.curves(ax, [1, 2, 3], [1, 2, 3]), TypeError,
+     ["curves: ys must be a dict", "got list"]),
+    (lambda ax: viz.curves(ax, [1, 2, 3], {"loss": [1, 2]}), ValueError,
+     ["curves: ys['loss'] has shape (2,)", "wanted (3,), the shape of x"]),
+    (lambda ax: viz.save(ax.figure, "figures/x"), ValueError,
+     ["save: name must be a file name without folders", "'figures/x'"]),
+])
+def test_a_plotting_helper_refuses_what_it_cannot_draw_in_one_line(draw, error, fragments):
+    fig, ax = viz.figure()
+    with raises(error, *fragments):
+        draw(ax)
