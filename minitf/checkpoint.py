@@ -27,7 +27,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +80,9 @@ def _check_meta(meta: dict, where: str) -> None:
     if any(key in meta for key, _, _ in _RESUME_FIELDS):      # saved with a trainer: all three
         _check_fields(meta, _RESUME_FIELDS, where)
         _check_fields(meta["optimizer"], _OPTIMIZER_FIELDS, where, "optimizer.")
+        lr = meta["optimizer"]["lr"]
+        if not (math.isfinite(lr) and lr >= 0):
+            raise CheckpointError(f"{where}: optimizer.lr is {lr}; wanted a finite number ≥ 0")
     try:
         np.random.default_rng().bit_generator.state = meta["rng"]      # a scratch generator
     except (TypeError, ValueError, KeyError, OverflowError) as err:
@@ -91,6 +96,34 @@ def _check_meta(meta: dict, where: str) -> None:
         if vocab is not None and vocab != tokenizer.vocab_size:
             raise CheckpointError(f"{where}: the tokenizer has {tokenizer.vocab_size} characters; "
                                   f"wanted config.vocab_size = {vocab}")
+
+
+def _run_directory(directory, where: str) -> Path:
+    """``directory`` as a Path, refused in one line when it is no path or is a file."""
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"{where}: directory is a {type(directory).__name__}; wanted a path")
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"{where}: {directory} is a file; wanted a run directory")
+    return directory
+
+
+def _check_loadable(meta: dict, arrays: dict) -> None:
+    """CheckpointError for a checkpoint that load would refuse, or that cannot be written: a
+    save must never make an unreadable checkpoint the current one."""
+    where = "checkpoint.save"
+    _check_meta(meta, where)
+    if "step" in meta and meta["step"] < 0:
+        raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted an integer ≥ 0")
+    for key, value in arrays.items():
+        if not_real_numbers(value):
+            raise CheckpointError(f"{where}: {key} {not_real_numbers(value)}")
+    try:
+        json.dumps(meta)
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{where}: what rebuilds the run cannot be written as JSON "
+                              f"({err}); extra must hold plain numbers, strings, lists and "
+                              f"dicts") from None
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -119,18 +152,33 @@ def _listed(directory: Path) -> list[str]:
         return []
 
 
+# The names a save writes: step directories, and the hidden temporaries of one process (its pid)
+_STEP = re.compile(r"step-\d{6,}(-\d+)?")
+_TEMPORARY = re.compile(rf"\.({_STEP.pattern}|{re.escape(INDEX)})\.\d+\.tmp")
+
+
+def _left_by_a_save(path: Path, kept: set) -> bool:
+    """Whether ``path`` is what an interrupted save left: one of its temporaries, or a step
+    directory that checkpoints.txt does not name and that holds nothing but a checkpoint's files.
+    Anything else -- a user's step-notes.txt, a step-by-step/ folder -- is never touched."""
+    if _TEMPORARY.fullmatch(path.name):
+        return True
+    return (_STEP.fullmatch(path.name) is not None and path.name not in kept
+            and path.is_dir() and not path.is_symlink()
+            and all(p.name in (WEIGHTS, META) and p.is_file() for p in path.iterdir()))
+
+
 def clean(directory) -> None:
     """Remove what interrupted saves left in ``directory``: hidden temporaries and step
     directories that checkpoints.txt does not name. Only the one process writing there may call
     it (``minitf train`` holds a lock): another writer's save in progress looks like a leftover."""
-    directory = Path(directory)
+    directory = _run_directory(directory, "checkpoint.clean")
     if not directory.is_dir():
         return
     kept = set(_listed(directory))
     for path in directory.iterdir():
-        leftover = path.name.endswith(".tmp") and path.name.startswith(".")
-        if leftover or (path.name.startswith("step-") and path.name not in kept):
-            if path.is_dir():
+        if _left_by_a_save(path, kept):
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             else:
                 path.unlink()
@@ -146,7 +194,15 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
                         f"minitf's models ({', '.join(c.__name__ for c in MODELS.values())}), which "
                         f"a checkpoint can rebuild; for a model of your own, save its "
                         f"state_dict() (numpy.savez) and load it with load_state_dict()")
-    directory = Path(directory)
+    for name, value, wanted in (("tokenizer", tokenizer, CharTokenizer), ("extra", extra, dict)):
+        if value is not None and not isinstance(value, wanted):
+            raise TypeError(f"checkpoint.save: {name} is a {type(value).__name__}; wanted a "
+                            f"{wanted.__name__} or None")
+    resumable = ("optimizer", "step", "history")
+    if trainer is not None and not all(hasattr(trainer, a) for a in resumable):
+        raise TypeError(f"checkpoint.save: trainer is a {type(trainer).__name__}; wanted a "
+                        f"minitf.train.Trainer (its optimizer, step and history are saved)")
+    directory = _run_directory(directory, "checkpoint.save")
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}
     meta = {"format": FORMAT, "version": VERSION, "kind": model.kind, "config": model.config,
@@ -155,9 +211,13 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     if trainer is not None:
         saved = trainer.optimizer.state_dict()
         arrays.update({f"optimizer/{key}": value for key, value in saved["arrays"].items()})
-        meta.update(step=trainer.step, history=trainer.history,
-                    optimizer={"type": type(trainer.optimizer).__name__, "t": saved["t"],
-                               "lr": saved["lr"]})
+        # a NumPy number (an lr set to np.float32(1e-3)) is written as the plain number it is
+        plain = [x.item() if isinstance(x, np.generic) else x
+                 for x in (trainer.step, saved["t"], saved["lr"])]
+        meta.update(step=plain[0], history=trainer.history,
+                    optimizer={"type": type(trainer.optimizer).__name__, "t": plain[1],
+                               "lr": plain[2]})
+    _check_loadable(meta, arrays)       # what load would refuse, refused before anything is written
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     weights = buffer.getvalue()
@@ -190,7 +250,7 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
 
 def find(directory) -> Path | None:
     """The directory holding the current checkpoint of run ``directory``; None if it has none."""
-    directory = Path(directory)
+    directory = _run_directory(directory, "checkpoint")
     listed = _listed(directory)
     if listed:
         return directory / listed[0]
@@ -264,7 +324,7 @@ def _read(directory):
 def load(directory, model: Model | None = None) -> Checkpoint:
     """Read a checkpoint. Without ``model``, build one from the saved kind and config; with one,
     load into it -- a model of another config is refused with every mismatched key and shape."""
-    directory = Path(directory)
+    directory = _run_directory(directory, "checkpoint.load")
     meta, arrays = _read(directory)
     if model is None:
         if meta["kind"] not in MODELS:

@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 
 from minitf import checkpoint
+from minitf.data import CharTokenizer
 from minitf.models import DecoderLM
 from minitf.optim import AdamW
 from minitf.train import Trainer
+from test_bad_input import raises
 
 # A host that imports minitf once and, for each line on its stdin, forks a saver: a process that
 # saves back to back from the step of the checkpoint there, printing its pid and then each step it
@@ -187,10 +189,55 @@ def test_leftovers_of_a_crashed_save_are_cleaned(tmp_path):
     (directory / "step-000002").mkdir()                   # killed before checkpoints.txt moved
     (directory / ".checkpoints.txt.999.tmp").write_text("step-000002\n")
     (directory / "loss.png").write_bytes(b"not ours")
+    # a user's own files that merely look alike are never removed, by clean or by a save
+    (directory / "step-notes.txt").write_text("mine")
+    (directory / "step-by-step").mkdir()
+    (directory / "step-000003").mkdir()
+    (directory / "step-000003" / "notes.txt").write_text("mine too")
+    (directory / ".notes.tmp").write_text("mine as well")
     checkpoint.clean(directory)
     assert sorted(p.name for p in directory.iterdir()) == [
-        "checkpoints.txt", "loss.png", "step-000001"]
+        ".notes.tmp", "checkpoints.txt", "loss.png", "step-000001", "step-000003", "step-by-step",
+        "step-notes.txt"]
     assert _intact_step(directory) == 1
+    for step in (4, 5, 6, 7):                   # past KEEP: the save removes step-000004 only
+        _save_step(directory, trainer, step)
+    assert sorted(p.name for p in directory.iterdir()) == [
+        ".notes.tmp", "checkpoints.txt", "loss.png", "step-000003", "step-000005", "step-000006",
+        "step-000007", "step-by-step", "step-notes.txt"]
+    assert (directory / "step-000003" / "notes.txt").read_text() == "mine too"
+
+
+def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp_path):
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    before = sorted(p.name for p in directory.iterdir())
+    model = trainer.model
+    for call, fragments in [
+        (lambda: checkpoint.save(directory, model, tokenizer=CharTokenizer.fit("abc")),
+         ["the tokenizer has 3 characters", "config.vocab_size = 11"]),
+        (lambda: checkpoint.save(directory, model, rng="abc"), ["rng is 'abc'"]),
+        (lambda: checkpoint.save(directory, model, extra={"x": {1, 2}}),
+         ["cannot be written as JSON", "set"]),
+    ]:
+        with raises(checkpoint.CheckpointError, "checkpoint.save:", *fragments):
+            call()
+    trainer.step = -3
+    with raises(checkpoint.CheckpointError, "trainer.step is -3"):
+        checkpoint.save(directory, model, trainer)
+    trainer.step, trainer.optimizer.lr = 2, float("nan")
+    with raises(checkpoint.CheckpointError, "optimizer.lr is nan"):
+        checkpoint.save(directory, model, trainer)
+    trainer.optimizer.lr = 1e-3
+    model.parameters()[0].data[0] = np.nan
+    with raises(checkpoint.CheckpointError, "model/", "NaN"):
+        checkpoint.save(directory, model, trainer)
+    with raises(TypeError, "checkpoint.save: tokenizer is a str"):
+        checkpoint.save(directory, model, tokenizer="abc")
+    with raises(ValueError, "checkpoint.load:", "is a file; wanted a run directory"):
+        checkpoint.load(directory / "checkpoints.txt")
+    assert sorted(p.name for p in directory.iterdir()) == before and _intact_step(directory) == 1
 
 
 def test_a_checkpoint_of_the_earlier_layout_still_loads(tmp_path):
