@@ -14,7 +14,7 @@ import math
 
 from minitf.backend import backend_of, get_array_module, to_device, to_numpy
 from minitf.nn import Linear, Module, Parameter
-from minitf.validate import check_int, check_probability, check_real
+from minitf.validate import check_int, check_probability, check_real, not_real_numbers
 
 
 class Optimizer:
@@ -30,12 +30,23 @@ class Optimizer:
             params = None
         if not params or not all(isinstance(p, Parameter) for p in params):
             raise TypeError(f"{where}: params must be a Module or a non-empty list of Parameter")
+        if len({id(p) for p in params}) < len(params):     # it would be updated twice a step
+            raise ValueError(f"{where}: params holds the same Parameter more than once")
         check_real(lr, "lr", where, low=0, low_open=False)
         self.params, self.lr, self.t = params, lr, 0
         self.state = {name: [get_array_module(p.data).zeros_like(p.data) for p in params]
                       for name in self.state_names}
 
     def step(self) -> None:
+        where = f"{type(self).__name__}.step"
+        # lr may have been set since (a schedule's value, or by hand): a NaN or negative one
+        # would quietly ruin every weight, or climb the loss
+        check_real(self.lr, "lr", where, low=0, low_open=False)
+        for i, p in enumerate(self.params):
+            if p.grad is None or p.grad.shape != p.data.shape:
+                got = "no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"
+                raise ValueError(f"{where}: parameter {i} {p.data.shape} has {got}; wanted its "
+                                 f"own shape (a gradient of another shape would broadcast)")
         self.t += 1
         for i, p in enumerate(self.params):
             self._follow(i, p)
@@ -59,13 +70,25 @@ class Optimizer:
         return {"arrays": arrays, "t": self.t, "lr": self.lr}
 
     def load_state_dict(self, saved: dict) -> None:
+        where = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(saved, dict) or not {"arrays", "t", "lr"} <= set(saved):
+            raise ValueError(f"{where}: saved must be a dict holding 'arrays', 't' and 'lr', as "
+                             f"state_dict() returns; got {str(saved)[:60]}")
+        check_int(saved["t"], "t", where, low=0, what="the number of steps taken")
+        check_real(saved["lr"], "lr", where, low=0, low_open=False)
         for name, per_param in self.state.items():
             for i, a in enumerate(per_param):
                 key = f"{name}.{i}"
                 if key not in saved["arrays"] or saved["arrays"][key].shape != a.shape:
-                    raise ValueError(f"{type(self).__name__}.load_state_dict: state {key} is "
+                    raise ValueError(f"{where}: state {key} is "
                                      f"missing or has the wrong shape; wanted {tuple(a.shape)}")
-                per_param[i] = to_device(saved["arrays"][key], backend_of(a), a.dtype).copy()
+                if not_real_numbers(saved["arrays"][key]):
+                    raise ValueError(f"{where}: state {key} "
+                                     f"{not_real_numbers(saved['arrays'][key])}")
+        for name, per_param in self.state.items():         # all checked: now load them
+            for i, a in enumerate(per_param):
+                per_param[i] = to_device(saved["arrays"][f"{name}.{i}"], backend_of(a),
+                                         a.dtype).copy()
         self.t, self.lr = int(saved["t"]), float(saved["lr"])
 
 

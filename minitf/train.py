@@ -25,7 +25,33 @@ import time
 from typing import Callable
 
 from minitf.backend import float_errors_ignored, get_array_module
-from minitf.optim import clip_grad_norm, grad_norm
+from minitf.optim import Optimizer, clip_grad_norm, grad_norm
+from minitf.validate import check_int, check_real
+
+
+def _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, clip, save,
+                   save_every) -> None:
+    """The Trainer's arguments, checked where they are given, not at the step that first uses
+    them -- or never: an optimizer of another model's parameters would train nothing."""
+    where = "Trainer"
+    if not (callable(getattr(model, "loss", None)) and hasattr(model, "parameters")):
+        raise TypeError(f"{where}: model is a {type(model).__name__}; wanted a model with a "
+                        f"loss(inputs…, targets) method, such as minitf.models.DecoderLM")
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{where}: optimizer is a {type(optimizer).__name__}; wanted a "
+                        f"minitf.optim optimizer, e.g. AdamW(model)")
+    if not {id(p) for p in model.parameters()} & {id(p) for p in optimizer.params}:
+        raise ValueError(f"{where}: optimizer holds none of model's parameters (was it built "
+                         f"for another model?); wanted e.g. {type(optimizer).__name__}(model)")
+    for name, value in (("batches", batches), ("schedule", schedule), ("evaluate", evaluate),
+                        ("save", save)):
+        if not (callable(value) or value is None):   # batches None: a trainer to save or resume
+            raise TypeError(f"{where}: {name} is a {type(value).__name__}; wanted a function "
+                            f"or None")
+    check_int(eval_every, "eval_every", where, what="steps between validations")
+    check_int(save_every, "save_every", where, low=0, what="steps between saves (0: none)")
+    if clip is not None:
+        check_real(clip, "clip", where, low=0)
 
 
 class TrainingDiverged(RuntimeError):
@@ -52,6 +78,8 @@ class Trainer:
                  evaluate: Callable[[], float] | None = None, eval_every: int = 100,
                  clip: float | None = 1.0, save: Callable[[], None] | None = None,
                  save_every: int = 0):
+        _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, clip, save,
+                       save_every)
         self.model, self.optimizer, self.batches = model, optimizer, batches
         self.schedule, self.evaluate, self.eval_every, self.clip = schedule, evaluate, eval_every, clip
         self.save, self.save_every = save, save_every
@@ -111,6 +139,9 @@ class Trainer:
         return f"training diverged at step {self.step}: the loss is {loss}"
 
     def validate(self) -> float:
+        if self.evaluate is None:
+            raise ValueError("Trainer.validate: evaluate is None; wanted a function returning the "
+                             "validation loss, given when the Trainer was made")
         self.model.eval()
         val = float(self.evaluate())
         self.history["val_step"].append(self.step)
@@ -120,6 +151,10 @@ class Trainer:
     def fit(self, steps: int, progress: bool = True) -> dict:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
         until ``stop_requested`` is set."""
+        check_int(steps, "steps", "Trainer.fit", low=0, what="the step to train until")
+        if self.batches is None and self.step < steps:
+            raise ValueError("Trainer.fit: batches is None; wanted a function returning "
+                             "(inputs…, targets), given when the Trainer was made")
         from tqdm import tqdm    # here, not at the top: grading a homework needs only NumPy
         bar = tqdm(total=steps, initial=self.step, disable=not progress, unit="step",
                    dynamic_ncols=True)

@@ -1,0 +1,80 @@
+"""Bad input to an optimizer or a Trainer: refused in one line where it is given, never a run
+that trains nothing, updates a weight twice, or broadcasts a gradient of the wrong shape."""
+import numpy as np
+import pytest
+
+from minitf import backend, data
+from minitf.models import DecoderLM
+from minitf.nn import Linear
+from minitf.optim import SGD, Adam, AdamW
+from minitf.train import Trainer
+from test_bad_input import raises
+
+
+def _lm():
+    return DecoderLM(10, d_model=16, n_heads=2, n_layers=1, max_len=16)
+
+
+def _batches(ids=np.arange(200) % 10):
+    return lambda: data.random_windows(ids, 4, 8)
+
+
+def test_an_optimizer_refuses_a_parameter_twice_and_a_gradient_of_another_shape():
+    layer = Linear(3, 2)
+    with raises(ValueError, "SGD: params holds the same Parameter more than once"):
+        SGD(layer.parameters() * 2, lr=1.0)
+    optimizer = Adam(layer)
+    layer.W.grad = backend.to_device(np.ones((1, 2)))            # would broadcast over W's rows
+    with raises(ValueError, "Adam.step: parameter 0 (3, 2) has a gradient of shape (1, 2)"):
+        optimizer.step()
+    assert optimizer.t == 0, "a refused step takes no step"
+    layer.W.grad = backend.to_device(np.ones((3, 2)))
+    for lr in (float("nan"), -1.0):                               # set by hand after it was made
+        optimizer.lr = lr
+        with raises(ValueError, "Adam.step: lr must be a finite number ≥ 0", repr(lr)):
+            optimizer.step()
+
+
+@pytest.mark.parametrize("change, fragments", [
+    (lambda s: s.pop("t"), ["saved must be a dict holding 'arrays', 't' and 'lr'"]),
+    (lambda s: s.update(t=-5), ["t must be an integer ≥ 0", "-5"]),
+    (lambda s: s.update(t=2.7), ["t must be an integer ≥ 0", "2.7"]),
+    (lambda s: s.update(lr=float("nan")), ["lr must be a finite number ≥ 0", "nan"]),
+    (lambda s: s["arrays"]["m.0"].fill(np.nan), ["state m.0", "NaN"]),
+])
+def test_an_optimizer_state_that_would_ruin_the_weights_is_refused(change, fragments):
+    layer = Linear(3, 2)
+    optimizer = AdamW(layer)
+    saved = optimizer.state_dict()
+    change(saved)
+    with raises(ValueError, "AdamW.load_state_dict:", *fragments):
+        optimizer.load_state_dict(saved)
+
+
+def test_a_trainer_refuses_what_it_cannot_train_with_when_it_is_made():
+    lm = _lm()
+    other = _lm()
+    with raises(ValueError, "Trainer: optimizer holds none of model's parameters"):
+        Trainer(lm, Adam(other), _batches())            # it trained nothing, and said nothing
+    for settings, error, fragments in [
+        (dict(model=None), TypeError, ["model is a NoneType", "loss("]),
+        (dict(optimizer="adam"), TypeError, ["optimizer is a str"]),
+        (dict(batches=[1, 2]), TypeError, ["batches is a list", "a function or None"]),
+        (dict(schedule=0.1), TypeError, ["schedule is a float"]),
+        (dict(eval_every=0), ValueError, ["eval_every must be a positive integer"]),
+        (dict(eval_every=2.5), ValueError, ["eval_every must be a positive integer"]),
+        (dict(save_every=-1), ValueError, ["save_every must be an integer ≥ 0"]),
+        (dict(clip=0), ValueError, ["clip must be a finite number > 0"]),
+    ]:
+        arguments = dict(model=lm, optimizer=Adam(lm), batches=_batches()) | settings
+        with raises(error, "Trainer:", *fragments):
+            Trainer(**arguments)
+    trainer = Trainer(lm, Adam(lm), _batches())
+    for steps in (-5, 2.5, "3"):
+        with raises(ValueError, "Trainer.fit: steps must be an integer ≥ 0", repr(steps)):
+            trainer.fit(steps, progress=False)
+    with raises(ValueError, "Trainer.validate: evaluate is None"):
+        trainer.validate()
+    with raises(ValueError, "Trainer.fit: batches is None"):
+        Trainer(lm, Adam(lm), None).fit(1, progress=False)
+    Trainer(lm, Adam(lm.parameters()[-2:]), _batches()).fit(1, progress=False)   # a part will do
