@@ -52,12 +52,21 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
     return xp.minimum(ids, probs.shape[-1] - 1)
 
 
-def _as_batch(ids, name):
-    ids = to_device(ids)
+def _as_batch(ids, name, where):
+    """Token ids as a (b, n) int64 array: the ids a model picks are written into it, and a
+    smaller integer type (a prompt of int8, a source of uint8) would wrap them around."""
+    try:
+        ids = to_device(ids)
+    except (TypeError, ValueError):                   # ragged rows, None, …
+        raise ValueError(f"{where}: {name} is not an array of token ids; got "
+                         f"{str(ids)[:40]}") from None
     if ids.ndim == 1:
         ids = ids[None]
     if ids.ndim != 2 or ids.shape[1] == 0:
-        raise ValueError(f"{name} has shape {tuple(ids.shape)}; wanted (n,) or (b, n) with n ≥ 1")
+        raise ValueError(f"{where}: {name} has shape {tuple(ids.shape)}; wanted (n,) or (b, n) "
+                         f"with n ≥ 1")
+    if ids.dtype.kind in "iu":
+        ids = ids.astype("int64", copy=False)
     return ids
 
 
@@ -72,7 +81,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
        step, (b, max_new_tokens, V);  on_token(ids) is called with each step's new ids (b,)
     """
     check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
-    ids = _as_batch(prompt, "prompt")
+    ids = _as_batch(prompt, "prompt", "generate")
     check_ids(ids, "prompt", model.vocab_size, "generate")
     xp = get_array_module(ids)
     if ids.shape[1] > model.max_len:
@@ -113,7 +122,7 @@ def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
     src: (b, m) padded ids  ->  a list of b token lists (BOS and EOS stripped); with
     return_logits, also the logits of every step on the host, (b, steps, V)"""
     check_int(max_len, "max_len", "greedy_decode", what="the most tokens to generate")
-    src = _as_batch(src, "src")
+    src = _as_batch(src, "src", "greedy_decode")
     xp = get_array_module(src)
     model.eval()
     memory, memory_mask = model.encode(src)
@@ -144,7 +153,7 @@ def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float 
     check_int(beam_size, "beam_size", "beam_search", what="the hypotheses kept at each step")
     check_int(max_len, "max_len", "beam_search", what="the most tokens to generate")
     check_real(alpha, "alpha", "beam_search", low=0, low_open=False)
-    src = _as_batch(src, "src")
+    src = _as_batch(src, "src", "beam_search")
     return [_beam_one(model, src[i:i + 1], beam_size, max_len, alpha) for i in range(src.shape[0])]
 
 

@@ -5,7 +5,8 @@ import pytest
 
 import minitf.models as models
 from minitf import backend
-from minitf.generate import beam_search, greedy_decode
+from minitf.generate import beam_search, generate, greedy_decode
+from minitf.models import DecoderLM
 
 from test_bad_input import raises
 
@@ -42,17 +43,20 @@ def test_generate_checks_its_settings_before_the_first_step(setting, fragments):
 
 
 @pytest.mark.parametrize("prompt, error, fragments", [
-    ([1, 5], ValueError, ("generate: prompt must lie in [0, vocab_size=5)", "from 1 to 5")),
-    ([[-1, 2]], ValueError, ("generate: prompt must lie in [0, vocab_size=5)", "from -1 to 2")),
-    ([1.0, 2.0], TypeError, ("generate: prompt has dtype float64", "wanted an integer dtype")),
+    (np.array([1, 5]), ValueError, ("generate: prompt must lie in [0, vocab_size=5)",
+                                    "from 1 to 5")),
+    (np.array([[-1, 2]]), ValueError, ("generate: prompt must lie in [0, vocab_size=5)",
+                                       "from -1 to 2")),
+    (np.array([1.0, 2.0]), TypeError, ("generate: prompt has dtype float64",
+                                       "wanted an integer dtype")),
+    ([[1, 2], [3]], ValueError, ("generate: prompt is not an array of token ids",)),
+    (np.array([], dtype=int), ValueError, ("generate: prompt has shape (1, 0)", "with n ≥ 1")),
 ])
 def test_generate_checks_its_prompt_once_at_the_start(backend_name, prompt, error, fragments):
     """The model checks no ids while generate runs it (they are the prompt, checked here, and
     tokens the model picked): a bad prompt is still one clear line, in generate's words."""
-    from minitf.generate import generate
-    from minitf.models import DecoderLM
     with raises(error, *fragments):
-        generate(DecoderLM(5, 8, 2, 1, max_len=8), np.array(prompt), 3)
+        generate(DecoderLM(5, 8, 2, 1, max_len=8), prompt, 3)
 
 
 def test_greedy_decode_and_beam_search_check_their_source(backend_name):
@@ -80,3 +84,16 @@ def test_decoding_settings_are_checked_before_the_first_step(call, message):
     model = models.Transformer(5, 5, 8, 2, 1)
     with raises(ValueError, message):
         call(model, backend.to_device(np.array([[1, 2]])))
+
+
+def test_a_prompt_or_source_of_small_integers_gets_ids_beyond_its_type():
+    """A prompt of int8 (a source of uint8) holds the ids the model picks: they must not wrap
+    around at 127 (255); the decoded ids are the ones an int64 prompt gives."""
+    lm = DecoderLM(300, d_model=16, n_heads=2, n_layers=1, max_len=64)
+    small = generate(lm, np.array([1, 2], np.int8), 40, greedy=True)
+    assert small.dtype == np.int64
+    assert np.array_equal(small, generate(lm, np.array([1, 2]), 40, greedy=True))
+    translate = models.Transformer(20, 400, d_model=16, n_heads=2, n_layers=1)
+    src = np.array([[3, 4, 5]])
+    for decode in (greedy_decode, beam_search):
+        assert decode(translate, src.astype(np.uint8)) == decode(translate, src)
