@@ -17,7 +17,8 @@ import warnings
 import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
-from minitf.validate import already_checked, check_ids, check_int, check_real, check_sampling
+from minitf.validate import (already_checked, check_flags, check_ids, check_int, check_real,
+                             check_sampling)
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -81,6 +82,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
        step, (b, max_new_tokens, V);  on_token(ids) is called with each step's new ids (b,)
     """
     check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
+    check_flags("generate", use_cache=use_cache, return_logits=return_logits)
     ids = _as_batch(prompt, "prompt", "generate")
     check_ids(ids, "prompt", model.vocab_size, "generate")
     xp = get_array_module(ids)

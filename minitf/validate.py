@@ -220,6 +220,14 @@ def check_sizes(where: str, **sizes) -> None:
             check_int(value, name, where)
 
 
+def check_flags(where: str, **flags) -> None:
+    """ValueError unless each flag is True or False: a string such as 'no' or 'False' is truthy,
+    and would turn on what it was written to turn off."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):          # (not even NumPy's: a config is written as JSON)
+            raise ValueError(f"{where}: {name} must be True or False; got {value!r}")
+
+
 def feed_forward_width(d_ff, d_model: int, where: str) -> int:
     """d_ff, the feed-forward network's hidden width: 4 · d_model when not given (None), as in the
     original Transformer; otherwise a positive integer (0 is refused, not read as "not given")."""
@@ -341,6 +349,7 @@ def check_like(dy, name: str, shape, dtype, where: str, what: str) -> None:
 def check_sampling(max_new_tokens, temperature, top_k, top_p, greedy: bool, where: str) -> None:
     """The settings of ``generate``, checked once before the first step."""
     check_int(max_new_tokens, "max_new_tokens", where, low=0)
+    check_flags(where, greedy=greedy)
     if not greedy:
         check_real(temperature, "temperature", where, low=0)
     if top_k is not None:

@@ -52,3 +52,20 @@ def test_attention_wants_a_finite_scale(backend_name):
     q = backend.randn(1, 2, 4)
     with raises(ValueError, "attention: scale must be a finite number; got nan"):
         F.attention(q, q, q, scale=float("nan"))
+
+
+@pytest.mark.parametrize("build, named", [
+    (lambda: models.DecoderLM(10, d_model=8, n_heads=2, tie_weights="no"), "DecoderLM: tie_weights"),
+    (lambda: models.DecoderLM(10, d_model=8, n_heads=2, causal="False"), "DecoderLM: causal"),
+    (lambda: models.Transformer(10, 10, d_model=8, n_heads=2, share_embeddings="no"),
+     "Transformer: share_embeddings"),
+    (lambda: nn.EncoderBlock(4, 2, 8, causal="no"), "EncoderBlock: causal"),
+    (lambda: nn.DecoderBlock(4, 2, 8, pre_ln=1), "DecoderBlock: pre_ln"),
+    (lambda: nn.Residual(nn.Linear(4, 4), 4, pre_ln="no"), "Residual: pre_ln"),
+    (lambda: nn.MultiHeadAttention(4, 2, bias="yes"), "MultiHeadAttention: bias"),
+    (lambda: nn.Dropout(0.5).train("False"), "Dropout.train: mode"),
+])
+def test_a_yes_or_no_setting_must_be_true_or_false(build, named):
+    """'no' and 'False' are truthy strings: each turned on what it was written to turn off."""
+    with raises(ValueError, named, "must be True or False"):
+        build()

@@ -5,7 +5,7 @@ from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack,
                        initialize)
 from minitf.nn.init import check_init
-from minitf.validate import check_ids, check_int, check_shape, feed_forward_width
+from minitf.validate import check_flags, check_ids, check_int, check_shape, feed_forward_width
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 
@@ -41,6 +41,7 @@ class DecoderLM(Model):
         if positional not in POSITIONAL:
             raise ValueError(f"DecoderLM: positional must be one of {POSITIONAL}; got {positional!r}")
         check_init(init, "DecoderLM")
+        check_flags("DecoderLM", tie_weights=tie_weights, causal=causal, pre_ln=pre_ln)
         for name, value, what in (("vocab_size", vocab_size, "the number of tokens"),
                                   ("d_model", d_model, "the model width"),
                                   ("max_len", max_len, "the longest context")):

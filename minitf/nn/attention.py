@@ -5,7 +5,7 @@ from minitf.functional.attention import MASK_HINT
 from minitf.nn.layers import Linear
 from minitf.nn.module import Module, normal
 from minitf.nn.positional import RelativePositionBias
-from minitf.validate import check_broadcast, check_int, check_probability
+from minitf.validate import check_broadcast, check_flags, check_int, check_probability
 
 POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
 
@@ -106,6 +106,7 @@ class MultiHeadAttention(Module):
                  num_buckets: int = 32, max_distance: int = 128, max_relative: int = 16,
                  shaw_values: bool = True, attn_dropout: float = 0.0):
         where = "MultiHeadAttention"
+        check_flags(where, cross=cross, causal=causal, bias=bias, shaw_values=shaw_values)
         check_probability(attn_dropout, "attn_dropout", where)
         if d_head is None:
             if n_heads < 1 or d_model % n_heads:

@@ -3,6 +3,7 @@
 from minitf.nn.attention import MultiHeadAttention
 from minitf.nn.layers import GELU, Dropout, LayerNorm, Linear, ReLU
 from minitf.nn.module import Module, as_tuple
+from minitf.validate import check_flags
 
 ACTIVATIONS = {"relu": lambda: ReLU(), "gelu": lambda: GELU("tanh"), "gelu_exact": lambda: GELU("none")}
 
@@ -56,6 +57,7 @@ class Residual(Module):
 
     def __init__(self, layer: Module, d_model: int, pre_ln: bool = False, dropout: float = 0.0,
                  eps: float = 1e-5):
+        check_flags("Residual", pre_ln=pre_ln)
         self.layer = layer
         self.norm = LayerNorm(d_model, eps)
         self.drop = Dropout(dropout)
@@ -99,6 +101,7 @@ class EncoderBlock(Module):
                  positional: str | None = None, d_head: int | None = None,
                  d_v: int | None = None, eps: float = 1e-5, bias: bool = True,
                  attn_dropout: float = 0.0):
+        check_flags("EncoderBlock", pre_ln=pre_ln, causal=causal, bias=bias)
         attention = MultiHeadAttention(d_model, n_heads, d_head=d_head, d_v=d_v, causal=causal,
                                        positional=positional, bias=bias,
                                        attn_dropout=attn_dropout)
@@ -134,6 +137,7 @@ class DecoderBlock(Module):
                  pre_ln: bool = False, activation: str = "relu", positional: str | None = None,
                  d_head: int | None = None, d_v: int | None = None, eps: float = 1e-5,
                  bias: bool = True, attn_dropout: float = 0.0):
+        check_flags("DecoderBlock", pre_ln=pre_ln, bias=bias)
         heads = {"d_head": d_head, "d_v": d_v, "bias": bias, "attn_dropout": attn_dropout}
         self_attention = MultiHeadAttention(d_model, n_heads, causal=True, positional=positional,
                                             **heads)

@@ -6,7 +6,7 @@ import minitf.functional as F
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
-from minitf.validate import (check_int, check_probability, check_real, check_segments,
+from minitf.validate import (check_flags, check_int, check_probability, check_real, check_segments,
                              check_shape)
 
 
@@ -22,6 +22,7 @@ class Linear(Module):
     parts = None
 
     def __init__(self, d_in: int, d_out: int, bias: bool = True):
+        check_flags("Linear", bias=bias)
         check_int(d_in, "d_in", "Linear", what="the width of its input")
         check_int(d_out, "d_out", "Linear", what="the width of its output")
         self.d_in, self.d_out = d_in, d_out

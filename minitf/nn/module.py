@@ -15,8 +15,8 @@ import functools
 
 from minitf.backend import (backend_of, float_dtype, float_dtype_named, get_array_module,
                             is_array, randn, to_device, to_numpy)
-from minitf.validate import (at_the_boundary, check_dtype, check_like, check_shape, nesting,
-                             not_real_numbers)
+from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_like, check_shape,
+                             nesting, not_real_numbers)
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
 _UNRECORDED = object()  # "forward has run, its output not recorded" (see _recording_output)
@@ -265,6 +265,7 @@ class Module:
 
     def train(self, mode: bool = True) -> "Module":
         """Training mode (dropout active) for this module and all below it."""
+        check_flags(f"{type(self).__name__}.train", mode=mode)
         for m in self.modules():
             m.training = mode
         return self
