@@ -11,6 +11,7 @@ import minitf.nn as nn
 from minitf import backend, pretrained
 from minitf.backend import to_numpy
 from minitf.pretrained.loader import encoder_from_config
+from test_bad_input import raises
 
 TINY = {"vocab_size": 11, "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 2,
         "intermediate_size": 12, "max_position_embeddings": 7, "type_vocab_size": 2,
@@ -172,3 +173,31 @@ def test_bad_input_is_one_line_naming_the_argument():
         tokenizer.batch("a a")
     with pytest.raises(ValueError, match=r"the vocabulary has no \[PAD\] token"):
         pretrained.WordPieceTokenizer(["[UNK]", "[CLS]", "[SEP]"])
+
+
+def _model_folder(folder, config=TINY, vocab=None):
+    """A model directory as published: config.json, model.safetensors, vocab.txt."""
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    _write_safetensors(folder / "model.safetensors",
+                       _published_tensors(np.random.default_rng(2), TINY))
+    vocab = vocab or ["[PAD]", "[UNK]", "[CLS]", "[SEP]", *"abcdefg"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return folder
+
+
+def test_a_model_folder_whose_tokenizer_pads_with_another_id_is_refused(tmp_path):
+    """The tokenizer pads with its [PAD] id and the model masks config's pad_token_id: two ids
+    made a padded sentence embed differently from itself alone, silently."""
+    model, tokenizer = pretrained.load(_model_folder(tmp_path / "ok"))
+    assert tokenizer.pad_id == 0 and tokenizer.vocab_size == TINY["vocab_size"]
+    swapped = ["[UNK]", "[PAD]", "[CLS]", "[SEP]", *"abcdefg"]
+    with raises(ValueError, "load:", "[PAD] at id 1", "pad_token_id 0"):
+        pretrained.load(_model_folder(tmp_path / "swapped", vocab=swapped))
+    with raises(ValueError, "load:", "has 12 tokens", "vocab_size 11"):
+        pretrained.load(_model_folder(tmp_path / "longer",
+                                      vocab=["[PAD]", "[UNK]", "[CLS]", "[SEP]", *"abcdefgh"]))
+    broken = dict(TINY)
+    del broken["intermediate_size"]
+    with raises(ValueError, "load:", "config.json has no intermediate_size"):
+        pretrained.load(_model_folder(tmp_path / "broken", config=broken))

@@ -130,9 +130,35 @@ def load(path=None):
     tokenizer: the directory's WordPiece tokenizer (lower-cased, [CLS] … [SEP], [PAD] = 0).
     """
     folder = find_model_dir(path)
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = _read_config(folder / "config.json")
     encoder = encoder_from_config(config)
     load_weights(encoder, read_safetensors(folder / "model.safetensors"))
     tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
                                              max_len=config["max_position_embeddings"])
+    # the tokenizer pads with its [PAD] id and the model masks its pad_token_id: were they two
+    # ids, a padded sentence would attend to its padding and embed differently from itself alone
+    pad_id = config.get("pad_token_id", 0)
+    if tokenizer.pad_id != pad_id or tokenizer.vocab_size != config["vocab_size"]:
+        raise ValueError(f"load: {folder / 'vocab.txt'} has {tokenizer.vocab_size} tokens with "
+                         f"[PAD] at id {tokenizer.pad_id}; config.json has vocab_size "
+                         f"{config['vocab_size']} and pad_token_id {pad_id}: wanted the same")
     return SentenceEncoder(encoder.eval()), tokenizer
+
+
+_CONFIG_KEYS = ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers",
+                "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                "layer_norm_eps")
+
+
+def _read_config(path) -> dict:
+    """config.json as a dict holding every size encoder_from_config reads, or one line why not."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"load: {path} is not JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"load: {path} holds a {type(config).__name__}; wanted a JSON object")
+    missing = [key for key in _CONFIG_KEYS if key not in config]
+    if missing:
+        raise ValueError(f"load: {path} has no {', '.join(missing)}; wanted a BERT config")
+    return config
