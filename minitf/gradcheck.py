@@ -29,8 +29,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
-from minitf.backend import get_array_module, randint, randn, seed
+from minitf.backend import get_array_module, is_array, randint, randn, seed
 from minitf.nn.module import Module, as_tuple
+from minitf.validate import check_real
 
 TOLERANCE = 1e-6   # the one threshold every gradient check in minitf must meet
 STEP = 1e-6        # h, the finite-difference step (float64: O(h²) truncation, O(ε/h) rounding)
@@ -48,9 +49,12 @@ class FunctionCase:
 
     def __post_init__(self):
         _check_inputs(self.inputs, "FunctionCase")
-        if isinstance(self.wrt, str) or not all(name in self.inputs for name in self.wrt):
-            raise ValueError(f"FunctionCase: wrt must be a tuple of names among the inputs "
-                             f"{tuple(self.inputs)}; got {self.wrt!r}")
+        if (isinstance(self.wrt, str) or not isinstance(self.wrt, (tuple, list)) or not self.wrt
+                or len(set(self.wrt)) < len(self.wrt)
+                or not all(name in self.inputs for name in self.wrt)):
+            # an empty wrt would check nothing, and report "0 of 0 within tolerance": a pass
+            raise ValueError(f"FunctionCase: wrt must be a tuple of distinct names among the "
+                             f"inputs {tuple(self.inputs)}, at least one; got {self.wrt!r}")
 
 
 @dataclass
@@ -99,6 +103,9 @@ class Row:
 
 def relative_error(a, b) -> float:
     """max |a − b| / max(1e-8, max |a| + max |b|), as a Python float."""
+    if tuple(a.shape) != tuple(b.shape):         # broadcasting would compare other entries
+        raise ValueError(f"relative_error: a has shape {tuple(a.shape)} and b "
+                         f"{tuple(b.shape)}; wanted the same")
     if a.size == 0:
         return 0.0
     xp = get_array_module(a, b)
@@ -109,6 +116,12 @@ def relative_error(a, b) -> float:
 def numerical_gradient(loss: Callable[[], float], x, step: float = STEP):
     """dL/dx by central differences. ``loss()`` must read ``x``, which is changed in place and
     restored entry by entry."""
+    if not is_array(x) or x.dtype.kind != "f":
+        got = f"dtype {x.dtype}" if is_array(x) else f"a {type(x).__name__}"
+        # an integer x cannot hold x ± step (float32 can, coarsely: lesson 05 shows how coarsely)
+        raise TypeError(f"numerical_gradient: x has {got}; wanted a float array (float64 for a "
+                        f"gradient check)")
+    check_real(step, "step", "numerical_gradient", low=0)
     grad = get_array_module(x).zeros_like(x)
     for index in itertools.product(*(range(s) for s in x.shape)):
         original = float(x[index])

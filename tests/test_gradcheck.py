@@ -11,7 +11,7 @@ import minitf.nn as nn
 from mistakes import layer_norm_backward_without_variance
 from minitf import gradcheck_cases
 from minitf.gradcheck import (TOLERANCE, FunctionCase, ModuleCase, Row, check, format_table,
-                              relative_error)
+                              numerical_gradient, relative_error)
 from minitf.nn.module import Module
 
 
@@ -172,9 +172,14 @@ def test_a_check_in_float32_is_refused_not_failed():
 
 @pytest.mark.parametrize("build, message", [
     (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, "x"),
-     r"FunctionCase: wrt must be a tuple of names among the inputs \('x',\); got 'x'"),
+     r"FunctionCase: wrt must be a tuple of distinct names among the inputs \('x',\), at least "
+     r"one; got 'x'"),
     (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, ("y",)),
-     r"FunctionCase: wrt must be a tuple of names among the inputs \('x',\); got \('y',\)"),
+     r"FunctionCase: wrt must be .* got \('y',\)"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, ()),       # it checked nothing
+     r"FunctionCase: wrt must be .* at least one; got \(\)"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, ("x", "x")),
+     r"FunctionCase: wrt must be a tuple of distinct names"),
     (lambda x: FunctionCase(F.relu, F.relu_backward, (x,), ("x",)),
      r"FunctionCase: inputs must be a dict \{name: array\}; got tuple"),
     (lambda x: ModuleCase(nn.ReLU(), (x,)), r"ModuleCase: inputs must be a dict \{name: array\}; got tuple"),
@@ -183,3 +188,14 @@ def test_a_check_in_float32_is_refused_not_failed():
 def test_a_case_built_wrong_is_one_line(build, message):
     with pytest.raises((TypeError, ValueError), match=message):
         build(np.ones(3))
+
+
+def test_the_helpers_refuse_what_would_give_a_meaningless_number():
+    with pytest.raises(TypeError, match=r"^numerical_gradient: x has dtype int64; wanted a float"):
+        numerical_gradient(lambda: 0.0, np.arange(3))             # x ± step cannot be held
+    with pytest.raises(TypeError, match=r"^numerical_gradient: x has a list"):
+        numerical_gradient(lambda: 0.0, [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^numerical_gradient: step must be a finite number > 0"):
+        numerical_gradient(lambda: 0.0, np.ones(3), step=0.0)
+    with pytest.raises(ValueError, match=r"^relative_error: a has shape \(0,\) and b \(3,\)"):
+        relative_error(np.ones(0), np.ones(3))                    # it said 0.0: a match

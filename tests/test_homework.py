@@ -338,7 +338,7 @@ def test_the_readme_s_own_file_example_makes_a_homework_its_key_passes(tmp_path)
 
 @pytest.mark.parametrize("change, why", [
     (('("x", "gamma"))', '("x", "z"))'),                                   # a wrt of no input
-     "wrt must be a tuple of names among the inputs ('x', 'gamma'); got ('x', 'z')"),
+     "wrt must be a tuple of distinct names among the inputs ('x', 'gamma'), at least one; got ('x', 'z')"),
     (('return {"rows (4, 5)": case(4, 5), "batch (2, 3, 5)": case(2, 3, 5)}', "return 42"),
      "check_rmsnorm_backward() returned 42; wanted a FunctionCase or a ModuleCase"),
     (("return dx, dgamma", "return 2 * dx, dgamma"), "worst entry"),        # a wrong answer key
