@@ -18,28 +18,32 @@ import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
 from minitf.validate import (already_checked, check_flags, check_ids, check_int, check_real,
-                             check_sampling)
+                             check_sampling, check_shape)
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
                 top_p: float | None = None, greedy: bool = False):
     """Pick one token per row from next-token logits.   logits: (b, V)  ->  ids: (b,)"""
+    # a (V,) vector would be read as V rows of one logit each: V ids, each 0
+    check_shape(logits, "logits", ("b", "V"), "sample_next")
+    if logits.shape[-1] == 0:
+        raise ValueError("sample_next: logits has no classes (V = 0); wanted at least one")
+    check_sampling(0, temperature, top_k, top_p, greedy, "sample_next")
+    return _sample(logits, temperature, top_k, top_p, greedy)
+
+
+def _sample(logits, temperature, top_k, top_p, greedy):
+    """sample_next without its checks: generate checked the settings once, and the logits are
+    its model's own."""
     xp = get_array_module(logits)
     if greedy:
         return logits.argmax(axis=-1)
-    if temperature <= 0:
-        raise ValueError(f"sample_next: temperature must be > 0; got {temperature} "
-                         f"(use greedy=True for argmax)")
     logits = logits / temperature
     if top_k is not None:
-        if top_k < 1:
-            raise ValueError(f"sample_next: top_k must be ≥ 1; got {top_k}")
         kth = xp.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]   # (b, 1)
         logits = xp.where(logits < kth, -math.inf, logits)
     probs, _ = F.softmax(logits, axis=-1)                                          # (b, V)
     if top_p is not None:
-        if not 0 < top_p <= 1:
-            raise ValueError(f"sample_next: top_p must be in (0, 1]; got {top_p}")
         order = xp.argsort(-probs, axis=-1)
         sorted_probs = xp.take_along_axis(probs, order, axis=-1)
         # keep a token if the tokens more likely than it add up to less than p
@@ -104,7 +108,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
             logits = model(new, cache=cache)
         last = logits[:, -1]                                 # (b, V): the next token's logits
         steps.append(last)
-        next_ids = sample_next(last, temperature, top_k, top_p, greedy)
+        next_ids = _sample(last, temperature, top_k, top_p, greedy)
         ids = xp.concatenate([ids, next_ids[:, None].astype(ids.dtype)], axis=1)
         if on_token is not None:
             on_token(to_numpy(next_ids))

@@ -97,3 +97,19 @@ def test_a_prompt_or_source_of_small_integers_gets_ids_beyond_its_type():
     src = np.array([[3, 4, 5]])
     for decode in (greedy_decode, beam_search):
         assert decode(translate, src.astype(np.uint8)) == decode(translate, src)
+
+
+def test_sample_next_wants_rows_of_logits_and_a_cache_keeps_its_batch():
+    from minitf.generate import sample_next
+    with raises(ValueError, "sample_next: logits has shape (3,); wanted (b, V)"):
+        sample_next(np.array([0.1, 5.0, 0.2]))               # it gave 3 ids, one per "row"
+    with raises(ValueError, "sample_next: temperature must be a finite number > 0", "nan"):
+        sample_next(np.ones((2, 3)), temperature=float("nan"))
+    with raises(ValueError, "sample_next: top_k must be a positive integer", "2.5"):
+        sample_next(np.ones((2, 3)), top_k=2.5)
+    lm = DecoderLM(10, d_model=16, n_heads=2, n_layers=1, max_len=16)
+    cache = lm.new_cache()
+    lm(np.array([[1, 2]]), cache=cache)
+    with raises(ValueError, "KVCache: the new keys are (b, h) = (2, 2)", "holds (1, 2)",
+                "new_cache()"):
+        lm(np.array([[3], [4]]), cache=cache)                # one row's keys, broadcast to two

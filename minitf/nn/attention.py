@@ -43,6 +43,11 @@ class KVCache:
 
     def append(self, k, v):
         """Add the new positions' keys and values; return all of them.  k, v: (b, h, n_new, ·)"""
+        if self._k is not None and k.shape[:2] != self._k.shape[:2]:
+            # another batch: a cache of one row would be broadcast to every row of a larger one
+            raise ValueError(f"KVCache: the new keys are (b, h) = {tuple(k.shape[:2])}; the cache "
+                             f"holds {tuple(self._k.shape[:2])}: wanted a new cache "
+                             f"(model.new_cache()) for another batch")
         start, end = self.length, self.length + k.shape[2]
         if self._k is None or end > self._k.shape[2]:
             self._k, self._v = (self._grown(old, new, end) for old, new in ((self._k, k),
