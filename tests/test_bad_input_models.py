@@ -69,3 +69,24 @@ def test_a_yes_or_no_setting_must_be_true_or_false(build, named):
     """'no' and 'False' are truthy strings: each turned on what it was written to turn off."""
     with raises(ValueError, named, "must be True or False"):
         build()
+
+
+def test_settings_no_layer_reads_are_still_checked_and_a_cast_that_overflows_is_refused():
+    """With n_layers=0 no block checks n_heads or the dropout rates, but the config keeps them
+    (a checkpoint rebuilds from it); one class makes a loss of exactly 0; 1e300 is finite in
+    float64 and inf once cast to a float32 parameter."""
+    with raises(ValueError, "DecoderLM: n_heads must be a positive integer", "-3"):
+        models.DecoderLM(10, d_model=8, n_heads=-3, n_layers=0)
+    with raises(ValueError, "DecoderLM: d_model=8 is not divisible by n_heads=3"):
+        models.DecoderLM(10, d_model=8, n_heads=3, n_layers=0)
+    with raises(ValueError, "DecoderLM: attn_dropout must lie in [0, 1)", "5.0"):
+        models.DecoderLM(10, d_model=8, n_heads=2, n_layers=0, attn_dropout=5.0)
+    with raises(ValueError, "EncoderClassifier: n_classes must be an integer ≥ 2", "got 1"):
+        models.EncoderClassifier(10, 1, d_model=8, n_heads=2, n_layers=1)
+    with raises(ValueError, "LayerNorm: d must be a positive integer", "got 0"):
+        nn.LayerNorm(0)
+    layer = nn.Linear(3, 2)
+    before = backend.to_numpy(layer.W.data).copy()
+    with raises(ValueError, "Linear.load_state_dict", "W: holds values beyond float32's range"):
+        layer.load_state_dict({"W": np.full((3, 2), 1e300), "b": np.zeros(2)})
+    assert np.array_equal(backend.to_numpy(layer.W.data), before), "nothing was loaded"

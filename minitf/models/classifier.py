@@ -22,6 +22,9 @@ class _ClassTokenEncoder(Model):
     def _build_encoder(self, n_tokens, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
                        activation, attn_dropout, init, positions=True, pooling="cls"):
         check_init(init, type(self).__name__)
+        # one class has a softmax of 1 whatever the input: a loss of exactly 0, nothing to learn
+        check_int(n_classes, "n_classes", type(self).__name__, low=2,
+                  what="the number of classes to tell apart")
         self.cls = ClassToken(d_model) if pooling == "cls" else None
         self.pool = MeanPool() if pooling == "mean" else None
         n_positions = n_tokens + (self.cls is not None)

@@ -138,6 +138,7 @@ class LayerNorm(Module):
     """y = γ ⊙ (x − μ) / √(σ² + ε) + β over the last axis.   x: (..., d)  ->  y: (..., d)"""
 
     def __init__(self, d: int, eps: float = 1e-5):
+        check_int(d, "d", "LayerNorm", what="the width it normalises")
         check_real(eps, "eps", "LayerNorm", low=0, low_open=False)    # a model skips F's check
         self.d, self.eps = d, eps
         self.gamma = ones(d)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 
-from minitf.backend import (backend_of, float_dtype, float_dtype_named, get_array_module,
-                            is_array, randn, to_device, to_numpy)
+from minitf.backend import (backend_of, float_dtype, float_dtype_named, float_errors_ignored,
+                            get_array_module, is_array, randn, to_device, to_numpy)
 from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_like, check_shape,
                              nesting, not_real_numbers)
 
@@ -306,10 +306,19 @@ class Module:
         problems += [f"{name}: {not_real_numbers(state[name])}" for name in params
                      if name in state and not_real_numbers(state[name])]
         if problems:
-            raise ValueError(f"{type(self).__name__}.load_state_dict: the state does not fit "
-                             f"this model: " + "; ".join(problems))
+            raise ValueError(f"{where}: the state does not fit this model: " + "; ".join(problems))
+        # cast first, all of them, and check what the cast made: 1e300 is finite in float64 and
+        # inf in float32; no parameter changes unless every one can
+        with float_errors_ignored():                  # the overflow is reported just below
+            cast = {name: to_device(state[name], backend=backend_of(p.data), dtype=p.data.dtype)
+                    for name, p in params.items()}
+        overflowed = [f"{name}: holds values beyond {p.data.dtype}'s range"
+                      for name, p in params.items() if not_real_numbers(cast[name])]
+        if overflowed:
+            raise ValueError(f"{where}: the state does not fit this model: "
+                             + "; ".join(overflowed))
         for name, p in params.items():
-            p.data = to_device(state[name], backend=backend_of(p.data), dtype=p.data.dtype).copy()
+            p.data = cast[name].copy()
 
     def to(self, backend: str | None = None, dtype=None) -> "Module":
         """Move every parameter to ``backend`` ("numpy" or "cupy"; None: stay) and/or cast it to
