@@ -17,6 +17,17 @@ from minitf.nn import Linear, Module, Parameter
 from minitf.validate import check_int, check_probability, check_real, not_real_numbers
 
 
+def _parameters(params, where: str) -> list:
+    """A Module's parameters, or a non-empty list of Parameters, as a list; else one line."""
+    try:
+        params = params.parameters() if isinstance(params, Module) else list(params)
+    except TypeError:                                   # not iterable: None, a number, …
+        params = None
+    if not params or not all(isinstance(p, Parameter) for p in params):
+        raise TypeError(f"{where}: params must be a Module or a non-empty list of Parameter")
+    return params
+
+
 class Optimizer:
     """Base class: the parameters, the learning rate, per-parameter state, saving and loading."""
 
@@ -24,12 +35,7 @@ class Optimizer:
 
     def __init__(self, params, lr: float):
         where = type(self).__name__
-        try:
-            params = params.parameters() if isinstance(params, Module) else list(params)
-        except TypeError:                                   # not iterable: None, a number, …
-            params = None
-        if not params or not all(isinstance(p, Parameter) for p in params):
-            raise TypeError(f"{where}: params must be a Module or a non-empty list of Parameter")
+        params = _parameters(params, where)
         if len({id(p) for p in params}) < len(params):     # it would be updated twice a step
             raise ValueError(f"{where}: params holds the same Parameter more than once")
         check_real(lr, "lr", where, low=0, low_open=False)
@@ -195,7 +201,7 @@ class AdamW(Adam):
 
 def grad_norm(params) -> float:
     """The global L2 norm of all gradients, √(Σ_p Σ_i grad_i²), as a Python float."""
-    params = params.parameters() if isinstance(params, Module) else list(params)
+    params = _parameters(params, "grad_norm")
     return math.sqrt(sum(float((p.grad * p.grad).sum()) for p in params))
 
 
@@ -206,7 +212,7 @@ def clip_grad_norm(params, max_norm: float) -> float:
     the update is kept; only its length is capped.
     """
     check_real(max_norm, "max_norm", "clip_grad_norm", low=0)
-    params = params.parameters() if isinstance(params, Module) else list(params)
+    params = _parameters(params, "clip_grad_norm")
     total = grad_norm(params)
     scale = max_norm / (total + 1e-6)
     if scale < 1.0:
@@ -249,6 +255,7 @@ class WarmupCosine:
         self.lr, self.warmup, self.total, self.min_lr = lr, warmup, total, min_lr
 
     def __call__(self, step: int) -> float:
+        check_int(step, "step", "WarmupCosine", low=0, what="the step count")   # -5: a negative lr
         if step <= self.warmup:                  # (warmup = 0: no ramp; step 0 is full lr)
             return self.lr * step / self.warmup if self.warmup else self.lr
         progress = min(1.0, (step - self.warmup) / (self.total - self.warmup))
@@ -268,6 +275,7 @@ class Noam:
         self.d_model, self.warmup, self.factor = d_model, warmup, factor
 
     def __call__(self, step: int) -> float:
+        check_int(step, "step", "Noam", low=0, what="the step count")
         step = max(step, 1)
         return (self.factor * self.d_model ** -0.5
                 * min(step ** -0.5, step * self.warmup ** -1.5))

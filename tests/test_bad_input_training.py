@@ -78,3 +78,16 @@ def test_a_trainer_refuses_what_it_cannot_train_with_when_it_is_made():
     with raises(ValueError, "Trainer.fit: batches is None"):
         Trainer(lm, Adam(lm), None).fit(1, progress=False)
     Trainer(lm, Adam(lm.parameters()[-2:]), _batches()).fit(1, progress=False)   # a part will do
+
+
+def test_a_schedule_wants_a_step_count_and_the_norms_want_parameters():
+    from minitf.optim import Noam, WarmupCosine, clip_grad_norm, grad_norm
+    for step in (-5, float("nan"), "3"):              # -5 gave a negative lr, nan gave 0.0
+        with raises(ValueError, "WarmupCosine: step must be an integer ≥ 0", repr(step)):
+            WarmupCosine(1e-3, 10, 100)(step)
+    with raises(ValueError, "Noam: step must be an integer ≥ 0", "-3"):
+        Noam(64, 100)(-3)
+    with raises(TypeError, "grad_norm: params must be a Module or a non-empty list"):
+        grad_norm(None)
+    with raises(TypeError, "clip_grad_norm: params must be a Module or a non-empty list"):
+        clip_grad_norm(5, 1.0)
