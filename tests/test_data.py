@@ -131,7 +131,12 @@ def test_digits_or_a_clear_message():
     (lambda ids: data.split(ids, 1.5), "split: validation_fraction must lie in [0, 1); got 1.5"),
     (lambda ids: data.random_windows(ids, 4, 0), "random_windows: n must be a positive integer"),
     (lambda ids: data.random_windows(ids, 0, 8), "random_windows: batch_size must be a positive"),
-    (lambda ids: data.random_windows(ids.reshape(5, 20), 4, 8), "random_windows: ids has shape (5, 20); wanted (N,)"),
+    (lambda ids: data.random_windows(ids.reshape(5, 20), 4, 8), "random_windows: ids has shape (5, 20) and dtype int64; wanted (N,)"),
+    (lambda ids: data.random_windows(ids.astype(float), 4, 8), "random_windows: ids has shape (100,) and dtype float64; wanted (N,) integer"),
+    (lambda ids: data.split(ids, 0.999), "split: 100 tokens with validation_fraction=0.999 leave 0 for training"),
+    (lambda ids: data.bigram_loss(ids[:0], ids, 7), "bigram_loss: train_ids has 0 tokens; wanted at least 2"),
+    (lambda ids: data.evaluation_windows(ids, 0), "evaluation_windows: n must be a positive integer"),
+    (lambda ids: data.evaluation_windows(ids, 4, max_windows=0), "evaluation_windows: max_windows must be a positive integer"),
     (lambda ids: data.bigram_loss(ids - 1, ids, 7), "bigram_loss: train_ids must lie in [0, vocab_size=7)"),
     (lambda ids: data.bigram_loss(ids, ids, 3), "bigram_loss: train_ids must lie in [0, vocab_size=3)"),
     (lambda ids: data.bigram_loss(ids, ids, 7, alpha=-1), "bigram_loss: alpha must be a finite number > 0"),
@@ -165,3 +170,18 @@ def test_word_vocabulary_refuses_specials_and_sentences_it_cannot_use():
     # a special written in a sentence is the special: one id, and vocab_size counts it once
     vocabulary = data.WordVocabulary(["a [SEP] b"], specials=("[SEP]",))
     assert vocabulary.words == ["<pad>", "[SEP]", "a", "b"] and vocabulary.vocab_size == 4
+
+
+def test_a_char_tokenizer_is_made_of_single_characters():
+    """Each was a tokenizer that could encode nothing, or bytes read as integers."""
+    for chars in ([], ["ab", "c"], "abc", [1, 2]):
+        with raises(ValueError, "CharTokenizer: chars must be a non-empty list of single"):
+            data.CharTokenizer(chars)
+    with raises(TypeError, "CharTokenizer.fit: text is a bytes", "decode them first"):
+        data.CharTokenizer.fit(b"abc")
+    with raises(TypeError, "CharTokenizer.fit: text is a list"):
+        data.CharTokenizer.fit(["ab", "cd"])
+    with raises(TypeError, "CharTokenizer.encode: text is a NoneType"):
+        data.CharTokenizer.fit("abc").encode(None)
+    with raises(ValueError, "CharTokenizer: chars must be a non-empty list of single"):
+        data.CharTokenizer.from_json({"type": "char", "chars": ["ab", "c"]})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minitf.backend import randint, to_device, to_numpy
+from minitf.backend import is_array, randint, to_device, to_numpy
 from minitf.validate import check_ids, check_int, check_probability, check_real
 
 
@@ -20,6 +20,11 @@ class CharTokenizer:
     """
 
     def __init__(self, chars: list[str]):
+        # one character per token: a "token" of two would never match one character of a text
+        if isinstance(chars, str) or not isinstance(chars, (list, tuple)) or not chars or \
+                not all(isinstance(c, str) and len(c) == 1 for c in chars):
+            raise ValueError(f"CharTokenizer: chars must be a non-empty list of single "
+                             f"characters; got {str(chars)[:40]}")
         self.chars = list(chars)
         self.index = {c: i for i, c in enumerate(self.chars)}
         if len(self.index) != len(self.chars):
@@ -27,6 +32,9 @@ class CharTokenizer:
 
     @classmethod
     def fit(cls, text: str) -> "CharTokenizer":
+        if not isinstance(text, str):
+            raise TypeError(f"CharTokenizer.fit: text is a {type(text).__name__}; wanted a str "
+                            f"(bytes: decode them first)")
         if not text:
             raise ValueError("CharTokenizer.fit: the text is empty; wanted at least one character")
         return cls(sorted(set(text)))
@@ -37,6 +45,8 @@ class CharTokenizer:
 
     def encode(self, text: str):
         """str -> (len(text),) int64 host array. Unknown characters are an error, named."""
+        if not isinstance(text, str):
+            raise TypeError(f"CharTokenizer.encode: text is a {type(text).__name__}; wanted a str")
         try:
             return np.fromiter((self.index[c] for c in text), dtype=np.int64, count=len(text))
         except KeyError as err:
@@ -109,11 +119,25 @@ def read_text(path) -> str:
     return text
 
 
+def _check_stream(ids, where: str, name: str = "ids") -> None:
+    """One stream of integer token ids, (N,): a float id would index as a truncated integer."""
+    if not is_array(ids) or ids.ndim != 1 or ids.dtype.kind not in "iu":
+        got = (f"shape {tuple(ids.shape)} and dtype {ids.dtype}" if is_array(ids)
+               else f"a {type(ids).__name__}")
+        raise ValueError(f"{where}: {name} has {got}; wanted (N,) integer token ids, one stream")
+
+
 def split(ids, validation_fraction: float = 0.1):
     """The first (1 − f) of the tokens for training, the last f held out for validation.
     A contiguous split: the held-out text is text the model has never seen, not shuffled windows."""
     check_probability(validation_fraction, "validation_fraction", "split")
+    if getattr(ids, "ndim", 1) != 1:
+        raise ValueError(f"split: ids has shape {tuple(ids.shape)}; wanted (N,), one stream")
     cut = int(len(ids) * (1 - validation_fraction))
+    if cut < 1 or cut == len(ids):
+        raise ValueError(f"split: {len(ids)} tokens with validation_fraction="
+                         f"{validation_fraction} leave {cut} for training and {len(ids) - cut} "
+                         f"held out; wanted at least one in each part")
     return ids[:cut], ids[cut:]
 
 
@@ -126,9 +150,7 @@ def random_windows(ids, batch_size: int, n: int):
     """
     check_int(batch_size, "batch_size", "random_windows", what="the number of windows")
     check_int(n, "n", "random_windows", what="the window's length")
-    if getattr(ids, "ndim", 1) != 1:
-        raise ValueError(f"random_windows: ids has shape {tuple(ids.shape)}; wanted (N,), one "
-                         f"stream of tokens")
+    _check_stream(ids, "random_windows")
     if len(ids) < n + 2:
         raise ValueError(f"random_windows: {len(ids)} tokens cannot give windows of n + 1 = "
                          f"{n + 1}; use a shorter context or more text")
@@ -142,12 +164,14 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> flo
     counted on ``train_ids`` with add-α smoothing. The baseline: a model that looks one character
     back. Anything that attends further must beat it."""
     check_real(alpha, "alpha", "bigram_loss", low=0)
+    check_int(vocab_size, "vocab_size", "bigram_loss", what="the number of tokens")
     train_ids, eval_ids = np.asarray(train_ids), np.asarray(eval_ids)
     for name, ids in (("train_ids", train_ids), ("eval_ids", eval_ids)):
+        _check_stream(ids, "bigram_loss", name)
         check_ids(ids, name, vocab_size, "bigram_loss")
-    if len(eval_ids) < 2:
-        raise ValueError(f"bigram_loss: eval_ids has {len(eval_ids)} tokens; wanted at least 2, "
-                         f"one pair to score")
+        if len(ids) < 2:           # no pair counted gives the uniform loss log V, not a bigram's
+            raise ValueError(f"bigram_loss: {name} has {len(ids)} tokens; wanted at least 2, "
+                             f"one pair")
     counts = np.full((vocab_size, vocab_size), alpha)
     np.add.at(counts, (train_ids[:-1], train_ids[1:]), 1.0)
     logp = np.log(counts / counts.sum(axis=1, keepdims=True))
@@ -157,11 +181,16 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> flo
 def evaluation_windows(ids, n: int, max_windows: int | None = None):
     """Non-overlapping (X, Y) windows covering ``ids`` in order, for a deterministic held-out loss.
     ->  host arrays (w, n), (w, n)"""
+    where = "evaluation_windows"
+    check_int(n, "n", where, what="the window's length")
+    if max_windows is not None:
+        check_int(max_windows, "max_windows", where, what="the most windows to return")
+    _check_stream(ids, where)
     w = (len(ids) - 1) // n
     if max_windows is not None:
         w = min(w, max_windows)
     if w < 1:
-        raise ValueError(f"evaluation_windows: {len(ids)} tokens are fewer than a window of {n + 1}")
+        raise ValueError(f"{where}: {len(ids)} tokens are fewer than a window of {n + 1}")
     x = ids[:w * n].reshape(w, n)
     y = ids[1:w * n + 1].reshape(w, n)
     return x, y
