@@ -185,3 +185,19 @@ def test_a_char_tokenizer_is_made_of_single_characters():
         data.CharTokenizer.fit("abc").encode(None)
     with raises(ValueError, "CharTokenizer: chars must be a non-empty list of single"):
         data.CharTokenizer.from_json({"type": "char", "chars": ["ab", "c"]})
+
+
+def test_a_synthetic_task_wants_counts_it_can_make():
+    """n_symbols=2.5 was truncated, min_len=0 gave sources of padding only, sentiment(-5) and
+    point_sets(0) returned nothing at all."""
+    for call, fragment in [
+        (lambda: data.seq2seq_task("copy", 3, n_symbols=2.5), "seq2seq_task: n_symbols must be"),
+        (lambda: data.seq2seq_task("copy", 3, min_len=0), "seq2seq_task: min_len must be"),
+        (lambda: data.seq2seq_task("copy", 3, min_len=9), "seq2seq_task: max_len must be an "
+                                                          "integer ≥ 9"),
+        (lambda: data.sentiment(-5), "sentiment: n_examples must be a positive integer"),
+        (lambda: data.point_sets(0), "point_sets: n_examples must be a positive integer"),
+        (lambda: data.point_sets(3, 0), "point_sets: n_points must be a positive integer"),
+    ]:
+        with raises(ValueError, fragment):
+            call()

@@ -45,8 +45,13 @@ def seq2seq_task(task: str, n_examples: int, n_symbols: int = 10, min_len: int =
         tgt_out = y EOS                     4 9 3 5 EOS
     vocab size = n_symbols + 3 (PAD, BOS, EOS).
     """
+    where = "seq2seq_task"
     if task not in TASKS:
-        raise ValueError(f"seq2seq_task: task must be one of {TASKS}; got {task!r}")
+        raise ValueError(f"{where}: task must be one of {TASKS}; got {task!r}")
+    check_int(n_examples, "n_examples", where, what="the number of examples")
+    check_int(n_symbols, "n_symbols", where, what="the number of distinct symbols")
+    check_int(min_len, "min_len", where, what="the shortest sequence")
+    check_int(max_len, "max_len", where, low=min_len, what="the longest sequence, ≥ min_len")
     lengths = to_numpy(randint(min_len, max_len + 1, (n_examples,)))
     sources, targets = [], []
     for n in lengths:
@@ -90,6 +95,7 @@ def sentiment(n_examples: int):
     better, a model has to read the words in relation to one another.
     -> (list of n sentences, (n,) int64 labels)
     """
+    check_int(n_examples, "n_examples", "sentiment", what="the number of sentences")
     def pick(options):
         return options[int(to_numpy(randint(0, len(options), (1,)))[0])]
 
@@ -177,6 +183,8 @@ def point_sets(n_examples: int, n_points: int = 8):
     The points come in no particular order: the label is a property of the set.
     -> points (n, n_points, 2) float32, labels (n,) int64
     """
+    check_int(n_examples, "n_examples", "point_sets", what="the number of sets")
+    check_int(n_points, "n_points", "point_sets", what="the points in a set")
     labels = to_numpy(randint(0, 3, (n_examples,)))
     u = to_numpy(rand(n_examples, n_points, dtype=np.float64)) * 2 - 1        # in [-1, 1)
     noise = to_numpy(randn(n_examples, n_points, 2, dtype=np.float64))
