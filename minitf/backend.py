@@ -22,6 +22,7 @@ are in ``minitf.array_ops``; they reach NumPy or CuPy through ``get_array_module
 from __future__ import annotations
 
 import math
+import numbers
 import os
 
 import numpy
@@ -211,6 +212,8 @@ def seed(value: int) -> _Undo:
     Weights, dropout masks and test inputs all come from this one host generator, so the same seed
     gives the same numbers on NumPy and on CuPy.
     """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"seed: value must be an integer ≥ 0; got {value!r}")
     return _set(_rng, generator=numpy.random.default_rng(value))
 
 

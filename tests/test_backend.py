@@ -8,6 +8,7 @@ import pytest
 
 import minitf.nn as nn
 from minitf import backend
+from test_bad_input import raises
 
 
 def test_use_and_precision_work_as_statements_and_as_context_managers():
@@ -127,3 +128,9 @@ def test_modules_move_between_backends_and_dtypes(backend_name):
     assert backend.backend_of(layer.W.data) == backend_name
     layer.to("numpy", dtype="float32")
     assert isinstance(layer.W.data, np.ndarray) and layer.W.data.dtype == np.float32
+
+
+def test_seed_wants_an_integer_at_least_zero():
+    for value in (-1, 1.5, "abc", True):            # NumPy's own SeedSequence error before
+        with raises(ValueError, "seed: value must be an integer ≥ 0", repr(value)):
+            backend.seed(value)
