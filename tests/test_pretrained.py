@@ -201,3 +201,17 @@ def test_a_model_folder_whose_tokenizer_pads_with_another_id_is_refused(tmp_path
     del broken["intermediate_size"]
     with raises(ValueError, "load:", "config.json has no intermediate_size"):
         pretrained.load(_model_folder(tmp_path / "broken", config=broken))
+
+
+def test_the_wordpiece_tokenizer_refuses_what_it_would_misread():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"]
+    with raises(ValueError, "WordPieceTokenizer: max_len must be an integer ≥ 3", "got 1"):
+        pretrained.WordPieceTokenizer(vocab, max_len=1)         # it still gave 5 ids
+    with raises(ValueError, "WordPieceTokenizer: the vocabulary holds a token twice"):
+        pretrained.WordPieceTokenizer(vocab + ["a"])
+    tokenizer = pretrained.WordPieceTokenizer(vocab, max_len=5)
+    with raises(ValueError, "WordPieceTokenizer.tokens: ids must lie in [0, vocab_size=6)"):
+        tokenizer.tokens([-1])                                  # it read the last token
+    with raises(TypeError, "WordPieceTokenizer.tokens: ids has dtype float64"):
+        tokenizer.tokens([1.7])
+    assert tokenizer.encode("a b a b a b") == [2, 4, 5, 4, 3], "cut to max_len, [SEP] kept"

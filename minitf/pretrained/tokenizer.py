@@ -14,8 +14,11 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from minitf.backend import to_device
+import numpy as np
+
+from minitf.backend import to_device, to_numpy
 from minitf.data.tasks import pad_batch
+from minitf.validate import check_ids, check_int
 
 MAX_WORD_CHARS = 100                   # a longer "word" is [UNK] without trying
 
@@ -59,6 +62,11 @@ class WordPieceTokenizer:
                 raise ValueError(f"WordPieceTokenizer: the vocabulary has no {special} token")
         self.pad_id, self.unk_id = self.index["[PAD]"], self.index["[UNK]"]
         self.cls_id, self.sep_id = self.index["[CLS]"], self.index["[SEP]"]
+        if len(self.index) != len(self.vocab):        # two ids for one piece: one never read
+            raise ValueError("WordPieceTokenizer: the vocabulary holds a token twice")
+        # [CLS] and [SEP] take two positions: fewer than three leave no room for the text
+        check_int(max_len, "max_len", "WordPieceTokenizer", low=3,
+                  what="the model's number of positions")
         self.max_len = max_len
 
     @classmethod
@@ -73,6 +81,8 @@ class WordPieceTokenizer:
 
     def words(self, text: str) -> list:
         """Clean, lower-case, strip accents, split at whitespace and around punctuation."""
+        if not isinstance(text, str):
+            raise TypeError(f"WordPieceTokenizer: text is a {type(text).__name__}; wanted a str")
         text = "".join(" " if _is_whitespace(ch) else ch for ch in text
                        if ord(ch) not in (0, 0xFFFD) and not _is_control(ch))
         text = "".join(f" {ch} " if _is_cjk(ch) else ch for ch in text)
@@ -127,4 +137,7 @@ class WordPieceTokenizer:
 
     def tokens(self, ids) -> list:
         """The pieces of a list of ids (for labelling plots): [101, 2009] -> ["[CLS]", "it"]."""
-        return [self.vocab[int(i)] for i in ids]
+        ids = np.asarray(to_numpy(ids)).reshape(-1)
+        if ids.size:                      # -1 must not quietly read the last token, nor 1.7 the 2nd
+            check_ids(ids, "ids", self.vocab_size, "WordPieceTokenizer.tokens")
+        return [self.vocab[int(i)] for i in ids.tolist()]
