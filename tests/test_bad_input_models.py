@@ -90,3 +90,12 @@ def test_settings_no_layer_reads_are_still_checked_and_a_cast_that_overflows_is_
     with raises(ValueError, "Linear.load_state_dict", "W: holds values beyond float32's range"):
         layer.load_state_dict({"W": np.full((3, 2), 1e300), "b": np.zeros(2)})
     assert np.array_equal(backend.to_numpy(layer.W.data), before), "nothing was loaded"
+
+
+def test_a_stack_and_a_residual_hold_modules():
+    """Each failed only at the first forward, with "'int' object is not callable"."""
+    for blocks in (None, nn.Linear(4, 4), [1, 2]):
+        with raises(TypeError, "Stack: blocks must be a list (or generator) of minitf modules"):
+            nn.Stack(blocks)
+    with raises(TypeError, "Residual: layer is a NoneType; wanted a minitf module"):
+        nn.Residual(None, 4)

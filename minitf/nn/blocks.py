@@ -58,6 +58,9 @@ class Residual(Module):
     def __init__(self, layer: Module, d_model: int, pre_ln: bool = False, dropout: float = 0.0,
                  eps: float = 1e-5):
         check_flags("Residual", pre_ln=pre_ln)
+        if not isinstance(layer, Module):
+            raise TypeError(f"Residual: layer is a {type(layer).__name__}; wanted a minitf "
+                            f"module, whose output is added to its input")
         self.layer = layer
         self.norm = LayerNorm(d_model, eps)
         self.drop = Dropout(dropout)
@@ -175,7 +178,14 @@ class Stack(Module):
     """
 
     def __init__(self, blocks):
-        self.blocks = list(blocks)
+        try:
+            blocks = list(blocks)
+        except TypeError:                       # None, one module on its own
+            blocks = None
+        if blocks is None or not all(isinstance(b, Module) for b in blocks):
+            raise TypeError("Stack: blocks must be a list (or generator) of minitf modules, "
+                            "e.g. Stack(EncoderBlock(...) for _ in range(n_layers))")
+        self.blocks = blocks
 
     def forward(self, x, *context, cache=None, **options):
         for i, block in enumerate(self.blocks):

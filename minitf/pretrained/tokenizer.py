@@ -14,8 +14,6 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-import numpy as np
-
 from minitf.backend import to_device, to_numpy
 from minitf.data.tasks import pad_batch
 from minitf.validate import check_ids, check_int
@@ -137,7 +135,7 @@ class WordPieceTokenizer:
 
     def tokens(self, ids) -> list:
         """The pieces of a list of ids (for labelling plots): [101, 2009] -> ["[CLS]", "it"]."""
-        ids = np.asarray(to_numpy(ids)).reshape(-1)
+        ids = to_numpy(ids).reshape(-1)                            # a list, or an array
         if ids.size:                      # -1 must not quietly read the last token, nor 1.7 the 2nd
             check_ids(ids, "ids", self.vocab_size, "WordPieceTokenizer.tokens")
         return [self.vocab[int(i)] for i in ids.tolist()]
