@@ -68,6 +68,24 @@ def test_the_reader_refuses_a_file_that_is_not_safetensors(tmp_path):
         pretrained.read_safetensors(tmp_path / "x")
 
 
+def test_the_reader_names_a_damaged_header_or_a_truncated_body(tmp_path):
+    path = tmp_path / "m.safetensors"
+    _write_safetensors(path, {"w": np.ones((2, 3), np.float32)})
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-4])                                   # the last float cut off
+    with raises(ValueError, "tensor 'w': data_offsets [0, 24] in a body of 20 bytes",
+                "wanted 24 bytes for shape (2, 3) of F32"):
+        pretrained.read_safetensors(path)
+    for header in (b"[1, 2]", b"{not json"):
+        path.write_bytes(struct.pack("<Q", len(header)) + header)
+        with raises(ValueError, "read_safetensors:", "the header is"):
+            pretrained.read_safetensors(path)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2, 3]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header + whole[-24:])
+    with raises(ValueError, "tensor 'w': wanted an entry with dtype, shape and data_offsets"):
+        pretrained.read_safetensors(path)
+
+
 def test_a_missing_model_says_how_to_install_it_in_one_line(tmp_path):
     with pytest.raises(pretrained.ModelNotFound) as error:
         pretrained.load(tmp_path)
