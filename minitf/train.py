@@ -144,6 +144,9 @@ class Trainer:
                              "validation loss, given when the Trainer was made")
         self.model.eval()
         val = float(self.evaluate())
+        if not math.isfinite(val):          # kept in the history, it would hide in the mean
+            raise TrainingDiverged(f"training diverged at step {self.step}: the validation loss "
+                                   f"(evaluate's) is {val}; wanted a finite number")
         self.history["val_step"].append(self.step)
         self.history["val_loss"].append(val)
         return val

@@ -91,3 +91,12 @@ def test_a_schedule_wants_a_step_count_and_the_norms_want_parameters():
         grad_norm(None)
     with raises(TypeError, "clip_grad_norm: params must be a Module or a non-empty list"):
         clip_grad_norm(5, 1.0)
+
+
+def test_a_validation_loss_that_is_not_finite_stops_the_run():
+    from minitf.train import TrainingDiverged
+    lm = _lm()
+    trainer = Trainer(lm, Adam(lm), _batches(), evaluate=lambda: float("nan"), eval_every=1)
+    with pytest.raises(TrainingDiverged, match="at step 1: the validation loss .* is nan"):
+        trainer.fit(3, progress=False)
+    assert trainer.history["val_loss"] == [], "nothing not finite is kept in the history"
