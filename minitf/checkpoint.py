@@ -348,6 +348,12 @@ def resume(checkpoint: Checkpoint, trainer) -> None:
     """Put ``trainer`` (built around checkpoint.model) back where the saved run stopped: step,
     history, optimizer state, and the random generator -- the next batch and dropout mask are the
     ones the uninterrupted run would have drawn."""
+    if not isinstance(checkpoint, Checkpoint):
+        raise TypeError(f"checkpoint.resume: checkpoint is a {type(checkpoint).__name__}; "
+                        f"wanted what checkpoint.load returned")
+    if not isinstance(getattr(trainer, "optimizer", None), Optimizer):
+        raise TypeError(f"checkpoint.resume: trainer is a {type(trainer).__name__}; wanted a "
+                        f"minitf.train.Trainer")
     meta, where = checkpoint.meta, f"checkpoint {checkpoint.path or ''}".rstrip()
     if "step" not in meta:
         raise CheckpointError(f"{where} holds weights only; it cannot resume training")

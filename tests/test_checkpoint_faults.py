@@ -237,6 +237,10 @@ def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp
         checkpoint.save(directory, model, tokenizer="abc")
     with raises(ValueError, "checkpoint.load:", "is a file; wanted a run directory"):
         checkpoint.load(directory / "checkpoints.txt")
+    with raises(TypeError, "checkpoint.resume: checkpoint is a NoneType"):
+        checkpoint.resume(None, trainer)
+    with raises(TypeError, "checkpoint.resume: trainer is a NoneType"):
+        checkpoint.resume(checkpoint.load(directory), None)
     assert sorted(p.name for p in directory.iterdir()) == before and _intact_step(directory) == 1
 
 
