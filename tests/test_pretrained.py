@@ -233,3 +233,21 @@ def test_the_wordpiece_tokenizer_refuses_what_it_would_misread():
     with raises(TypeError, "WordPieceTokenizer.tokens: ids has dtype float64"):
         tokenizer.tokens([1.7])
     assert tokenizer.encode("a b a b a b") == [2, 4, 5, 4, 3], "cut to max_len, [SEP] kept"
+
+
+def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
+    from minitf.pretrained.analysis import similarity
+    from minitf.pretrained.finetune import accuracy, fine_tune
+
+    model, tokenizer = pretrained.load(_model_folder(tmp_path / "m"))
+    classifier = pretrained.SentenceClassifier(model.encoder, 2)
+    with raises(ValueError, "accuracy: labels has shape (1,)", "wanted (2,) integers"):
+        accuracy(classifier, tokenizer, ["a b", "c"], np.array([1]))      # it said 1.0
+    with raises(ValueError, "accuracy: sentences must be a non-empty list of strings"):
+        accuracy(classifier, tokenizer, [], np.array([], int))            # ZeroDivisionError
+    with raises(ValueError, "fine_tune: steps must be a positive integer", "-1"):
+        fine_tune(classifier, tokenizer, ["a b"], np.array([1]), -1)      # it returned [], []
+    with raises(TypeError, "similarity: sentences must be a list of strings; got one string"):
+        similarity(model, tokenizer, "a b")                               # one per character
+    losses, _ = fine_tune(classifier, tokenizer, ["a b", "c"], [1, 0], steps=1, batch_size=2)
+    assert len(losses) == 1, "labels given as a list are taken"

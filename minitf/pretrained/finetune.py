@@ -15,11 +15,28 @@ import time
 from minitf.backend import to_device, to_numpy
 from minitf.optim import AdamW
 from minitf.pretrained.model import SentenceClassifier
+from minitf.validate import check_int
+
+
+def _check_labelled(sentences, labels, batch_size, where: str):
+    """A non-empty list of sentences, one integer label each, and a batch size. -> the labels as
+    a host array"""
+    if isinstance(sentences, str) or not sentences or \
+            not all(isinstance(s, str) for s in sentences):
+        raise ValueError(f"{where}: sentences must be a non-empty list of strings; got "
+                         f"{str(sentences)[:40]}")
+    labels = to_numpy(labels)
+    if labels.shape != (len(sentences),) or labels.dtype.kind not in "iu":
+        raise ValueError(f"{where}: labels has shape {labels.shape} and dtype {labels.dtype}; "
+                         f"wanted ({len(sentences)},) integers, one per sentence")
+    check_int(batch_size, "batch_size", where, what="sentences per batch")
+    return labels
 
 
 def accuracy(classifier: SentenceClassifier, tokenizer, sentences, labels,
              batch_size: int = 64) -> float:
     """The fraction of ``sentences`` whose largest logit is their label (inference only)."""
+    labels = _check_labelled(sentences, labels, batch_size, "accuracy")
     correct = 0
     for start in range(0, len(sentences), batch_size):
         logits = classifier(tokenizer.batch(sentences[start:start + batch_size]))
@@ -35,6 +52,8 @@ def fine_tune(classifier: SentenceClassifier, tokenizer, sentences, labels, step
     lr: the pretrained layers' learning rate (small: they are moved, not rewritten); head_lr: the
     new head's, which starts from random weights. -> (losses, seconds per step) as lists.
     """
+    labels = _check_labelled(sentences, labels, batch_size, "fine_tune")
+    check_int(steps, "steps", "fine_tune", what="the number of AdamW steps")
     encoder = classifier.sentence.encoder
     body = [p for name, p in classifier.named_parameters()
             if not name.startswith("head.") and p is not encoder.word.W]
