@@ -99,3 +99,19 @@ def test_a_stack_and_a_residual_hold_modules():
             nn.Stack(blocks)
     with raises(TypeError, "Residual: layer is a NoneType; wanted a minitf module"):
         nn.Residual(None, 4)
+
+
+def test_the_building_blocks_name_what_they_were_given():
+    from minitf.nn.init import initialize
+    from minitf.nn.module import Parameter
+    for data in ([1.0], None, np.arange(3)):          # a list was kept; int data failed at a step
+        with raises(TypeError, "Parameter: data has", "wanted a float array"):
+            Parameter(data)
+    with raises(ValueError, "FeedForward: d_ff must be a positive integer", "got 0"):
+        nn.FeedForward(4, 0)                           # it was named "Linear: d_out"
+    with raises(TypeError, "build: config is a NoneType"):
+        models.build("lm", None)
+    with raises(ValueError, "build: unknown model kind 'gpt'"):
+        models.build("gpt", {})
+    with raises(TypeError, "initialize: module is a NoneType"):
+        initialize(None, "xavier")

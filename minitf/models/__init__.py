@@ -17,7 +17,10 @@ def build(kind: str, config: dict) -> Model:
     """The model of family ``kind`` ("lm", "seq2seq", "classifier", "vit", "mlm", "set", "rnn")
     built from ``config``."""
     if kind not in MODELS:
-        raise ValueError(f"unknown model kind {kind!r}; wanted one of {tuple(MODELS)}")
+        raise ValueError(f"build: unknown model kind {kind!r}; wanted one of {tuple(MODELS)}")
+    if not isinstance(config, dict):
+        raise TypeError(f"build: config is a {type(config).__name__}; wanted a dict of the "
+                        f"model's settings")
     return MODELS[kind](**config)
 
 

@@ -3,7 +3,7 @@
 from minitf.nn.attention import MultiHeadAttention
 from minitf.nn.layers import GELU, Dropout, LayerNorm, Linear, ReLU
 from minitf.nn.module import Module, as_tuple
-from minitf.validate import check_flags
+from minitf.validate import check_flags, check_int
 
 ACTIVATIONS = {"relu": lambda: ReLU(), "gelu": lambda: GELU("tanh"), "gelu_exact": lambda: GELU("none")}
 
@@ -22,6 +22,7 @@ class FeedForward(Module):
         if activation not in ACTIVATIONS:
             raise ValueError(f"FeedForward: activation must be one of {tuple(ACTIVATIONS)}; "
                              f"got {activation!r}")
+        check_int(d_ff, "d_ff", "FeedForward", what="the hidden layer's width")
         self.W_1 = Linear(d_model, d_ff, bias)
         self.act = ACTIVATIONS[activation]()
         self.drop = Dropout(dropout)

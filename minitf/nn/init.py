@@ -40,6 +40,8 @@ def initialize(module: Module, init: str = "normal") -> Module:
     place (the Parameter objects are kept, so an optimizer built already still holds them).
     "normal" leaves the module as built. Returns the module."""
     check_init(init, "initialize")
+    if not isinstance(module, Module):
+        raise TypeError(f"initialize: module is a {type(module).__name__}; wanted a minitf module")
     if init == "xavier":
         for layer in module.modules():
             if isinstance(layer, Linear):

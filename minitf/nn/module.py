@@ -26,6 +26,10 @@ class Parameter:
     """A learnable array ``data`` and the gradient ``grad`` accumulated into it (same shape)."""
 
     def __init__(self, data):
+        if not is_array(data) or data.dtype.kind != "f":
+            got = f"dtype {data.dtype}" if is_array(data) else f"a {type(data).__name__}"
+            raise TypeError(f"Parameter: data has {got}; wanted a float array (e.g. "
+                            f"minitf.backend.randn(d_in, d_out))")
         self.data = data
         self.grad = get_array_module(data).zeros_like(data)
 
