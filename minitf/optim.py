@@ -48,6 +48,7 @@ class Optimizer:
         # lr may have been set since (a schedule's value, or by hand): a NaN or negative one
         # would quietly ruin every weight, or climb the loss
         check_real(self.lr, "lr", where, low=0, low_open=False)
+        # every gradient checked before any update: a refused step moves no weight
         for i, p in enumerate(self.params):
             if p.grad is None or p.grad.shape != p.data.shape:
                 got = "no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"

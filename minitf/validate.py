@@ -280,9 +280,7 @@ def gradient_of(what: str, output_shape):
 
         @functools.wraps(backward)
         def checked(dy, cache, *args, **kwargs):
-            depth, models = nesting.state                                # inside_a_model()
-            if not (models and depth > 1):
-                _check_gradient(dy, dy_name, output_shape(cache), where, what)
+            _check_gradient(dy, dy_name, output_shape, cache, where, what)
             return backward(dy, cache, *args, **kwargs)
         return checked
     return decorate
@@ -298,8 +296,10 @@ def is_gradient_check(code) -> bool:
     return code is _GRADIENT_CHECK_CODE
 
 
-def _check_gradient(dy, name: str, shape, where: str, what: str) -> None:
+@at_the_boundary
+def _check_gradient(dy, name: str, output_shape, cache, where: str, what: str) -> None:
     check_float(dy, name, where)
+    shape = output_shape(cache)                  # read only when checked: not inside a model
     if shape is None:
         return
     if all(isinstance(size, int) for size in shape):
