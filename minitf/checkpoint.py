@@ -325,6 +325,9 @@ def load(directory, model: Model | None = None) -> Checkpoint:
     """Read a checkpoint. Without ``model``, build one from the saved kind and config; with one,
     load into it -- a model of another config is refused with every mismatched key and shape."""
     directory = _run_directory(directory, "checkpoint.load")
+    if model is not None and not isinstance(model, Model):
+        raise TypeError(f"checkpoint.load: model is a {type(model).__name__}; wanted a minitf "
+                        f"model to load into, or None to build the saved one")
     meta, arrays = _read(directory)
     if model is None:
         if meta["kind"] not in MODELS:

@@ -75,6 +75,23 @@ def _as_batch(ids, name, where):
     return ids
 
 
+# What each decoder calls on its model, and what to ask for when one is missing.
+_LANGUAGE_MODEL = (("vocab_size", "max_len", "new_cache"), "a language model such as DecoderLM "
+                   "or RNNLM (a Transformer translates with greedy_decode or beam_search)")
+_TRANSLATOR = (("encode", "decode", "new_cache"), "an encoder–decoder Transformer (a language "
+               "model continues text with generate)")
+
+
+def _check_model(model, kind, where):
+    """A Transformer given to generate, or a language model to greedy_decode, would otherwise
+    fail deep inside with an AttributeError."""
+    needs, wanted = kind
+    missing = [name for name in needs if not hasattr(model, name)]
+    if missing:
+        raise TypeError(f"{where}: model is a {type(model).__name__}, which has no "
+                        f"{missing[0]}; wanted {wanted}")
+
+
 def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
              use_cache: bool = True, return_logits: bool = False, on_token=None):
@@ -87,6 +104,10 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
     """
     check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
     check_flags("generate", use_cache=use_cache, return_logits=return_logits)
+    _check_model(model, _LANGUAGE_MODEL, "generate")
+    if on_token is not None and not callable(on_token):
+        raise TypeError(f"generate: on_token must be a function of the new ids, or None; "
+                        f"got {on_token!r}")
     ids = _as_batch(prompt, "prompt", "generate")
     check_ids(ids, "prompt", model.vocab_size, "generate")
     xp = get_array_module(ids)
@@ -128,6 +149,8 @@ def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
     src: (b, m) padded ids  ->  a list of b token lists (BOS and EOS stripped); with
     return_logits, also the logits of every step on the host, (b, steps, V)"""
     check_int(max_len, "max_len", "greedy_decode", what="the most tokens to generate")
+    check_flags("greedy_decode", use_cache=use_cache, return_logits=return_logits)
+    _check_model(model, _TRANSLATOR, "greedy_decode")
     src = _as_batch(src, "src", "greedy_decode")
     xp = get_array_module(src)
     model.eval()
@@ -159,6 +182,7 @@ def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float 
     check_int(beam_size, "beam_size", "beam_search", what="the hypotheses kept at each step")
     check_int(max_len, "max_len", "beam_search", what="the most tokens to generate")
     check_real(alpha, "alpha", "beam_search", low=0, low_open=False)
+    _check_model(model, _TRANSLATOR, "beam_search")
     src = _as_batch(src, "src", "beam_search")
     return [_beam_one(model, src[i:i + 1], beam_size, max_len, alpha) for i in range(src.shape[0])]
 

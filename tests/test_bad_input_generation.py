@@ -113,3 +113,56 @@ def test_sample_next_wants_rows_of_logits_and_a_cache_keeps_its_batch():
     with raises(ValueError, "KVCache: the new keys are (b, h) = (2, 2)", "holds (1, 2)",
                 "new_cache()"):
         lm(np.array([[3], [4]]), cache=cache)                # one row's keys, broadcast to two
+
+
+def test_each_decoder_wants_its_kind_of_model_and_a_function_for_on_token():
+    """Each failed deep inside with an AttributeError (or called on_token=5 after a step)."""
+    lm = DecoderLM(5, d_model=8, n_heads=2, n_layers=1, max_len=8)
+    translate = models.Transformer(5, 5, 8, 2, 1)
+    src = np.array([[1, 2]])
+    with raises(TypeError, "generate: model is a Transformer", "wanted a language model",
+                "greedy_decode or beam_search"):
+        generate(translate, src, 3)
+    with raises(TypeError, "generate: model is a NoneType"):
+        generate(None, src, 3)
+    for decode in (greedy_decode, beam_search):
+        with raises(TypeError, f"{decode.__name__}: model is a DecoderLM", "has no encode",
+                    "wanted an encoder–decoder Transformer"):
+            decode(lm, src)
+    with raises(TypeError, "generate: on_token must be a function", "got 5"):
+        generate(lm, src, 3, on_token=5)
+    with raises(ValueError, "greedy_decode: use_cache must be True or False", "'no'"):
+        greedy_decode(translate, src, use_cache="no")
+
+
+def test_a_cache_must_be_what_new_cache_makes_and_loss_wants_targets():
+    """A string cache failed on .length, an empty list in a block, and loss(x, y, y) took the
+    second y for the cache; loss(x) took x for the targets."""
+    lm = DecoderLM(5, d_model=8, n_heads=2, n_layers=2, max_len=8)
+    x = np.array([[1, 2, 3]])
+    for cache, got in (("yes", "got str"), ([], "got a list of 0"), (x, "got ndarray")):
+        with raises(TypeError, "DecoderLM: cache must be None or the list new_cache() makes",
+                    "(2 here)", got):
+            lm(x, cache=cache)
+    with raises(TypeError, "DecoderLM: cache must be None"):
+        lm.loss(x, x, x)
+    with raises(TypeError, "DecoderLM.loss: wanted forward's inputs, then the targets",
+                "got 1 argument"):
+        lm.loss(x)
+    rnn = models.RNNLM(5, 8)
+    with raises(TypeError, "RNNLM: cache must be None", "(1 here)", "got a list of 2"):
+        rnn(x, cache=lm.new_cache())
+    translate = models.Transformer(5, 5, 8, 2, 1)
+    memory, memory_mask = translate.encode(x)
+    with raises(TypeError, "Transformer: cache must be None", "got a list of 1"):
+        translate.decode(x, memory, memory_mask, cache=lm.new_cache()[:1])
+
+
+def test_a_translation_needs_a_token_in_each_source_and_target():
+    """A source of no tokens failed in the softmax over keys: 'zero-size array'."""
+    translate = models.Transformer(5, 5, 8, 2, 1)
+    x = np.array([[1, 2]])
+    with raises(ValueError, "Transformer: src has shape (1, 0); wanted at least one token"):
+        translate.loss(x[:, :0], x, x)
+    with raises(ValueError, "Transformer: tgt has shape (1, 0)"):
+        translate.loss(x, x[:, :0], x[:, :0])

@@ -100,3 +100,11 @@ def test_a_validation_loss_that_is_not_finite_stops_the_run():
     with pytest.raises(TrainingDiverged, match="at step 1: the validation loss .* is nan"):
         trainer.fit(3, progress=False)
     assert trainer.history["val_loss"] == [], "nothing not finite is kept in the history"
+
+
+def test_load_wants_a_model_to_load_into(tmp_path):
+    """load(path, model='lm') failed with "'str' object has no attribute 'load_state_dict'"."""
+    from minitf import checkpoint
+    checkpoint.save(tmp_path, DecoderLM(5, d_model=8, n_heads=2, n_layers=1, max_len=8))
+    with raises(TypeError, "checkpoint.load: model is a str; wanted a minitf model"):
+        checkpoint.load(tmp_path, model="lm")

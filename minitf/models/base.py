@@ -25,9 +25,25 @@ class Model(Module):
         Returns (loss as a Python float, backward), where ``backward()`` runs the whole backward
         pass and adds every parameter's gradient into its .grad (call zero_grad() first).
         """
+        if len(inputs_and_targets) < 2:         # one array alone would be read as the targets
+            raise TypeError(f"{type(self).__name__}.loss: wanted forward's inputs, then the "
+                            f"targets; got {len(inputs_and_targets)} argument(s)")
         *inputs, targets = inputs_and_targets
         logits = self.forward(*inputs)
         self.chance_loss = math.log(logits.shape[-1])
         loss, cache = F.cross_entropy(logits, targets, ignore_index=self.ignore_index)
         return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))
 
+
+    def _check_cache(self, cache, where: str) -> None:
+        """None, or a cache as new_cache() makes it: a list with one entry per block. Anything
+        else (a string, an array, a list of another length) would be indexed like one, and fail
+        deep inside a layer -- or, as an extra argument to loss, be taken for the cache."""
+        if cache is None:
+            return
+        fresh = self.new_cache()
+        if not (isinstance(cache, list) and len(cache) == len(fresh)
+                and all(type(c) is type(f) for c, f in zip(cache, fresh))):
+            got = f"a list of {len(cache)}" if isinstance(cache, list) else type(cache).__name__
+            raise TypeError(f"{where}: cache must be None or the list new_cache() makes, one "
+                            f"entry per block ({len(fresh)} here); got {got}")

@@ -91,6 +91,7 @@ class DecoderLM(Model):
         where = type(self).__name__
         check_shape(ids, "ids", ("b", "n"), where)
         check_ids(ids, "ids", self.vocab_size, where)
+        self._check_cache(cache, where)
         offset = cache[0].length if cache else 0                # position of ids[:, 0]
         if offset + ids.shape[1] > self.max_len:
             raise ValueError(f"{where}: positions {offset}..{offset + ids.shape[1] - 1} exceed the "

@@ -55,6 +55,7 @@ class RNNLM(Model):
         """ids: (b, n) token ids -> logits (b, n, vocab). With a cache, ids continue its text."""
         check_shape(ids, "ids", ("b", "n"), "RNNLM")
         check_ids(ids, "ids", self.vocab_size, "RNNLM")
+        self._check_cache(cache, "RNNLM")
         state = cache[0] if cache else RNNState()
         x = self.tok_emb(ids)                                   # (b, n, d_model)
         states = (state.h,) if isinstance(self.rnn, RNN) else (state.h, state.c)

@@ -78,6 +78,9 @@ class Transformer(Model):
 
     def _check(self, ids, name, embedding):
         check_shape(ids, name, ("b", "n"), type(self).__name__)
+        if ids.shape[1] == 0:               # attention over no tokens: a softmax of nothing
+            raise ValueError(f"{type(self).__name__}: {name} has shape {tuple(ids.shape)}; "
+                             f"wanted at least one token per row")
         check_ids(ids, name, embedding.vocab_size, type(self).__name__)
 
     def encode(self, src):
@@ -100,6 +103,7 @@ class Transformer(Model):
         """
         self._check(tgt, "tgt", self.tgt_emb)
         check_finite(memory, "memory", type(self).__name__)
+        self._check_cache(cache, type(self).__name__)
         offset = cache[0][0].length if cache else 0
         padding = mask_padding and not cache
         mask = F.padding_mask_from_ids(tgt, self.pad_id) if padding else None
