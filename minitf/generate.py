@@ -133,8 +133,11 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
         ids = xp.concatenate([ids, next_ids[:, None].astype(ids.dtype)], axis=1)
         if on_token is not None:
             on_token(to_numpy(next_ids))
-    if return_logits:
-        return to_numpy(ids), to_numpy(xp.stack(steps, axis=1))
+    if return_logits:              # no new tokens: no steps, logits of shape (b, 0, V)
+        logits = (xp.stack(steps, axis=1) if steps else
+                  xp.zeros((ids.shape[0], 0, model.vocab_size),
+                           dtype=model.parameters()[0].data.dtype))
+        return to_numpy(ids), to_numpy(logits)
     return to_numpy(ids)
 
 

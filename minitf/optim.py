@@ -175,6 +175,9 @@ def decayed(module: Module) -> set:
     """Ids of the parameters AdamW decays by default: the weight matrices of linear maps, and
     nothing else -- no bias, no LayerNorm γ or β, no token or position embedding, no CLS vector.
     (Pulling a norm's scale or a token's vector toward zero is not a useful prior.)"""
+    if not isinstance(module, Module):
+        raise TypeError(f"decayed: module is a {type(module).__name__}; wanted a minitf module "
+                        f"(AdamW given a list of parameters decays every one)")
     return {id(m.W) for m in module.modules() if isinstance(m, Linear)}
 
 

@@ -143,7 +143,12 @@ class Trainer:
             raise ValueError("Trainer.validate: evaluate is None; wanted a function returning the "
                              "validation loss, given when the Trainer was made")
         self.model.eval()
-        val = float(self.evaluate())
+        val = self.evaluate()
+        is_number = isinstance(val, (int, float)) or getattr(val, "ndim", None) == 0  # or 0-d array
+        if isinstance(val, bool) or not is_number:
+            raise TypeError(f"Trainer.validate: evaluate returned {val!r}; wanted the validation "
+                            f"loss, a number")
+        val = float(val)
         if not math.isfinite(val):          # kept in the history, it would hide in the mean
             raise TrainingDiverged(f"training diverged at step {self.step}: the validation loss "
                                    f"(evaluate's) is {val}; wanted a finite number")

@@ -110,9 +110,22 @@ def test_sample_next_wants_rows_of_logits_and_a_cache_keeps_its_batch():
     lm = DecoderLM(10, d_model=16, n_heads=2, n_layers=1, max_len=16)
     cache = lm.new_cache()
     lm(np.array([[1, 2]]), cache=cache)
-    with raises(ValueError, "KVCache: the new keys are (b, h) = (2, 2)", "holds (1, 2)",
-                "new_cache()"):
+    with raises(ValueError, "KVCache: the new keys and values are (b, h, d_head, d_v) = "
+                "(2, 2, 8, 8)", "holds (1, 2, 8, 8)", "new_cache()"):
         lm(np.array([[3], [4]]), cache=cache)                # one row's keys, broadcast to two
+    wider = DecoderLM(10, d_model=32, n_heads=2, n_layers=1, max_len=16)
+    with raises(ValueError, "KVCache: the new keys and values are (b, h, d_head, d_v) = "
+                "(1, 2, 16, 16)", "holds (1, 2, 8, 8)", "another batch or model"):
+        wider(np.array([[3]]), cache=cache)                  # failed inside NumPy's copy
+
+
+def test_no_new_tokens_gives_no_logits():
+    """max_new_tokens=0 with return_logits failed with NumPy's 'need at least one array to
+    stack'; now the logits of no steps, (b, 0, V)."""
+    lm = DecoderLM(5, d_model=8, n_heads=2, n_layers=1, max_len=8)
+    ids, logits = generate(lm, np.array([[1, 2], [3, 4]]), 0, return_logits=True)
+    assert np.array_equal(ids, [[1, 2], [3, 4]])
+    assert logits.shape == (2, 0, 5) and logits.dtype == np.float32
 
 
 def test_each_decoder_wants_its_kind_of_model_and_a_function_for_on_token():

@@ -99,6 +99,10 @@ def test_a_stack_and_a_residual_hold_modules():
             nn.Stack(blocks)
     with raises(TypeError, "Residual: layer is a NoneType; wanted a minitf module"):
         nn.Residual(None, 4)
+    for pre_ln in (False, True):           # the sum x + f(x) failed as NumPy's broadcast error
+        with raises(ValueError, "Residual: its Linear maps x (1, 2, 4) to (1, 2, 3)",
+                    "wanted x's shape"):
+            nn.Residual(nn.Linear(4, 3), 4, pre_ln=pre_ln)(backend.randn(1, 2, 4))
 
 
 def test_the_building_blocks_name_what_they_were_given():
@@ -115,3 +119,11 @@ def test_the_building_blocks_name_what_they_were_given():
         models.build("gpt", {})
     with raises(TypeError, "initialize: module is a NoneType"):
         initialize(None, "xavier")
+    from minitf.nn.init import xavier_uniform
+    from minitf.optim import decayed
+    for fans, got in (((0, 0), "fan_in must be a positive integer; got 0"),  # ZeroDivisionError
+                      ((-3, 2), "got -3"), ((4, 2.5), "fan_out must be a positive integer")):
+        with raises(ValueError, "xavier_uniform:", got):
+            xavier_uniform(*fans)
+    with raises(TypeError, "decayed: module is a list; wanted a minitf module"):
+        decayed([nn.Linear(2, 2).W])                       # 'list' has no attribute 'modules'

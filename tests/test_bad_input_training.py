@@ -100,6 +100,13 @@ def test_a_validation_loss_that_is_not_finite_stops_the_run():
     with pytest.raises(TrainingDiverged, match="at step 1: the validation loss .* is nan"):
         trainer.fit(3, progress=False)
     assert trainer.history["val_loss"] == [], "nothing not finite is kept in the history"
+    for returned in (None, np.array([1.0, 2.0]), True):   # float(None): a raw TypeError
+        trainer = Trainer(lm, Adam(lm), _batches(), evaluate=lambda r=returned: r, eval_every=1)
+        with raises(TypeError, "Trainer.validate: evaluate returned", "wanted the validation loss"):
+            trainer.fit(1, progress=False)
+    trainer = Trainer(lm, Adam(lm), _batches(), evaluate=lambda: np.float32(2.5), eval_every=1)
+    trainer.fit(1, progress=False)                        # a NumPy number is a number
+    assert trainer.history["val_loss"] == [2.5]
 
 
 def test_load_wants_a_model_to_load_into(tmp_path):

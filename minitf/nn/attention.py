@@ -10,6 +10,11 @@ from minitf.validate import check_broadcast, check_flags, check_int, check_proba
 POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
 
 
+def _shape_of(k, v) -> tuple:
+    """(b, h, d_head, d_v) of keys k (b, h, n, d_head) and values v (b, h, n, d_v)."""
+    return (*k.shape[:2], k.shape[3], v.shape[3])
+
+
 class KVCache:
     """The keys and values one attention layer has already computed, kept for generation.
 
@@ -43,11 +48,14 @@ class KVCache:
 
     def append(self, k, v):
         """Add the new positions' keys and values; return all of them.  k, v: (b, h, n_new, ·)"""
-        if self._k is not None and k.shape[:2] != self._k.shape[:2]:
-            # another batch: a cache of one row would be broadcast to every row of a larger one
-            raise ValueError(f"KVCache: the new keys are (b, h) = {tuple(k.shape[:2])}; the cache "
-                             f"holds {tuple(self._k.shape[:2])}: wanted a new cache "
-                             f"(model.new_cache()) for another batch")
+        if self._k is not None and (k.shape[:2] != self._k.shape[:2]
+                                    or k.shape[3] != self._k.shape[3]
+                                    or v.shape[3] != self._v.shape[3]):
+            # another batch: a cache of one row would be broadcast to every row of a larger one;
+            # another model's cache (other head sizes) would fail inside NumPy's copy
+            raise ValueError(f"KVCache: the new keys and values are (b, h, d_head, d_v) = "
+                             f"{_shape_of(k, v)}; the cache holds {_shape_of(self._k, self._v)}: "
+                             f"wanted a new cache (model.new_cache()) for another batch or model")
         start, end = self.length, self.length + k.shape[2]
         if self._k is None or end > self._k.shape[2]:
             self._k, self._v = (self._grown(old, new, end) for old, new in ((self._k, k),

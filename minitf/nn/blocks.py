@@ -69,8 +69,16 @@ class Residual(Module):
 
     def forward(self, x, *context, **options):
         if self.pre_ln:
-            return x + self.drop(self.layer(self.norm(x), *context, **options))
-        return self.norm(x + self.drop(self.layer(x, *context, **options)))
+            return x + self.drop(self._sublayer(self.norm(x), *context, **options))
+        return self.norm(x + self.drop(self._sublayer(x, *context, **options)))
+
+    def _sublayer(self, x, *context, **options):
+        """f(x), which must keep x's shape: it is added to x (a shape compare, nothing more)."""
+        y = self.layer(x, *context, **options)
+        if y.shape != x.shape:
+            raise ValueError(f"Residual: its {type(self.layer).__name__} maps x {tuple(x.shape)} "
+                             f"to {tuple(y.shape)}; wanted x's shape, to add the output to x")
+        return y
 
     def backward(self, dy):
         # BEGIN SOLUTION Residual.backward

@@ -18,6 +18,7 @@ import math
 from minitf.backend import get_array_module, rand
 from minitf.nn.layers import Linear
 from minitf.nn.module import Module
+from minitf.validate import check_sizes
 
 INITS = ("normal", "xavier")
 
@@ -25,6 +26,7 @@ INITS = ("normal", "xavier")
 def xavier_uniform(fan_in: int, fan_out: int):
     """(fan_in, fan_out) draws from U(−a, a), a = √(6 / (fan_in + fan_out)): variance
     2 / (fan_in + fan_out). From minitf's seeded generator, in the default float dtype."""
+    check_sizes("xavier_uniform", fan_in=fan_in, fan_out=fan_out)
     bound = math.sqrt(6.0 / (fan_in + fan_out))
     return (2.0 * rand(fan_in, fan_out) - 1.0) * bound          # (fan_in, fan_out)
 
