@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
 import threading
 
 from minitf.backend import get_array_module, is_array
@@ -208,6 +209,13 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
             or (high is not None and value > high)):
         raise ValueError(f"{where}: {name} must be {wanted}{', ' + what if what else ''}; "
                          f"got {value!r}")
+
+
+def plain_int(size):
+    """A NumPy integer (a length read off an array) as a Python int; anything else as it is, for
+    check_int to judge. (Sizes a model is built from are not converted: its config is JSON.)"""
+    plain = isinstance(size, numbers.Integral) and not isinstance(size, bool)
+    return int(size) if plain else size
 
 
 def check_sizes(where: str, **sizes) -> None:

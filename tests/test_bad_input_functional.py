@@ -157,3 +157,78 @@ def test_a_loss_gradient_is_one_real_number(forward, backward, backend_name):
     for bad in ("1.0", True):
         with raises(TypeError, backward.__name__, f"dloss is {bad!r}", "a real number"):
             backward(bad, cache)
+
+
+# Tables of positions and masks are built from plain numbers: a bad one is named, not passed on
+# to NumPy (a negative length, a fractional size, a log2 of 0 heads, shapes that do not add up).
+def _sizes(where, name, wanted, call, bads):
+    return {f"{where} with {name}={bad!r}": (lambda bad=bad: call(bad), ValueError,
+                                             [f"{where}: {name} must be {wanted}", f"got {bad!r}"])
+            for bad in bads}
+
+
+SIZES = {
+    **_sizes("sinusoidal_table", "n", "an integer ≥ 0", lambda n: F.sinusoidal_table(n, 8),
+             [-1, 4.5, "4", None]),
+    **_sizes("sinusoidal_table", "d", "a positive integer", lambda d: F.sinusoidal_table(4, d),
+             [0, -2, 8.0, None]),
+    **_sizes("sinusoidal_table", "offset", "an integer ≥ 0",
+             lambda o: F.sinusoidal_table(4, 8, offset=o), [-2, 1.5]),
+    **_sizes("sinusoidal_table", "base", "a finite number > 0",
+             lambda b: F.sinusoidal_table(4, 8, base=b), [0, -10000.0, float("inf")]),
+    **_sizes("rope_angles", "n", "an integer ≥ 0", lambda n: F.rope_angles(n, 8),
+             [-1, 4.5, "4", None]),
+    **_sizes("rope_angles", "d_head", "a positive integer", lambda d: F.rope_angles(4, d),
+             [0, -2, 8.0, None]),
+    **_sizes("rope_angles", "offset", "an integer ≥ 0", lambda o: F.rope_angles(4, 8, offset=o),
+             [-3]),
+    **_sizes("rope_angles", "base", "a finite number > 0", lambda b: F.rope_angles(4, 8, base=b),
+             [0, -1]),
+    **_sizes("alibi_slopes", "n_heads", "a positive integer", F.alibi_slopes,
+             [0, -2, 2.5, None, "4"]),
+    **_sizes("alibi_bias", "n_heads", "a positive integer", lambda h: F.alibi_bias(h, 4),
+             [0, -2, 2.5, None, "4"]),
+    **_sizes("alibi_bias", "n_q", "an integer ≥ 0", lambda n: F.alibi_bias(4, n), [-1, None]),
+    **_sizes("relative_position_buckets", "n_q", "an integer ≥ 0",
+             F.relative_position_buckets, [-1]),
+    **_sizes("clipped_relative_positions", "max_relative", "a positive integer",
+             lambda k: F.clipped_relative_positions(4, max_relative=k), [-1, 0]),
+    **_sizes("patches", "patch_size", "a positive integer",
+             lambda p: F.patches(floats(2, 1, 8, 8), p), [None, "2", 2.5, 0]),
+    **_sizes("padding_mask_from_ids", "pad_id", "an integer",
+             lambda p: F.padding_mask_from_ids(ints(1, 2), p), [None, "0"]),
+    **{f"{where} with fewer keys than queries": (lambda call=call: call(4, 2), ValueError,
+                                                 [f"{where}: n_k=2 must be at least n_q=4"])
+       for where, call in [("alibi_bias", lambda n_q, n_k: F.alibi_bias(4, n_q, n_k)),
+                           ("relative_position_buckets", F.relative_position_buckets),
+                           ("clipped_relative_positions", F.clipped_relative_positions)]},
+    "combine_masks of shapes that do not broadcast": (
+        lambda: F.combine_masks(F.causal_mask(3), None, F.causal_mask(4)), ValueError,
+        ["combine_masks: masks of shapes (3, 3) and (4, 4) do not broadcast together"]),
+    "combine_masks of a string": (lambda: F.combine_masks(F.causal_mask(3), "x"), TypeError,
+                                  ["combine_masks: masks[1] must be a NumPy or CuPy array",
+                                   "got str"]),
+    "combine_masks of an integer mask": (lambda: F.combine_masks(None, ints(3, 3)), TypeError,
+                                         ["combine_masks: masks[1] has dtype int64",
+                                          "masks[1].astype(bool)"]),
+}
+
+
+@pytest.mark.parametrize("case", SIZES)
+def test_a_table_or_mask_refuses_bad_sizes_in_one_line(case, backend_name):
+    call, error, fragments = SIZES[case]
+    with raises(error, *fragments) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+def test_sizes_read_off_arrays_and_masks_that_broadcast_still_pass(backend_name):
+    """A NumPy integer is a size like any other, and masks of different ranks still combine."""
+    four, two = np.int64(4), np.int64(2)
+    assert F.sinusoidal_table(four, 6, offset=two).shape == (4, 6)
+    assert F.rope_angles(four, 8, offset=two)[0].shape == (4, 4)
+    assert F.alibi_bias(two, four).shape == (2, 4, 4)
+    assert F.patches(floats(1, 1, 4, 4), two)[0].shape == (1, 4, 4)
+    keep = backend.to_device(np.array([[True, True, False]]))
+    assert F.combine_masks(F.causal_mask(3), F.padding_mask_from_ids(ints(2, 3), 0),
+                           keep).shape == (2, 1, 3, 3)

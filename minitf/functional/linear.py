@@ -5,7 +5,8 @@
 """
 from minitf.array_ops import scatter_add, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import at_the_boundary, check_ids, check_shape, gradient_of
+from minitf.validate import (at_the_boundary, check_ids, check_int, check_shape, gradient_of,
+                             plain_int)
 
 
 @at_the_boundary
@@ -90,8 +91,9 @@ def patches(images, patch_size):
     """
     check_shape(images, "images", ("b", "C", "H", "W"), "patches")
     b, C, H, W = images.shape
-    p = patch_size
-    if p < 1 or H % p or W % p:
+    p = plain_int(patch_size)          # (a NumPy integer is as good as an int)
+    check_int(p, "patch_size", "patches", what="the side of each square patch in pixels")
+    if H % p or W % p:
         raise ValueError(f"patches: images of size H×W = {H}×{W} do not split into "
                          f"patch_size={p} squares; wanted H and W divisible by patch_size")
     grid = images.reshape(b, C, H // p, p, W // p, p)          # (b, C, rows, p, cols, p)

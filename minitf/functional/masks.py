@@ -7,35 +7,43 @@ import math
 import numbers
 
 from minitf.backend import float_dtype, float_dtype_named, get_array_module
-from minitf.validate import check_array, check_ids, check_int
+from minitf.validate import at_the_boundary, check_array, check_ids, check_int, plain_int
 
 
-def as_additive_mask(mask, dtype=None):
+def as_additive_mask(mask, dtype=None, name="mask", where="attention"):
     """A mask in additive form: 0 where attention is allowed, −inf where it is not.
 
     A boolean mask (True = keep) is converted; a float mask is taken as additive already. An
     integer mask is refused: a 0/1 mask read as additive would add 0 or 1 to the scores and mask
     nothing, and read as boolean it could be a mask of either convention (1 = keep, or 1 = hide).
+    name, where: how an error names the mask and the function it was given to.
     """
     if mask is None:
         return None
-    check_array(mask, "mask", "attention")
+    check_array(mask, name, where)
     xp = get_array_module(mask)
     # float only: −inf has no place in a bool or an integer array
     dtype = float_dtype() if dtype is None else float_dtype_named(dtype, "attention mask")
     if mask.dtype.kind in "iu":
-        raise TypeError(f"attention: mask has dtype {mask.dtype}; wanted bool (True = attend) or "
+        raise TypeError(f"{where}: {name} has dtype {mask.dtype}; wanted bool (True = attend) or "
                         f"float (additive: 0 or -inf); for a 0/1 mask with 1 = attend, pass "
-                        f"mask.astype(bool)")
+                        f"{name}.astype(bool)")
     if mask.dtype == bool:
         return xp.where(mask, 0.0, -math.inf).astype(dtype)
     return mask.astype(dtype, copy=False)
 
 
-def _plain(size):
-    """A NumPy integer (a length read off an array) as a Python int; anything else as it is."""
-    plain = isinstance(size, numbers.Integral) and not isinstance(size, bool)
-    return int(size) if plain else size
+def query_key_lengths(n_q, n_k, where):
+    """n_q and n_k (None: n_q) as ints, checked. The queries are the last n_q of the n_k positions
+    (as in a KV-cached step), so there must be at least as many keys: NumPy would build a table
+    for fewer all the same."""
+    n_q, n_k = plain_int(n_q), plain_int(n_q if n_k is None else n_k)
+    check_int(n_q, "n_q", where, low=0, what="the number of queries")
+    check_int(n_k, "n_k", where, low=0, what="the number of keys")
+    if n_k < n_q:
+        raise ValueError(f"{where}: n_k={n_k} must be at least n_q={n_q} (the queries are the "
+                         f"last n_q of the n_k positions)")
+    return n_q, n_k
 
 
 def causal_mask(n_q, n_k=None, dtype=None, xp=None):
@@ -45,11 +53,7 @@ def causal_mask(n_q, n_k=None, dtype=None, xp=None):
     KV cache during generation), so query i sits at position i + (n_k − n_q).
     ->  (n_q, n_k) additive mask: 0 on and below the diagonal, −inf above it
     """
-    n_q, n_k = _plain(n_q), _plain(n_q if n_k is None else n_k)
-    check_int(n_q, "n_q", "causal_mask", low=0, what="the number of queries")
-    check_int(n_k, "n_k", "causal_mask", low=0, what="the number of keys")
-    if n_k < n_q:
-        raise ValueError(f"causal_mask: n_k={n_k} must be at least n_q={n_q}")
+    n_q, n_k = query_key_lengths(n_q, n_k, "causal_mask")
     xp = xp or get_array_module()
     query_pos = xp.arange(n_q)[:, None] + (n_k - n_q)           # (n_q, 1)
     key_pos = xp.arange(n_k)[None, :]                           # (1, n_k)
@@ -61,7 +65,7 @@ def padding_mask(lengths, n, dtype=None):
 
     lengths: (b,) integers in [0, n]   ->   (b, 1, 1, n) additive mask (broadcasts over h and n_q)
     """
-    n = _plain(n)
+    n = plain_int(n)
     check_int(n, "n", "padding_mask", low=0, what="the length of the padded sequences")
     xp = get_array_module(lengths)
     lengths = xp.asarray(lengths)
@@ -81,7 +85,22 @@ def padding_mask_from_ids(ids, pad_id, dtype=None):
     check_array(ids, "ids", "padding_mask_from_ids")
     if ids.ndim != 2:
         raise ValueError(f"padding_mask_from_ids: ids has shape {tuple(ids.shape)}; wanted (b, n)")
+    # ids == None or ids == '0' is False everywhere: nothing would be masked, and nothing said
+    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
+        raise ValueError(f"padding_mask_from_ids: pad_id must be an integer, the id of the "
+                         f"padding token; got {pad_id!r}")
     return as_additive_mask((ids != pad_id)[:, None, None, :], dtype)
+
+
+@at_the_boundary
+def _check_broadcast_together(masks):
+    """ValueError unless the masks' shapes broadcast together (NumPy's rules, aligned on the right:
+    on each axis, the sizes other than 1 agree). Read off the shapes, before any addition."""
+    for axis in range(1, max(m.ndim for m in masks) + 1):
+        if len({m.shape[-axis] for m in masks if m.ndim >= axis} - {1}) > 1:
+            shapes = " and ".join(str(tuple(m.shape)) for m in masks)
+            raise ValueError(f"combine_masks: masks of shapes {shapes} do not broadcast together; "
+                             f"wanted shapes that broadcast to the scores (b, h, n_q, n_k)")
 
 
 def combine_masks(*masks):
@@ -90,9 +109,11 @@ def combine_masks(*masks):
     E.g. combine_masks(causal_mask(n), padding_mask(lengths, n)) -> (b, 1, n, n). None if all None.
     """
     # each in additive form first: a boolean mask added as it is would add 1 where it keeps
-    present = [as_additive_mask(m) for m in masks if m is not None]
+    present = [as_additive_mask(m, name=f"masks[{i}]", where="combine_masks")
+               for i, m in enumerate(masks) if m is not None]
     if not present:
         return None
+    _check_broadcast_together(present)
     total = present[0]
     for m in present[1:]:
         total = total + m

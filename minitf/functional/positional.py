@@ -17,7 +17,18 @@ import math
 
 from minitf.backend import float_dtype, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
-from minitf.validate import at_the_boundary, check_float, check_int, check_shape, gradient_of
+from minitf.functional.masks import query_key_lengths
+from minitf.validate import (at_the_boundary, check_float, check_int, check_real, check_shape,
+                             gradient_of, plain_int)
+
+
+def _check_positions(n, offset, base, where):
+    """The n positions offset … offset+n−1 and the base of the frequencies, as sinusoidal_table
+    and rope_angles take them. Checked because NumPy would not complain: a negative n gives an
+    empty table, a fractional or negative offset positions no sequence has, a base ≤ 0 NaNs."""
+    check_int(n, "n", where, low=0, what="the number of positions")
+    check_int(offset, "offset", where, low=0, what="the position of the first row")
+    check_real(base, "base", where, low=0)
 
 
 def _angles(n, width, offset, base, xp):
@@ -34,6 +45,10 @@ def sinusoidal_table(n, d, offset=0, base=10000.0, dtype=None, xp=None):
     PE[p] as a rotation -- relative positions are easy for a linear map to read off.
     ->  (n, d), computed in float64 and returned in ``dtype``
     """
+    # a length read off an array may be a NumPy integer: as good as an int here
+    n, d, offset = plain_int(n), plain_int(d), plain_int(offset)
+    _check_positions(n, offset, base, "sinusoidal_table")
+    check_int(d, "d", "sinusoidal_table", what="the width of each position's vector")
     xp = xp or get_array_module()
     theta = _angles(n, d, offset, base, xp)
     table = xp.empty((n, d), dtype="float64")
@@ -44,6 +59,9 @@ def sinusoidal_table(n, d, offset=0, base=10000.0, dtype=None, xp=None):
 
 def rope_angles(n, d_head, offset=0, base=10000.0, dtype=None, xp=None):
     """cos θ and sin θ for RoPE, θ[p, i] = p / base^(2i / d_head).   ->  two (n, d_head/2) arrays"""
+    n, d_head, offset = plain_int(n), plain_int(d_head), plain_int(offset)
+    _check_positions(n, offset, base, "rope_angles")
+    check_int(d_head, "d_head", "rope_angles", what="the width of each head's queries and keys")
     if d_head % 2:
         raise ValueError(f"rope_angles: d_head={d_head} must be even (features rotate in pairs)")
     xp = xp or get_array_module()
@@ -114,6 +132,9 @@ def alibi_slopes(n_heads):
     For H not a power of two (Press et al.): the slopes of the nearest lower power of two H',
     then every other slope of 2H' until there are H.   ->  a list of H floats
     """
+    n_heads = plain_int(n_heads)
+    check_int(n_heads, "n_heads", "alibi_slopes", what="the number of heads")
+
     def geometric(n):
         start = 2.0 ** (-8.0 / n)
         return [start ** (i + 1) for i in range(n)]
@@ -123,7 +144,6 @@ def alibi_slopes(n_heads):
 
 def _relative_positions(n_q, n_k, xp):
     """j − i for query i (the last n_q of n_k positions) and key j.   ->  (n_q, n_k) integers"""
-    n_k = n_q if n_k is None else n_k
     query_pos = xp.arange(n_q)[:, None] + (n_k - n_q)
     return xp.arange(n_k)[None, :] - query_pos
 
@@ -135,6 +155,10 @@ def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
     no position embeddings at all. (Causal models also apply the causal mask, so only j ≤ i
     matters there.)   ->  (h, n_q, n_k)
     """
+    # n_heads checked here too, so that a bad one is named in alibi_bias' words
+    n_heads = plain_int(n_heads)
+    check_int(n_heads, "n_heads", "alibi_bias", what="the number of heads")
+    n_q, n_k = query_key_lengths(n_q, n_k, "alibi_bias")
     xp = xp or get_array_module()
     distance = xp.abs(_relative_positions(n_q, n_k, xp)).astype("float64")   # (n_q, n_k)
     slopes = xp.asarray(alibi_slopes(n_heads), dtype="float64")[:, None, None]
@@ -165,6 +189,7 @@ def relative_position_buckets(n_q, n_k=None, bidirectional=True, num_buckets=32,
     ->  (n_q, n_k) integer bucket ids in [0, num_buckets)
     """
     check_bucket_settings(num_buckets, max_distance, bidirectional, "relative_position_buckets")
+    n_q, n_k = query_key_lengths(n_q, n_k, "relative_position_buckets")
     xp = xp or get_array_module()
     distance = -_relative_positions(n_q, n_k, xp)         # > 0 for keys in the past
     bucket = xp.zeros_like(distance)
@@ -191,6 +216,9 @@ def clipped_relative_positions(n_q, n_k=None, max_relative=16, xp=None):
     than any it was trained on. Query i is the last n_q of n_k positions (as for the causal mask).
     ->  (n_q, n_k) integer ids in [0, 2K]
     """
+    n_q, n_k = query_key_lengths(n_q, n_k, "clipped_relative_positions")
+    check_int(max_relative, "max_relative", "clipped_relative_positions",
+              what="the largest offset with its own row")
     xp = xp or get_array_module()
     offsets = _relative_positions(n_q, n_k, xp)                          # j − i
     return xp.clip(offsets, -max_relative, max_relative) + max_relative
