@@ -31,6 +31,11 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
         raise ValueError(f"{where}: p must lie in (0, 1), the fraction of positions to choose; "
                          f"got {p!r}")
+    # ids, each an integer: int() would read 0.5 or True as id 0 or 1, and a string is no list
+    if (isinstance(special_ids, str) or not hasattr(special_ids, "__len__") or not all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in special_ids)):
+        raise TypeError(f"{where}: special_ids must be a sequence of token ids, e.g. (0,) for "
+                        f"padding; got {special_ids!r}")
     special = sorted({int(s) for s in special_ids} | {mask_id})
     for s in special:
         check_int(s, "special_ids", where, low=0, high=vocab_size - 1, what="token ids")

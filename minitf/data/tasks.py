@@ -20,20 +20,53 @@ TASKS = ("copy", "reverse", "sort")
 def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
     """Right-pad variable-length sequences into one (b, n) int64 array; also return the lengths.
     The padding is then masked as keys (padding_mask_from_ids) and ignored as targets."""
+    where = "pad_batch"
+    if isinstance(sequences, str) or not hasattr(sequences, "__len__"):
+        raise TypeError(f"{where}: sequences must be a list of id sequences; "
+                        f"got {type(sequences).__name__}")
     if len(sequences) == 0:
-        raise ValueError("pad_batch: sequences is empty; wanted at least one sequence of ids")
-    check_int(pad_id, "pad_id", "pad_batch", low=0, what="the id of the padding token")
-    for seq in map(np.asarray, sequences):           # ids, not numbers that would be truncated
-        if seq.size and seq.dtype.kind not in "iu":
-            raise TypeError(f"pad_batch: a sequence holds {seq.dtype} values; wanted integer ids")
-    lengths = np.array([len(s) for s in sequences], dtype=np.int64)
+        raise ValueError(f"{where}: sequences is empty; wanted at least one sequence of ids")
+    check_int(pad_id, "pad_id", where, low=0, what="the id of the padding token")
+    _check_length(length, where)
+    arrays = [np.asarray(s) for s in sequences]
+    for i, seq in enumerate(arrays):
+        if seq.ndim == 0:           # [1, 2, 3] is one sequence, not three
+            hint = " (one sequence: wrap it in a list)" if seq.dtype.kind in "iu" else ""
+            raise TypeError(f"{where}: sequences must be a list of id sequences; got "
+                            f"{seq.item()!r} among them{hint}")
+        if seq.ndim > 1:            # a row of ids must fit a row of the (b, n) batch
+            raise ValueError(f"{where}: sequences[{i}] has shape {tuple(seq.shape)}; wanted "
+                             f"(n,), one sequence of ids")
+        if seq.size and seq.dtype.kind not in "iu":      # ids, not numbers that would be truncated
+            raise TypeError(f"{where}: a sequence holds {seq.dtype} values; wanted integer ids")
+    lengths = np.array([len(s) for s in arrays], dtype=np.int64)
     n = int(lengths.max()) if length is None else length
     if lengths.max() > n:
-        raise ValueError(f"pad_batch: a sequence has {lengths.max()} tokens; wanted at most {n}")
+        raise ValueError(f"{where}: a sequence has {lengths.max()} tokens; wanted at most {n}")
     out = np.full((len(sequences), n), pad_id, dtype=np.int64)
-    for row, seq in zip(out, sequences):
+    for row, seq in zip(out, arrays):
         row[:len(seq)] = seq
     return out, lengths
+
+
+def _check_length(length, where: str) -> None:
+    """The padded length, or None for the longest sequence's; 0 pads empty sequences."""
+    if length is not None:
+        check_int(length, "length", where, low=0, what="the padded length (None: the longest)")
+
+
+def _check_sentences(sentences, where: str) -> None:
+    """A list of sentences, each one string: a string alone would be read as its characters."""
+    if isinstance(sentences, str):
+        raise TypeError(f"{where}: sentences must be a list of strings; got one string "
+                        f"(one sentence: wrap it in a list)")
+    if not hasattr(sentences, "__len__"):        # None, a number; a generator would be used up
+        raise TypeError(f"{where}: sentences must be a list of strings; "
+                        f"got {type(sentences).__name__}")
+    not_text = [s for s in sentences if not isinstance(s, str)]
+    if not_text:
+        raise TypeError(f"{where}: sentences must be a list of strings; got "
+                        f"{type(not_text[0]).__name__} {not_text[0]!r} among them")
 
 
 def seq2seq_task(task: str, n_examples: int, n_symbols: int = 10, min_len: int = 3,
@@ -120,16 +153,10 @@ class WordVocabulary:
 
     def __init__(self, sentences, specials=()):
         where = "WordVocabulary"
-        if isinstance(sentences, str):
-            raise TypeError(f"{where}: sentences must be a list of strings; got one string "
-                            f"(one sentence: wrap it in a list)")
-        not_text = [s for s in sentences if not isinstance(s, str)]
-        if not_text:
-            raise TypeError(f"{where}: sentences must be a list of strings; got "
-                            f"{type(not_text[0]).__name__} {not_text[0]!r} among them")
+        _check_sentences(sentences, where)
         # each special must be one word, as encode splits a sentence into words at spaces
-        if (isinstance(specials, str) or not all(isinstance(t, str) and t.split() == [t]
-                                                 for t in specials)
+        if (not isinstance(specials, (list, tuple))      # ids follow their order: no set
+                or not all(isinstance(t, str) and t.split() == [t] for t in specials)
                 or len(set(specials)) != len(specials) or "<pad>" in specials):
             raise ValueError(f"{where}: specials must be distinct words without spaces, other "
                              f"than '<pad>' (id 0), e.g. ('[MASK]', '[SEP]'); got {specials!r}")
@@ -145,6 +172,8 @@ class WordVocabulary:
 
     def encode(self, sentences, length: int | None = None):
         """A list of sentences -> padded (b, n) ids (and their lengths)."""
+        _check_sentences(sentences, "WordVocabulary.encode")
+        _check_length(length, "WordVocabulary.encode")
         unknown = sorted({w for s in sentences for w in s.split()} - set(self.index))
         if unknown:
             raise ValueError(f"WordVocabulary.encode: unknown words {unknown[:5]}")
@@ -157,9 +186,18 @@ class WordVocabulary:
             ids          a₁ … aₖ [SEP] b₁ … bₘ [SEP] <pad> …
             segment_ids  0  … 0  0     1  … 1  1     0     …
         """
+        where = "WordVocabulary.encode_pairs"
         if "[SEP]" not in self.index:
-            raise ValueError("WordVocabulary.encode_pairs: the vocabulary has no [SEP]; build it "
+            raise ValueError(f"{where}: the vocabulary has no [SEP]; build it "
                              "with specials=('[SEP]',)")
+        if isinstance(pairs, str) or not hasattr(pairs, "__len__"):
+            raise TypeError(f"{where}: pairs must be a list of (sentence, sentence) pairs; "
+                            f"got {type(pairs).__name__}")
+        for pair in pairs:          # a lone sentence would be unpacked as its characters
+            if not (isinstance(pair, (tuple, list)) and len(pair) == 2
+                    and all(isinstance(s, str) for s in pair)):
+                raise TypeError(f"{where}: pairs must be a list of (sentence, sentence) pairs; "
+                                f"got {pair!r} among them")
         joined = [f"{a} [SEP] {b} [SEP]" for a, b in pairs]
         ids, lengths = self.encode(joined, length)
         first = np.array([len(a.split()) + 1 for a, _ in pairs])            # a and its [SEP]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from os import PathLike
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +57,11 @@ class CharTokenizer:
                              f"characters this tokenizer was fitted on") from None
 
     def decode(self, ids) -> str:
-        ids = np.asarray(to_numpy(ids)).reshape(-1)
+        try:
+            ids = np.asarray(to_numpy(ids)).reshape(-1)
+        except ValueError:          # rows of different lengths, [[1, 2], [3]], make no array
+            raise ValueError(f"CharTokenizer.decode: ids must be a sequence or an array of ids; "
+                             f"got rows of different lengths, {str(ids)[:40]}") from None
         if ids.size:                     # -1 must not quietly read the last character
             check_ids(ids, "ids", self.vocab_size, "CharTokenizer.decode")
         return "".join(self.chars[i] for i in ids.tolist())
@@ -66,16 +71,31 @@ class CharTokenizer:
 
     @classmethod
     def from_json(cls, saved: dict) -> "CharTokenizer":
-        if saved.get("type") != "char" or not isinstance(saved.get("chars"), list):
-            raise ValueError("CharTokenizer.from_json: not a saved character tokenizer")
+        if (not isinstance(saved, dict) or saved.get("type") != "char"
+                or not isinstance(saved.get("chars"), list)):
+            raise ValueError(f"CharTokenizer.from_json: saved must be what to_json returns, "
+                             f"{{'type': 'char', 'chars': [...]}}; got {str(saved)[:40]}")
         return cls(saved["chars"])
 
     def save(self, path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False))
+        text = json.dumps(self.to_json(), ensure_ascii=False)
+        _path(path, "CharTokenizer.save").write_text(text)
 
     @classmethod
     def load(cls, path) -> "CharTokenizer":
-        return cls.from_json(json.loads(Path(path).read_text()))
+        saved = json.loads(_path(path, "CharTokenizer.load").read_text())
+        if not isinstance(saved, dict):        # from_json would name itself, not the file
+            raise ValueError(f"CharTokenizer.load: {path} holds a JSON {type(saved).__name__}; "
+                             f"wanted a saved character tokenizer, {{'type': 'char', ...}}")
+        return cls.from_json(saved)
+
+
+def _path(path, where: str) -> Path:
+    """A file's path: a str or a pathlib.Path (None is no file name)."""
+    if not isinstance(path, (str, PathLike)):
+        raise TypeError(f"{where}: path must be a str or a pathlib.Path; "
+                        f"got {type(path).__name__}")
+    return Path(path)
 
 
 CORPUS_FILE = Path(__file__).with_name("python_docs.txt.gz")
@@ -99,7 +119,7 @@ def default_corpus() -> str:
 
 
 def read_text(path) -> str:
-    path = Path(path)
+    path = _path(path, "read_text")
     if not path.is_file():
         raise FileNotFoundError(f"--text {path}: no such file")
     raw = path.read_bytes()
@@ -131,8 +151,7 @@ def split(ids, validation_fraction: float = 0.1):
     """The first (1 − f) of the tokens for training, the last f held out for validation.
     A contiguous split: the held-out text is text the model has never seen, not shuffled windows."""
     check_probability(validation_fraction, "validation_fraction", "split")
-    if getattr(ids, "ndim", 1) != 1:
-        raise ValueError(f"split: ids has shape {tuple(ids.shape)}; wanted (N,), one stream")
+    _check_stream(ids, "split")
     cut = int(len(ids) * (1 - validation_fraction))
     if cut < 1 or cut == len(ids):
         raise ValueError(f"split: {len(ids)} tokens with validation_fraction="
@@ -172,9 +191,13 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> flo
         if len(ids) < 2:           # no pair counted gives the uniform loss log V, not a bigram's
             raise ValueError(f"bigram_loss: {name} has {len(ids)} tokens; wanted at least 2, "
                              f"one pair")
-    counts = np.full((vocab_size, vocab_size), alpha)
+    # A table up to the largest id that occurs, m: an id above it was never counted, so its column
+    # adds α to each row's total and nothing else. A V × V table would take V² numbers, 8 TB for
+    # V = 10⁶, however few ids occur.
+    m = int(max(train_ids.max(), eval_ids.max())) + 1
+    counts = np.full((m, m), alpha)
     np.add.at(counts, (train_ids[:-1], train_ids[1:]), 1.0)
-    logp = np.log(counts / counts.sum(axis=1, keepdims=True))
+    logp = np.log(counts / (counts.sum(axis=1, keepdims=True) + alpha * (vocab_size - m)))
     return float(-logp[eval_ids[:-1], eval_ids[1:]].mean())
 
 

@@ -1,0 +1,137 @@
+"""Bad input to the data functions (padding, vocabularies, tokenizers, masking): one line naming
+the function, the argument, what it got and what was wanted -- not a len() of None, a "too many
+values to unpack" or a NumPy error about inhomogeneous shapes."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from minitf import backend, data
+
+from test_bad_input import raises
+
+
+def vocabulary(*specials):
+    return data.WordVocabulary(["the cat sat", "a dog"], specials=specials)
+
+
+def tokenizer():
+    return data.CharTokenizer.fit("hello world")
+
+
+# (the call, the error, fragments its one line must hold)
+CASES = {
+    "pad_batch of None": (lambda: data.pad_batch(None), TypeError,
+                          ["pad_batch:", "sequences must be a list of id sequences",
+                           "got NoneType"]),
+    "pad_batch of one flat list": (lambda: data.pad_batch([1, 2, 3]), TypeError,
+                                   ["pad_batch:", "got 1 among them", "wrap it in a list"]),
+    "pad_batch of strings": (lambda: data.pad_batch(["ab", "c"]), TypeError,
+                             ["pad_batch:", "sequences must be a list of id sequences",
+                              "got 'ab' among them"]),
+    "pad_batch of nested lists": (lambda: data.pad_batch([[[1, 2]], [[3, 4]]]), ValueError,
+                                  ["pad_batch:", "sequences[0] has shape (1, 2)", "wanted (n,)"]),
+    "pad_batch to a fractional length": (lambda: data.pad_batch([[1, 2], [3]], length=3.5),
+                                         ValueError, ["pad_batch:", "length must be an integer",
+                                                      "got 3.5"]),
+    "pad_batch to a length in a string": (lambda: data.pad_batch([[1, 2], [3]], length="3"),
+                                          ValueError, ["pad_batch:", "length must be", "'3'"]),
+    "pad_batch to a negative length": (lambda: data.pad_batch([[1, 2], [3]], length=-1),
+                                       ValueError, ["pad_batch:", "length must be an integer ≥ 0",
+                                                    "got -1"]),
+    "WordVocabulary of None": (lambda: data.WordVocabulary(None), TypeError,
+                               ["WordVocabulary:", "sentences must be a list of strings",
+                                "got NoneType"]),
+    "WordVocabulary with specials None": (
+        lambda: data.WordVocabulary(["a b"], specials=None), ValueError,
+        ["WordVocabulary:", "specials must be distinct words", "got None"]),
+    "encode of None": (lambda: vocabulary().encode(None), TypeError,
+                       ["WordVocabulary.encode:", "sentences must be a list of strings",
+                        "got NoneType"]),
+    "encode of one string": (lambda: vocabulary().encode("the cat"), TypeError,
+                             ["WordVocabulary.encode:", "got one string", "wrap it in a list"]),
+    "encode to a float length": (lambda: vocabulary().encode(["the cat"], length=4.0),
+                                 ValueError, ["WordVocabulary.encode:", "length must be",
+                                              "got 4.0"]),
+    "encode to a length in a string": (lambda: vocabulary().encode(["the cat"], length="4"),
+                                       ValueError, ["WordVocabulary.encode:", "length must be",
+                                                    "'4'"]),
+    "encode_pairs of sentences": (lambda: vocabulary("[SEP]").encode_pairs(["the cat"]),
+                                  TypeError, ["WordVocabulary.encode_pairs:",
+                                              "pairs must be a list of (sentence, sentence)",
+                                              "got 'the cat' among them"]),
+    "encode_pairs of None": (lambda: vocabulary("[SEP]").encode_pairs(None), TypeError,
+                             ["WordVocabulary.encode_pairs:", "pairs must be", "got NoneType"]),
+    "encode_pairs of triples": (
+        lambda: vocabulary("[SEP]").encode_pairs([("the cat", "a dog", "a cat")]), TypeError,
+        ["WordVocabulary.encode_pairs:", "pairs must be", "('the cat', 'a dog', 'a cat')"]),
+    "split of None": (lambda: data.split(None), ValueError,
+                      ["split:", "ids has a NoneType", "wanted (N,) integer token ids"]),
+    "split of a number": (lambda: data.split(5, 0.1), ValueError,
+                          ["split:", "ids has a int", "wanted (N,) integer token ids"]),
+    "decode of ragged rows": (lambda: tokenizer().decode([[1, 2], [3]]), ValueError,
+                              ["CharTokenizer.decode:", "ids must be a sequence or an array",
+                               "rows of different lengths"]),
+    "from_json of None": (lambda: data.CharTokenizer.from_json(None), ValueError,
+                          ["CharTokenizer.from_json:", "saved must be what to_json returns",
+                           "got None"]),
+    "from_json of a list": (lambda: data.CharTokenizer.from_json([]), ValueError,
+                            ["CharTokenizer.from_json:", "saved must be", "got []"]),
+    "load of None": (lambda: data.CharTokenizer.load(None), TypeError,
+                     ["CharTokenizer.load:", "path must be a str or a pathlib.Path",
+                      "got NoneType"]),
+    "save to None": (lambda: tokenizer().save(None), TypeError,
+                     ["CharTokenizer.save:", "path must be a str or a pathlib.Path",
+                      "got NoneType"]),
+    "read_text of a number": (lambda: data.read_text(123), TypeError,
+                              ["read_text:", "path must be a str or a pathlib.Path", "got int"]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_data_function_refuses_bad_input_in_one_line(case):
+    call, error, fragments = CASES[case]
+    with raises(error, *fragments) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
+def test_load_names_a_file_that_holds_no_tokenizer(tmp_path):
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps(["h", "e"]))
+    with raises(ValueError, "CharTokenizer.load:", str(path), "holds a JSON list",
+                "wanted a saved character tokenizer"):
+        data.CharTokenizer.load(path)
+
+
+@pytest.mark.parametrize("special_ids", [0, None, [0.5], [True], "0"])
+def test_mask_tokens_wants_special_ids_as_a_sequence_of_ids(special_ids, backend_name):
+    """0 and None were "not iterable"; 0.5 and True were read as ids 0 and 1, "0" as id 0."""
+    ids = backend.randint(2, 10, (2, 4))
+    with raises(TypeError, "mask_tokens:", "special_ids must be a sequence of token ids",
+                repr(special_ids)):
+        data.mask_tokens(ids, mask_id=1, vocab_size=10, special_ids=special_ids)
+
+
+def test_large_vocabularies_and_what_callers_pass_go_through(backend_name):
+    """A bigram loss over a vocabulary of 10⁶ tokens was a 7 TiB table; it is the add-α estimate
+    (c(a b) + α) / (c(a) + α V). The lessons' and the library's calls still work: tuples, NumPy
+    integers, a 2-D array of rows, an empty padded length."""
+    train, held_out = np.array([0, 1, 2, 0, 1]), np.array([0, 1, 2])
+    alpha, v = 0.1, 10 ** 6
+    # pairs 01 (2 of the 2 after a 0) and 12 (1 of the 2 after a 1)
+    want = -(math.log((2 + alpha) / (2 + alpha * v)) + math.log((1 + alpha) / (2 + alpha * v))) / 2
+    assert data.bigram_loss(train, held_out, v, alpha) == pytest.approx(want)
+
+    out, lengths = data.pad_batch(((5, 6), np.array([7], dtype=np.int32)))
+    assert out.tolist() == [[5, 6], [7, 0]] and lengths.tolist() == [2, 1]
+    assert data.pad_batch(np.array([[1, 2], [3, 4]]))[0].tolist() == [[1, 2], [3, 4]]
+    assert data.pad_batch([[], []], length=0)[0].shape == (2, 0)
+    words = data.WordVocabulary(("the cat", "a dog"), specials=("[SEP]",))
+    ids, segments = words.encode_pairs([["the cat", "a dog"]], length=8)
+    assert ids.shape == segments.shape == (1, 8)
+    ids = backend.randint(2, 10, (2, 4))
+    for special_ids in ((0,), [np.int64(0)], np.array([0, 2])):
+        inputs, _ = data.mask_tokens(ids, 1, 10, special_ids=special_ids, seed=0)
+        assert inputs.shape == (2, 4)
