@@ -17,13 +17,51 @@ it is bound by memory speed, not by arithmetic.
 """
 from __future__ import annotations
 
-from minitf.validate import check_int, check_sizes, feed_forward_width
+import inspect
+
+from minitf.models import MODELS
+from minitf.models.lm import POSITIONAL
+from minitf.validate import check_flags, check_heads, check_int, check_sizes, feed_forward_width
 
 SOFTMAX_FLOPS = 6      # per score: × 1/√d_head, max, −, exp, +, ÷
+
+# What lm_cost_of reads from a DecoderLM's config: its sizes (whole numbers), then the others
+LM_CONFIG = ("vocab_size d_model n_heads n_layers d_ff max_len", "positional tie_weights")
+
+
+def _check_keys(table, keys, name: str, where: str, wanted: str) -> None:
+    """TypeError unless ``table`` is a dict, ValueError unless it has every one of ``keys``: a
+    bare KeyError would name one key and neither the function nor what it wanted."""
+    if not isinstance(table, dict):
+        raise TypeError(f"{where}: {name} is a {type(table).__name__}; wanted a dict, {wanted}")
+    missing = [key for key in keys if key not in table]
+    if missing:
+        raise ValueError(f"{where}: {name} lacks {', '.join(map(repr, missing))}; "
+                         f"wanted {wanted}")
+
+
+def _check_config(config, kind: str, keys: tuple, where: str) -> None:
+    """A model's config (``model.config``, or a checkpoint's), checked before any key is read.
+    ``keys``: the sizes the cost reads, each a whole number (or None where the model takes None:
+    d_ff is then 4 · d_model), and the other keys it reads, checked where they are used. A key
+    the model of family ``kind`` does not take is refused too: a typo would be ignored."""
+    model = MODELS[kind]
+    sizes, needed = keys[0].split(), keys[0].split() + keys[1].split()
+    _check_keys(config, needed, "config", where, f"the settings of a {model.__name__} "
+                                                 f"(model.config)")
+    takes = inspect.signature(model).parameters
+    unknown = [key for key in config if key not in takes]
+    if unknown:
+        raise ValueError(f"{where}: config has {', '.join(map(repr, unknown))}, which "
+                         f"{model.__name__} does not take; wanted its settings (model.config)")
+    for key in sizes:
+        if config[key] is not None or takes[key].default is not None:
+            check_int(config[key], f"config[{key!r}]", where, low=0 if key == "n_layers" else 1)
 
 
 def block_parameters(d_model: int, d_ff: int) -> dict:
     """Parameters of one Transformer block: the lecture's formula and the exact count."""
+    check_sizes("block_parameters", d_model=d_model, d_ff=d_ff)
     formula = 4 * d_model ** 2 + 2 * d_model * d_ff
     biases = 4 * d_model + d_ff + d_model          # W_qkv, W_o; W_1, W_2
     norms = 2 * 2 * d_model                        # two LayerNorms, γ and β
@@ -44,6 +82,11 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
     check_sizes("lm_cost", vocab_size=vocab_size, d_model=d_model, n_layers=n_layers,
                 batch_size=batch_size, n_heads=n_heads, bytes_per_number=bytes_per_number)
     check_int(context, "context", "lm_cost", low=0, what="the keys a token attends to")
+    check_int(relative_buckets, "relative_buckets", "lm_cost")
+    check_flags("lm_cost", tie_weights=tie_weights)        # a string such as 'no' is truthy
+    if positional not in POSITIONAL:
+        raise ValueError(f"lm_cost: positional must be one of {POSITIONAL}; got {positional!r}")
+    check_heads(d_model, n_heads, "lm_cost")
     d, L, n, b = d_model, n_layers, context, batch_size
     d_ff = feed_forward_width(d_ff, d, "lm_cost")
     block = block_parameters(d, d_ff)
@@ -70,6 +113,8 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
 
 def lm_cost_of(config: dict, batch_size: int = 1, bytes_per_number: int = 4) -> dict:
     """``lm_cost`` of a DecoderLM given by its ``config`` (``model.config``, or a checkpoint's)."""
+    check_sizes("lm_cost_of", batch_size=batch_size, bytes_per_number=bytes_per_number)
+    _check_config(config, "lm", LM_CONFIG, "lm_cost_of")
     return lm_cost(config["vocab_size"], config["d_model"], config["n_layers"], config["d_ff"],
                    context=config["max_len"], batch_size=batch_size,
                    positional=config["positional"], tie_weights=config["tie_weights"],
@@ -78,6 +123,10 @@ def lm_cost_of(config: dict, batch_size: int = 1, bytes_per_number: int = 4) -> 
 
 def format_cost(cost: dict) -> str:
     """The table ``minitf info`` prints."""
+    _check_keys(cost, ("parameters", "parameters_formula", "embedding_parameters",
+                       "forward_flops_per_token", "training_flops_per_step", "kv_cache_bytes",
+                       "kv_cache_numbers", "decode_flops_cached", "decode_flops_uncached"),
+                "cost", "format_cost", "what lm_cost returns")
     rows = [
         ("parameters (exact)", _human(cost["parameters"]), f"{cost['parameters']:,}"),
         ("  blocks, L·(4d² + 2·d·d_ff)", _human(cost["parameters_formula"]), ""),
@@ -95,6 +144,10 @@ def format_cost(cost: dict) -> str:
 
 def format_rows(rows) -> str:
     """(label, value, note) rows, aligned; a number as value is written short (1.23M)."""
+    if not isinstance(rows, (list, tuple)) or not rows or any(
+            not isinstance(row, (list, tuple)) or len(row) != 3 for row in rows):
+        raise ValueError(f"format_rows: rows must be a non-empty list of (label, value, note) "
+                         f"tuples; got {rows!r:.80}")
     rows = [(a, b if isinstance(b, str) else _human(b), c) for a, b, c in rows]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{a:<{width}}  {b:>12}  {c}".rstrip() for a, b, c in rows)
@@ -137,11 +190,10 @@ def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
        attention_numbers (b·h·q·n, the probabilities kept for the backward) and attention_bytes.
     """
     where = "attention_table"
-    d_ff = feed_forward_width(d_ff, d, "attention_table")
-    for name, value in (("b", b), ("n", n), ("d", d), ("h", h), ("d_ff", d_ff)):
-        check_int(value, name, where)
-    if d % h:
-        raise ValueError(f"{where}: d={d} is not divisible by h={h}; wanted d = h · d_head")
+    check_sizes(where, b=b, n=n, d=d, h=h, bytes_per_number=bytes_per_number)
+    check_flags(where, decoding=decoding)             # 'no' would be truthy: one token, not n
+    check_heads(d, h, where, names=("d", "h"))
+    d_ff = feed_forward_width(d_ff, d, where)
     q, d_head = (1 if decoding else n), d // h
     scores = b * h * q * n                                       # entries of the attention matrix
     rows = [
@@ -168,6 +220,9 @@ def _human(x) -> str:
 
 def format_table(table: dict) -> str:
     """``attention_table``'s rows as text: operation, FLOPs, IO, FLOPs per number moved."""
+    _check_keys(table, ("rows", "flops", "io", "intensity", "attention_numbers",
+                        "attention_bytes", "decoding"),
+                "table", "format_table", "what attention_table returns")
     head = ("next token, KV cache" if table["decoding"] else "full sequence", "FLOPs", "IO",
             "FLOPs/IO")
     lines = [(r["operation"], _human(r["flops"]), _human(r["io"]), f"{r['intensity']:.1f}")

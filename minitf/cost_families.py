@@ -14,10 +14,21 @@ queries, N keys). Parameter counts are exact: the tests compare them with num_pa
 """
 from __future__ import annotations
 
-from minitf.cost import block_parameters, format_cost, format_rows, lm_cost_of, matmul_cost
-from minitf.validate import check_int, check_sizes, feed_forward_width
+from minitf.cost import (LM_CONFIG, _check_config, block_parameters, format_cost, format_rows,
+                         lm_cost_of, matmul_cost)
+from minitf.validate import check_flags, check_heads, check_int, check_sizes, feed_forward_width
 
 GATES = {"rnn": 1, "lstm": 4}          # stacked weight blocks: tanh; i, f, g, o
+
+# What describe_cost reads from each family's config: its sizes (whole numbers), then the others
+CONFIG = {
+    "lm": LM_CONFIG,
+    "rnn": ("vocab_size d_model d_hidden max_len", "cell"),
+    "seq2seq": ("src_vocab_size tgt_vocab_size d_model n_heads n_layers d_ff",
+                "pre_ln share_embeddings"),
+    "classifier": ("vocab_size max_len d_model n_heads n_layers d_ff n_classes", ""),
+    "vit": ("image_size patch_size channels d_model n_heads n_layers d_ff n_classes", ""),
+}
 
 
 def layer_comparison(n: int, d: int) -> dict:
@@ -82,6 +93,8 @@ def seq2seq_cost(src_len: int, tgt_len: int, src_vocab_size: int, tgt_vocab_size
     check_sizes("seq2seq_cost", src_len=N, tgt_len=M, src_vocab_size=src_vocab_size,
                 tgt_vocab_size=tgt_vocab_size, d_model=d, n_heads=n_heads, n_layers=L,
                 batch_size=b)
+    check_flags("seq2seq_cost", pre_ln=pre_ln, share_embeddings=share_embeddings)
+    check_heads(d, n_heads, "seq2seq_cost")
     if share_embeddings and src_vocab_size != tgt_vocab_size:
         raise ValueError(f"seq2seq_cost: share_embeddings needs one vocabulary; got "
                          f"src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}")
@@ -103,6 +116,8 @@ def seq2seq_cost(src_len: int, tgt_len: int, src_vocab_size: int, tgt_vocab_size
 
 def seq2seq_cost_of(config: dict, src_len: int, tgt_len: int, batch_size: int = 1) -> dict:
     """``seq2seq_cost`` of a Transformer given by its ``config`` (``model.config``, a checkpoint's)."""
+    check_sizes("seq2seq_cost_of", src_len=src_len, tgt_len=tgt_len, batch_size=batch_size)
+    _check_config(config, "seq2seq", CONFIG["seq2seq"], "seq2seq_cost_of")
     c = config
     return seq2seq_cost(src_len, tgt_len, c["src_vocab_size"], c["tgt_vocab_size"], c["d_model"],
                         c["n_heads"], c["n_layers"], c["d_ff"], c["pre_ln"],
@@ -115,6 +130,9 @@ def encoder_cost(n_tokens: int, d_model: int, n_heads: int, n_layers: int, d_ff:
     parameters (exact, given the embedding's own) and the b·h·L·(n+1)² attention scores."""
     check_sizes("encoder_cost", n_tokens=n_tokens, d_model=d_model, n_heads=n_heads,
                 n_layers=n_layers, d_ff=d_ff, n_classes=n_classes, batch_size=batch_size)
+    check_int(embedding_parameters, "embedding_parameters", "encoder_cost", low=0,
+              what="the token or patch embedding's own parameters")
+    check_heads(d_model, n_heads, "encoder_cost")
     n, d = n_tokens + 1, d_model
     parameters = (embedding_parameters + d + n * d + n_layers * block_parameters(d, d_ff)["exact"]
                   + 2 * d + d * n_classes + n_classes)     # CLS, positions, blocks, norm, head
@@ -130,6 +148,13 @@ def describe_cost(kind: str, config: dict, batch_size: int = 1, bytes_per_number
     """The table ``minitf info`` prints for a model of family ``kind`` built from ``config``;
     ``context`` is N = M, the source and target lengths, for the encoder–decoder (its config
     sets no limit); the other families read theirs from the config."""
+    # kind and config first: a config of another family would otherwise fail as a bare KeyError
+    if not isinstance(kind, str) or kind not in CONFIG:
+        raise ValueError(f"describe_cost: unknown model kind {kind!r}; wanted one of "
+                         f"{tuple(CONFIG)}")
+    _check_config(config, kind, CONFIG[kind], "describe_cost")
+    check_sizes("describe_cost", batch_size=batch_size, bytes_per_number=bytes_per_number,
+                context=context)
     c, b = config, batch_size
     if kind == "lm":
         return format_cost(lm_cost_of(c, b, bytes_per_number))
@@ -151,16 +176,21 @@ def describe_cost(kind: str, config: dict, batch_size: int = 1, bytes_per_number
                             ("forward FLOPs", cost["forward_flops"], f"N = M = {n} tokens")]
                            + [(f"  {kind} scores", count, "b·h·L·" + pair) for (kind, count), pair
                               in zip(cost["attention_scores"].items(), ("N²", "M²", "M·N"))])
-    if kind in ("classifier", "vit"):
-        if kind == "classifier":
-            n, embedding = c["max_len"], c["vocab_size"] * c["d_model"]
-        else:
-            n = (c["image_size"] // c["patch_size"]) ** 2
-            embedding = (c["patch_size"] ** 2 * c["channels"] + 1) * c["d_model"]
-        cost = encoder_cost(n, c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"],
-                            c["n_classes"], embedding, b)
-        return format_rows([_parameters(cost["parameters"]),
-                            ("attention scores", cost["attention_scores"],
-                             f"b·h·L·(n+1)², n = {n} tokens and the CLS")])
-    raise ValueError(f"describe_cost: unknown model kind {kind!r}")
+    # a CLS-token encoder, "classifier" or "vit"
+    if kind == "classifier":
+        # BERT's segment table, n_segments × d_model: in the config only where there is one
+        segments = c.get("n_segments", 0)
+        check_int(segments, "config['n_segments']", "describe_cost", low=0)
+        n, embedding = c["max_len"], (c["vocab_size"] + segments) * c["d_model"]
+    else:
+        if c["image_size"] % c["patch_size"]:              # as VisionTransformer refuses it
+            raise ValueError(f"describe_cost: config['image_size']={c['image_size']} is not a "
+                             f"multiple of config['patch_size']={c['patch_size']}")
+        n = (c["image_size"] // c["patch_size"]) ** 2
+        embedding = (c["patch_size"] ** 2 * c["channels"] + 1) * c["d_model"]
+    cost = encoder_cost(n, c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"], c["n_classes"],
+                        embedding, b)
+    return format_rows([_parameters(cost["parameters"]),
+                        ("attention scores", cost["attention_scores"],
+                         f"b·h·L·(n+1)², n = {n} tokens and the CLS")])
 

@@ -236,6 +236,15 @@ def check_flags(where: str, **flags) -> None:
             raise ValueError(f"{where}: {name} must be True or False; got {value!r}")
 
 
+def check_heads(d_model: int, n_heads: int, where: str, names=("d_model", "n_heads")) -> None:
+    """ValueError unless the heads split the width evenly, d_model = n_heads · d_head (the sizes
+    checked as positive integers already; ``names``: how the caller calls them)."""
+    if d_model % n_heads:
+        d, h = names
+        raise ValueError(f"{where}: {d}={d_model} is not divisible by {h}={n_heads}; wanted "
+                         f"{d} = {h} · d_head")
+
+
 def feed_forward_width(d_ff, d_model: int, where: str) -> int:
     """d_ff, the feed-forward network's hidden width: 4 · d_model when not given (None), as in the
     original Transformer; otherwise a positive integer (0 is refused, not read as "not given")."""

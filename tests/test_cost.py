@@ -1,9 +1,14 @@
 """The analytic cost model agrees with the lecture's formulas and with the real model."""
 import pytest
 
-from minitf.cost import block_parameters, lm_cost, lm_cost_of
+from minitf import backend
+from minitf.cost import (attention_table, block_parameters, format_cost, format_rows, format_table,
+                         lm_cost, lm_cost_of, matmul_cost)
 from minitf.models import DecoderLM
+from minitf.nn import MultiHeadAttention
 from minitf.models.lm import POSITIONAL
+
+from test_bad_input import raises
 
 
 @pytest.mark.parametrize("positional", POSITIONAL)
@@ -40,9 +45,6 @@ def test_attention_cost_grows_with_n_squared_per_sequence():
 
 
 # -- the per-operation table: FLOPs, IO, arithmetic intensity ---------------------------------------
-from minitf import backend  # noqa: E402
-from minitf.cost import attention_table, format_table, matmul_cost  # noqa: E402
-from minitf.nn import MultiHeadAttention  # noqa: E402
 
 
 def test_a_matmul_moves_its_inputs_and_its_output():
@@ -100,3 +102,59 @@ def test_format_table_and_bad_input():
         attention_table(1, 8, 10, 4)
     with pytest.raises(ValueError, match="matmul_cost: k must be a positive integer"):
         matmul_cost(2, 3, 0)
+
+
+# -- bad input: one line naming the function, the argument, what it got and what it wanted ---------
+
+LM = DecoderLM(50, 16, 2, 1, d_ff=40, max_len=12).config
+
+
+@pytest.mark.parametrize("call, error, fragments", [
+    (lambda: lm_cost_of({}), ValueError,
+     ["lm_cost_of: config lacks 'vocab_size', 'd_model'", "'tie_weights'", "DecoderLM"]),
+    (lambda: lm_cost_of({k: v for k, v in LM.items() if k != "max_len"}), ValueError,
+     ["lm_cost_of: config lacks 'max_len'; wanted the settings of a DecoderLM (model.config)"]),
+    (lambda: lm_cost_of([50, 16, 1]), TypeError, ["lm_cost_of: config is a list; wanted a dict"]),
+    (lambda: lm_cost_of(dict(LM, d_modle=16)), ValueError,
+     ["lm_cost_of: config has 'd_modle', which DecoderLM does not take"]),
+    (lambda: lm_cost_of(dict(LM, max_len=-1)), ValueError,
+     ["lm_cost_of: config['max_len'] must be a positive integer; got -1"]),
+    (lambda: lm_cost_of(dict(LM, vocab_size="50")), ValueError,
+     ["lm_cost_of: config['vocab_size'] must be a positive integer; got '50'"]),
+    (lambda: lm_cost_of(LM, batch_size=0), ValueError,
+     ["lm_cost_of: batch_size must be a positive integer; got 0"]),
+    (lambda: lm_cost(100, 64, 2, positional="rotary"), ValueError,
+     ["lm_cost: positional must be one of ('learned'", "got 'rotary'"]),
+    (lambda: lm_cost(100, 64, 2, tie_weights="no"), ValueError,
+     ["lm_cost: tie_weights must be True or False; got 'no'"]),
+    (lambda: lm_cost(100, 64, 2, n_heads=3), ValueError,
+     ["lm_cost: d_model=64 is not divisible by n_heads=3"]),
+    (lambda: lm_cost(100, 64, 2, positional="relative", relative_buckets=-1), ValueError,
+     ["lm_cost: relative_buckets must be a positive integer; got -1"]),
+    (lambda: block_parameters(64, None), ValueError,
+     ["block_parameters: d_ff must be a positive integer; got None"]),
+    (lambda: format_cost({}), ValueError, ["format_cost: cost lacks 'parameters'", "lm_cost"]),
+    (lambda: format_table(lm_cost(10, 8, 1)), ValueError,
+     ["format_table: table lacks 'rows'", "attention_table"]),
+    (lambda: format_rows([]), ValueError, ["format_rows: rows must be a non-empty list"]),
+])
+def test_bad_input_to_the_lm_cost_is_one_line(call, error, fragments):
+    """Each was a bare KeyError or TypeError, or a cost of a model DecoderLM refuses to build."""
+    with raises(error, *fragments):
+        call()
+
+
+@pytest.mark.parametrize("name, value", [
+    ("bytes_per_number", None), ("bytes_per_number", "4"), ("bytes_per_number", -4),
+    ("bytes_per_number", 0), ("decoding", "yes")])
+def test_attention_table_checks_every_argument_first(name, value):
+    """bytes_per_number=None was a raw TypeError, '4' gave '4' repeated; decoding='yes' a table."""
+    wanted = "True or False" if name == "decoding" else "a positive integer"
+    with raises(ValueError, f"attention_table: {name} must be {wanted}; got {value!r}"):
+        attention_table(1, 8, 16, 4, **{name: value})
+
+
+def test_a_config_may_leave_d_ff_to_the_model_but_not_misname_a_key():
+    assert lm_cost_of(dict(LM, d_ff=None)) == lm_cost(50, 16, 1, None, context=12, n_heads=2)
+    with raises(ValueError, "config has 'hidden'", "DecoderLM does not take"):
+        lm_cost_of(dict(LM, hidden=40))

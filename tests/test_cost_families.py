@@ -11,6 +11,8 @@ from minitf.cost_families import (describe_cost, encoder_cost, layer_comparison,
                                   seq2seq_cost, seq2seq_cost_of)
 from minitf.models import RNNLM, EncoderClassifier, Transformer, VisionTransformer
 
+from test_bad_input import raises
+
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm"])
 def test_the_recurrent_count_is_the_models(cell):
@@ -101,3 +103,57 @@ def test_a_cost_of_a_model_that_cannot_exist_is_refused(call, message):
     """Each gave a negative count of parameters or bytes (or '4' repeated 262,144 times)."""
     with pytest.raises(ValueError, match="^" + re.escape(message)):
         call()
+
+
+# -- bad input: one line naming the function, the argument, what it got and what it wanted ---------
+
+SEQ2SEQ = Transformer(9, 9, d_model=8, n_heads=2, n_layers=1).config
+VIT = VisionTransformer(8, 4, 3, d_model=8, n_heads=2, n_layers=1).config
+LM_CONFIG = dict(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=32, max_len=16,
+                 positional="learned", tie_weights=True)
+
+
+@pytest.mark.parametrize("call, error, fragments", [
+    (lambda: describe_cost("lm", {}), ValueError,
+     ["describe_cost: config lacks 'vocab_size'", "'tie_weights'", "a DecoderLM"]),
+    (lambda: describe_cost("seq2seq", LM_CONFIG), ValueError,
+     ["describe_cost: config lacks 'src_vocab_size', 'tgt_vocab_size'", "a Transformer"]),
+    (lambda: describe_cost("rnn", "rnn.json"), TypeError, ["describe_cost: config is a str"]),
+    (lambda: describe_cost("lm", dict(LM_CONFIG, dropuot=0.1)), ValueError,
+     ["describe_cost: config has 'dropuot', which DecoderLM does not take"]),
+    (lambda: describe_cost(["lm"], LM_CONFIG), ValueError,
+     ["describe_cost: unknown model kind ['lm']; wanted one of ('lm', 'rnn'"]),
+    (lambda: describe_cost("seq2seq", SEQ2SEQ, context=0), ValueError,
+     ["describe_cost: context must be a positive integer; got 0"]),
+    (lambda: describe_cost("lm", LM_CONFIG, bytes_per_number=-2), ValueError,
+     ["describe_cost: bytes_per_number must be a positive integer; got -2"]),
+    (lambda: describe_cost("vit", dict(VIT, patch_size=0)), ValueError,
+     ["describe_cost: config['patch_size'] must be a positive integer; got 0"]),
+    (lambda: describe_cost("vit", dict(VIT, image_size=10)), ValueError,
+     ["describe_cost: config['image_size']=10 is not a multiple of config['patch_size']=4"]),
+    (lambda: seq2seq_cost_of({}, 4, 4), ValueError,
+     ["seq2seq_cost_of: config lacks 'src_vocab_size'"]),
+    (lambda: seq2seq_cost_of(SEQ2SEQ, 0, 4), ValueError,
+     ["seq2seq_cost_of: src_len must be a positive integer; got 0"]),
+    (lambda: seq2seq_cost(4, 4, 9, 9, pre_ln="no"), ValueError,
+     ["seq2seq_cost: pre_ln must be True or False; got 'no'"]),
+    (lambda: seq2seq_cost(4, 4, 9, 9, d_model=64, n_heads=3), ValueError,
+     ["seq2seq_cost: d_model=64 is not divisible by n_heads=3"]),
+    (lambda: encoder_cost(16, 32, 4, 2, 64, 10, None), ValueError,
+     ["encoder_cost: embedding_parameters must be an integer ≥ 0", "got None"]),
+    (lambda: encoder_cost(16, 32, 4, 2, 64, 10, -1000), ValueError,
+     ["encoder_cost: embedding_parameters must be an integer ≥ 0", "got -1000"]),
+    (lambda: encoder_cost(16, 32, 3, 2, 64, 10, 1000), ValueError,
+     ["encoder_cost: d_model=32 is not divisible by n_heads=3"]),
+])
+def test_bad_input_to_the_family_costs_is_one_line(call, error, fragments):
+    """Each was a bare KeyError, TypeError or ZeroDivisionError, a message naming an argument the
+    caller never passed (src_len for describe_cost's context), or a cost of a model that cannot be
+    built (a negative parameter count)."""
+    with raises(error, *fragments):
+        call()
+
+
+def test_a_classifier_with_segments_counts_its_segment_table():
+    model = EncoderClassifier(13, 3, d_model=8, n_heads=2, n_layers=1, max_len=6, n_segments=2)
+    assert f"{model.num_parameters():,}" in describe_cost("classifier", model.config)

@@ -5,8 +5,8 @@ from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack,
                        initialize)
 from minitf.nn.init import check_init
-from minitf.validate import (check_flags, check_ids, check_int, check_probability, check_shape,
-                             feed_forward_width)
+from minitf.validate import (check_flags, check_heads, check_ids, check_int, check_probability,
+                             check_shape, feed_forward_width)
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 
@@ -50,9 +50,7 @@ class DecoderLM(Model):
         check_int(n_layers, "n_layers", "DecoderLM", low=0, what="the number of blocks")
         # checked here too: with n_layers=0 no block would, and the config keeps what it is given
         check_int(n_heads, "n_heads", "DecoderLM", what="the number of heads")
-        if d_model % n_heads:
-            raise ValueError(f"DecoderLM: d_model={d_model} is not divisible by n_heads={n_heads}; "
-                             f"wanted d_model = n_heads · d_head")
+        check_heads(d_model, n_heads, "DecoderLM")
         check_probability(dropout, "dropout", "DecoderLM")
         check_probability(attn_dropout, "attn_dropout", "DecoderLM")
         d_ff = feed_forward_width(d_ff, d_model, "DecoderLM")
