@@ -87,17 +87,17 @@ def _load_cupy():
     return cupy
 
 
-def _module_for(name: str):
+def _module_for(name: str, where: str):
     if name == "numpy":
         return numpy
     if name == "cupy":
         return _load_cupy()
-    raise ValueError(f"backend must be one of {BACKENDS}; got {name!r}")
+    raise ValueError(f"{where}: backend must be one of {BACKENDS}; got {name!r}")
 
 
 def use(name: str) -> _Undo:
     """Make ``name`` ("numpy" or "cupy") the active backend. In a ``with`` block, only for the block."""
-    return _set(_active, name=name, xp=_module_for(name))
+    return _set(_active, name=name, xp=_module_for(name, "backend.use"))
 
 
 def backend_name() -> str:
@@ -163,7 +163,7 @@ def to_numpy(a):
 
 def to_device(a, backend: str | None = None, dtype=None):
     """``a`` as an array of ``backend`` (the active one by default), cast to ``dtype`` if given."""
-    xp = _module_for(backend) if backend is not None else _active["xp"]
+    xp = _module_for(backend, "to_device") if backend is not None else _active["xp"]
     if dtype is not None and not _is_cupy(a):
         a = numpy.asarray(a, dtype=dtype)  # cast on the host: float32 moves half the bytes
     out = to_numpy(a) if xp is numpy else xp.asarray(a)

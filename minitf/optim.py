@@ -86,7 +86,8 @@ class Optimizer:
         for name, per_param in self.state.items():
             for i, a in enumerate(per_param):
                 key = f"{name}.{i}"
-                if key not in saved["arrays"] or saved["arrays"][key].shape != a.shape:
+                if key not in saved["arrays"] or getattr(saved["arrays"][key], "shape",
+                                                         None) != a.shape:
                     raise ValueError(f"{where}: state {key} is "
                                      f"missing or has the wrong shape; wanted {tuple(a.shape)}")
                 if not_real_numbers(saved["arrays"][key]):

@@ -28,8 +28,13 @@ def test_use_and_precision_work_as_statements_and_as_context_managers():
 
 
 def test_bad_names_are_refused():
-    with pytest.raises(ValueError, match="backend must be one of"):
+    with pytest.raises(ValueError, match="^backend.use: backend must be one of"):
         backend.use("torch")
+    with pytest.raises(ValueError, match="^to_device: backend must be one of .* got 'gpu'"):
+        backend.to_device(np.zeros(2), "gpu")
+    layer = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="^Linear.to: backend must be one of .* got 'NumPy'"):
+        layer.to("NumPy")
     with pytest.raises(ValueError, match="'float32' or 'float64'"):
         backend.precision("float16")
 

@@ -115,3 +115,13 @@ def test_load_wants_a_model_to_load_into(tmp_path):
     checkpoint.save(tmp_path, DecoderLM(5, d_model=8, n_heads=2, n_layers=1, max_len=8))
     with raises(TypeError, "checkpoint.load: model is a str; wanted a minitf model"):
         checkpoint.load(tmp_path, model="lm")
+
+
+def test_an_optimizer_state_of_lists_is_refused_by_name():
+    """A moment given as a list failed with "'list' object has no attribute 'shape'"."""
+    lm = _lm()
+    optimizer = Adam(lm)
+    saved = optimizer.state_dict()
+    saved["arrays"] = {key: value.tolist() for key, value in saved["arrays"].items()}
+    with raises(ValueError, "Adam.load_state_dict: state", "missing or has the wrong shape"):
+        optimizer.load_state_dict(saved)

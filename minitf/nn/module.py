@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 
-from minitf.backend import (backend_of, float_dtype, float_dtype_named, float_errors_ignored,
-                            get_array_module, is_array, randn, to_device, to_numpy)
+from minitf.backend import (BACKENDS, backend_of, float_dtype, float_dtype_named,
+                            float_errors_ignored, get_array_module, is_array, randn, to_device,
+                            to_numpy)
 from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_like, check_shape,
                              nesting, not_real_numbers)
 
@@ -329,8 +330,11 @@ class Module:
         ``dtype`` ("float32" or "float64"). Gradients are reset to zero and any cached forward
         state is dropped.
         """
+        where = f"{type(self).__name__}.to"
+        if backend is not None and backend not in BACKENDS:      # before any parameter moves
+            raise ValueError(f"{where}: backend must be one of {BACKENDS}; got {backend!r}")
         if dtype is not None:
-            dtype = float_dtype_named(dtype, f"{type(self).__name__}.to")
+            dtype = float_dtype_named(dtype, where)
         for p in self.parameters():
             p.data = to_device(p.data, backend=backend or backend_of(p.data), dtype=dtype)
             p.grad = get_array_module(p.data).zeros_like(p.data)
