@@ -26,12 +26,13 @@ than a millionth of the tensor's largest gradient fails.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
 from minitf.backend import get_array_module, is_array, randint, randn, seed
 from minitf.nn.module import Module, as_tuple
-from minitf.validate import check_real
+from minitf.validate import check_int, check_real
 
 TOLERANCE = 1e-6   # the one threshold every gradient check in minitf must meet
 STEP = 1e-6        # h, the finite-difference step (float64: O(h²) truncation, O(ε/h) rounding)
@@ -48,7 +49,13 @@ class FunctionCase:
     options: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        # checked here, not when the check first calls them three frames down
+        for role, example in (("forward", "F.relu"), ("backward", "F.relu_backward")):
+            if not callable(getattr(self, role)):
+                raise TypeError(f"FunctionCase: {role} must be a function (such as {example}); "
+                                f"got {_what(getattr(self, role))}")
         _check_inputs(self.inputs, "FunctionCase")
+        _check_options(self.options, "FunctionCase")
         if (isinstance(self.wrt, str) or not isinstance(self.wrt, (tuple, list)) or not self.wrt
                 or len(set(self.wrt)) < len(self.wrt)
                 or not all(name in self.inputs for name in self.wrt)):
@@ -70,12 +77,35 @@ class ModuleCase:
             raise TypeError(f"ModuleCase: module must be a minitf.nn Module; got "
                             f"{type(self.module).__name__}")
         _check_inputs(self.inputs, "ModuleCase")
+        _check_options(self.options, "ModuleCase")
 
 
 def _check_inputs(inputs, where: str) -> None:
     if not isinstance(inputs, dict):
         raise TypeError(f"{where}: inputs must be a dict {{name: array}}; got "
                         f"{type(inputs).__name__}")
+
+
+def _check_options(options, where: str) -> None:
+    # the keyword arguments of every forward call: ** takes a mapping and nothing else
+    if not isinstance(options, Mapping):
+        raise TypeError(f"{where}: options must be a dict {{name: value}} of keyword arguments "
+                        f"for forward; got {type(options).__name__}")
+
+
+def _check_case(case, where: str) -> None:
+    if not isinstance(case, (FunctionCase, ModuleCase)):
+        raise TypeError(f"{where}: case must be a FunctionCase or a ModuleCase; got "
+                        f"{_what(case)}")
+
+
+def _what(value) -> str:
+    """What a wrong argument is, for a message: None, 'x', a list, an array of shape (2, 3)."""
+    if value is None or isinstance(value, (str, int, float)):
+        return repr(value)
+    if getattr(value, "shape", None) is not None:
+        return f"an array of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
 
 
 def _float64_only(run: "Backward", name: str) -> None:
@@ -103,6 +133,10 @@ class Row:
 
 def relative_error(a, b) -> float:
     """max |a − b| / max(1e-8, max |a| + max |b|), as a Python float."""
+    for name, x in (("a", a), ("b", b)):
+        if not hasattr(x, "shape"):              # an array (or a NumPy scalar); a list has none
+            raise TypeError(f"relative_error: {name} must be a NumPy or CuPy array; got "
+                            f"{_what(x)}")
     if tuple(a.shape) != tuple(b.shape):         # broadcasting would compare other entries
         raise ValueError(f"relative_error: a has shape {tuple(a.shape)} and b "
                          f"{tuple(b.shape)}; wanted the same")
@@ -116,6 +150,9 @@ def relative_error(a, b) -> float:
 def numerical_gradient(loss: Callable[[], float], x, step: float = STEP):
     """dL/dx by central differences. ``loss()`` must read ``x``, which is changed in place and
     restored entry by entry."""
+    if not callable(loss):
+        raise TypeError(f"numerical_gradient: loss must be a function of no arguments returning "
+                        f"a scalar loss; got {_what(loss)}")
     if not is_array(x) or x.dtype.kind != "f":
         got = f"dtype {x.dtype}" if is_array(x) else f"a {type(x).__name__}"
         # an integer x cannot hold x ± step (float32 can, coarsely: lesson 05 shows how coarsely)
@@ -126,12 +163,27 @@ def numerical_gradient(loss: Callable[[], float], x, step: float = STEP):
     for index in itertools.product(*(range(s) for s in x.shape)):
         original = float(x[index])
         x[index] = original + step
-        plus = loss()
+        plus = _scalar(loss())
         x[index] = original - step
-        minus = loss()
+        minus = _scalar(loss())
         x[index] = original
         grad[index] = (plus - minus) / (2 * step)
     return grad
+
+
+def _scalar(value):
+    """The loss, checked to be one real number (a Python number, a NumPy scalar, a 0-d array):
+    an array would fail as "setting an array element with a sequence", far from the cause."""
+    if getattr(value, "ndim", 0):
+        raise TypeError(f"numerical_gradient: loss must return a scalar; got an array of shape "
+                        f"{tuple(value.shape)} (for an output y, return the scalar Σ g ⊙ y for a "
+                        f"fixed random g of y's shape: lambda: float((f() * g).sum()))")
+    real = (value.dtype.kind in "fiu" if hasattr(value, "dtype") else
+            isinstance(value, (int, float)) and not isinstance(value, bool))
+    if not real:
+        raise TypeError(f"numerical_gradient: loss must return a real number; got "
+                        f"{_what(value)}")
+    return value
 
 
 @dataclass
@@ -162,6 +214,7 @@ def run_backward(case, seed_value: int = 1, g=None) -> Backward:
     backward gets a copy of g, so one that writes into its dy in place cannot change the loss
     the numerical gradient is taken of.
     """
+    _check_case(case, "run_backward")
     module = case.module if isinstance(case, ModuleCase) else None
 
     def forward():
@@ -192,6 +245,7 @@ def check(name: str, case, seed_value: int = 1) -> list[Row]:
     """Check a FunctionCase (every input named in ``wrt``) or a ModuleCase (every float input
     and every parameter; integer ids have no gradient). The forward runs under ``seed_value`` (dropout masks), g is drawn
     under ``seed_value + 1``; build the inputs from another seed (0)."""
+    _check_case(case, "check")
     run = run_backward(case, seed_value)
     _float64_only(run, name)
     rows = []
@@ -223,6 +277,9 @@ def check_entries(name: str, case, per_tensor: int = 2, seed_value: int = 1) -> 
 
         max over the chosen i of |a_i − b_i|  /  max(1e-8, max_all |a| + max_chosen |b|)
     """
+    _check_case(case, "check_entries")
+    check_int(per_tensor, "per_tensor", "check_entries",
+              what="the entries of each tensor to difference")
     run = run_backward(case, seed_value)
     _float64_only(run, name)
     xp = get_array_module(run.g)
@@ -251,6 +308,13 @@ def check_entries(name: str, case, per_tensor: int = 2, seed_value: int = 1) -> 
 
 def format_table(rows: list[Row]) -> str:
     """The report a learner reads: check, tensor, shape, max relative error, ok/FAIL."""
+    if not isinstance(rows, (list, tuple)):
+        raise TypeError(f"format_table: rows must be a list of Row, as check returns; got "
+                        f"{_what(rows)}")
+    for row in rows:
+        if not isinstance(row, Row):
+            raise TypeError(f"format_table: rows must be a list of Row, as check returns; got "
+                            f"a list holding {_what(row)}")
     header = ("check", "tensor", "shape", "max rel error", "result")
     lines = [(r.check, r.tensor, str(r.shape), f"{r.error:.2e}", "ok" if r.passed else "FAIL")
              for r in rows]

@@ -12,6 +12,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import threading
 
 from minitf.backend import get_array_module, is_array
@@ -216,6 +217,15 @@ def plain_int(size):
     check_int to judge. (Sizes a model is built from are not converted: its config is JSON.)"""
     plain = isinstance(size, numbers.Integral) and not isinstance(size, bool)
     return int(size) if plain else size
+
+
+def check_path(path, name: str, where: str) -> None:
+    """TypeError unless ``path`` is a str or a pathlib.Path (any os.PathLike): pathlib's own error
+    for None or a number names neither the function nor the argument."""
+    if not isinstance(path, (str, os.PathLike)):
+        got = repr(path) if path is None or isinstance(path, (int, float)) else \
+            f"a {type(path).__name__}"
+        raise TypeError(f"{where}: {name} must be a path (a str or a pathlib.Path); got {got}")
 
 
 def check_sizes(where: str, **sizes) -> None:

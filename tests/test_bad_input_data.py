@@ -79,13 +79,14 @@ CASES = {
     "from_json of a list": (lambda: data.CharTokenizer.from_json([]), ValueError,
                             ["CharTokenizer.from_json:", "saved must be", "got []"]),
     "load of None": (lambda: data.CharTokenizer.load(None), TypeError,
-                     ["CharTokenizer.load:", "path must be a str or a pathlib.Path",
-                      "got NoneType"]),
+                     ["CharTokenizer.load:", "path must be a path (a str or a pathlib.Path)",
+                      "got None"]),
     "save to None": (lambda: tokenizer().save(None), TypeError,
-                     ["CharTokenizer.save:", "path must be a str or a pathlib.Path",
-                      "got NoneType"]),
+                     ["CharTokenizer.save:", "path must be a path (a str or a pathlib.Path)",
+                      "got None"]),
     "read_text of a number": (lambda: data.read_text(123), TypeError,
-                              ["read_text:", "path must be a str or a pathlib.Path", "got int"]),
+                              ["read_text:", "path must be a path (a str or a pathlib.Path)",
+                               "got 123"]),
 }
 
 

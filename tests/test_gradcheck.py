@@ -10,9 +10,10 @@ import minitf.models as models
 import minitf.nn as nn
 from mistakes import layer_norm_backward_without_variance
 from minitf import gradcheck_cases
-from minitf.gradcheck import (TOLERANCE, FunctionCase, ModuleCase, Row, check, format_table,
-                              numerical_gradient, relative_error)
+from minitf.gradcheck import (TOLERANCE, FunctionCase, ModuleCase, Row, check, check_entries,
+                              format_table, numerical_gradient, relative_error)
 from minitf.nn.module import Module
+from test_bad_input import raises
 
 
 def _wanted_tensors(case):
@@ -199,3 +200,45 @@ def test_the_helpers_refuse_what_would_give_a_meaningless_number():
         numerical_gradient(lambda: 0.0, np.ones(3), step=0.0)
     with pytest.raises(ValueError, match=r"^relative_error: a has shape \(0,\) and b \(3,\)"):
         relative_error(np.ones(0), np.ones(3))                    # it said 0.0: a match
+
+
+def test_numerical_gradient_names_a_loss_that_is_no_function_or_no_scalar():
+    x = np.ones((2, 3))
+    with raises(TypeError, "numerical_gradient: loss must be a function of no arguments",
+                "got None"):
+        numerical_gradient(None, x)                       # 'NoneType' object is not callable
+    with raises(TypeError, "numerical_gradient: loss must return a scalar",
+                "an array of shape (2, 3)", "float((f() * g).sum())"):
+        numerical_gradient(lambda: x * 2, x)              # setting an array element with a sequence
+    with raises(TypeError, "numerical_gradient: loss must return a real number; got 'a'"):
+        numerical_gradient(lambda: "a", x)
+    # what a loss may be: a Python float, a NumPy scalar, a 0-d array
+    for loss in (lambda: float(x.sum()), lambda: x.sum(), lambda: np.array(x.sum())):
+        np.testing.assert_allclose(numerical_gradient(loss, x), np.ones((2, 3)), rtol=1e-6)
+
+
+def test_the_helpers_name_a_case_a_table_or_an_array_of_the_wrong_kind():
+    x = np.ones(3)
+    with raises(TypeError, "relative_error: a must be a NumPy or CuPy array; got a list"):
+        relative_error([1.0], [1.0])                      # 'list' object has no attribute 'shape'
+    assert relative_error(np.float64(1.0), np.float64(1.0)) == 0.0     # a NumPy scalar is kept
+    with raises(TypeError, "FunctionCase: forward must be a function", "got None"):
+        FunctionCase(None, F.relu_backward, {"x": x}, ("x",))
+    with raises(TypeError, "FunctionCase: backward must be a function", "got 'x'"):
+        FunctionCase(F.relu, "x", {"x": x}, ("x",))
+    with raises(TypeError, "FunctionCase: options must be a dict", "got list"):
+        FunctionCase(F.relu, F.relu_backward, {"x": x}, ("x",), [1])
+    with raises(TypeError, "ModuleCase: options must be a dict", "got list"):
+        ModuleCase(nn.ReLU(), {"x": x}, [1])
+    for case, got in ((None, "got None"), ("case", "got 'case'")):
+        with raises(TypeError, "check: case must be a FunctionCase or a ModuleCase", got):
+            check("relu", case)                           # AttributeError: no attribute 'forward'
+    case = gradcheck_cases.build("LayerNorm")
+    for per_tensor in (0, -3, 2.5):                       # NumPy's "negative dimensions"
+        with raises(ValueError, "check_entries: per_tensor must be a positive integer",
+                    f"got {per_tensor}"):
+            check_entries("LayerNorm", case, per_tensor=per_tensor)
+    with raises(TypeError, "format_table: rows must be a list of Row", "got None"):
+        format_table(None)                                # 'NoneType' object is not iterable
+    with raises(TypeError, "format_table: rows must be a list of Row", "a list holding 'a'"):
+        format_table(["a"])                               # 'str' object has no attribute 'check'

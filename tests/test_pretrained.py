@@ -251,3 +251,56 @@ def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
         similarity(model, tokenizer, "a b")                               # one per character
     losses, _ = fine_tune(classifier, tokenizer, ["a b", "c"], [1, 0], steps=1, batch_size=2)
     assert len(losses) == 1, "labels given as a list are taken"
+
+
+def test_a_path_that_is_no_path_is_named(tmp_path):
+    for call, where in ((pretrained.load, "load"), (pretrained.find_model_dir, "find_model_dir"),
+                        (pretrained.read_safetensors, "read_safetensors")):
+        for path, got in ((123, "got 123"), (["a"], "got a list"), (3.5, "got 3.5")):
+            with raises(TypeError, f"{where}: path must be a path (a str or a pathlib.Path)", got):
+                call(path)                   # expected str, bytes or os.PathLike object, not int
+    with raises(TypeError, "read_safetensors: path must be a path", "got None"):
+        pretrained.read_safetensors(None)
+
+
+def test_weights_that_do_not_fit_name_what_is_missing():
+    tensors = _published_tensors(np.random.default_rng(3), TINY)
+    encoder = encoder_from_config(TINY)
+    del tensors["embeddings.LayerNorm.bias"]
+    with raises(ValueError, "load_weights: the weights have no embeddings.LayerNorm.bias;",
+                "do not fit"):
+        pretrained.load_weights(encoder, tensors)                  # KeyError: '…bias'
+    with raises(ValueError, "load_weights: the weights have no embeddings.word_embeddings.weight",
+                "(37 in all)"):
+        pretrained.load_weights(encoder, {})
+    with raises(ValueError, "bert_weights: the weights have no encoder.layer.2.",
+                "of 5 blocks", "hold 2"):
+        pretrained.bert_weights(_published_tensors(np.random.default_rng(3), TINY), 5)
+    with raises(TypeError, "load_weights: tensors must be a dict", "got NoneType"):
+        pretrained.load_weights(encoder, None)                     # no attribute 'items'
+    with raises(TypeError, "load_weights: encoder must be a BertEncoder", "got NoneType"):
+        pretrained.load_weights(None, tensors)                     # no attribute 'blocks'
+
+
+def test_the_tokenizer_and_the_model_name_what_they_cannot_use():
+    with raises(TypeError, "WordPieceTokenizer: vocab must be a list of tokens", "got NoneType"):
+        pretrained.WordPieceTokenizer(None)                        # 'NoneType' not iterable
+    tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"])
+    with raises(TypeError, "WordPieceTokenizer.batch: texts must be a list of strings",
+                "got NoneType"):
+        tokenizer.batch(None)
+    encoder = encoder_from_config(TINY)
+    ids = backend.to_device(np.array([[2, 4, 3]]))
+    with raises(ValueError, "BertEncoder: types has shape (1, 2); wanted (1, 3), the shape of ids"):
+        encoder(ids, backend.to_device(np.array([[0, 1]])))        # operands could not broadcast
+    encoder(ids)
+    assert encoder.probs(-1).shape == (1, 2, 3, 3), "the last layer, counted from the end"
+    for layer in (2, 0.5):                                        # IndexError, TypeError
+        with raises(ValueError, "BertEncoder.probs: layer must be an integer in [-2, 1]",
+                    f"got {layer}"):
+            encoder.probs(layer)
+    with raises(TypeError, "SentenceEncoder: encoder must be a BertEncoder", "got NoneType"):
+        pretrained.SentenceEncoder(None)
+    with raises(TypeError, "SentenceClassifier: encoder must be a BertEncoder",
+                "got SentenceEncoder: pass its .encoder"):
+        pretrained.SentenceClassifier(pretrained.SentenceEncoder(encoder), 2)  # no .config

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
-from os import PathLike
 from pathlib import Path
 
 import numpy as np
 
 from minitf.backend import is_array, randint, to_device, to_numpy
-from minitf.validate import check_ids, check_int, check_probability, check_real
+from minitf.validate import check_ids, check_int, check_path, check_probability, check_real
 
 
 class CharTokenizer:
@@ -91,10 +90,8 @@ class CharTokenizer:
 
 
 def _path(path, where: str) -> Path:
-    """A file's path: a str or a pathlib.Path (None is no file name)."""
-    if not isinstance(path, (str, PathLike)):
-        raise TypeError(f"{where}: path must be a str or a pathlib.Path; "
-                        f"got {type(path).__name__}")
+    """A file's path, checked: a str or a pathlib.Path (None is no file name)."""
+    check_path(path, "path", where)
     return Path(path)
 
 

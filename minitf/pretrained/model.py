@@ -15,7 +15,7 @@ import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn import (EncoderBlock, Embedding, LayerNorm, LearnedPositionalEmbedding, Linear,
                        MeanPool, Module)
-from minitf.validate import check_ids, check_shape
+from minitf.validate import check_array, check_ids, check_int, check_shape
 
 
 class BertEncoder(Module):
@@ -51,7 +51,15 @@ class BertEncoder(Module):
         check_shape(ids, "ids", ("b", "n"), where)
         check_ids(ids, "ids", self.word.vocab_size, where)
         xp = get_array_module(ids)
-        types = xp.zeros_like(ids) if types is None else types     # one sentence: all type 0
+        if types is None:
+            types = xp.zeros_like(ids)                              # one sentence: all type 0
+        else:                                  # one type per token: else a broadcast error
+            check_array(types, "types", where)
+            if tuple(types.shape) != tuple(ids.shape):
+                raise ValueError(f"{where}: types has shape {tuple(types.shape)}; wanted "
+                                 f"{tuple(ids.shape)}, the shape of ids")
+            check_ids(types, "types", self.token_type.vocab_size, where,
+                      size_name="type_vocab_size")
         self.keep = ids != self.pad_id                                          # (b, n)
         mask = F.padding_mask_from_ids(ids, self.pad_id)                       # (b, 1, 1, n)
         x = self.norm(self.position(self.word(ids)) + self.token_type(types))  # (b, n, d)
@@ -71,7 +79,19 @@ class BertEncoder(Module):
 
     def probs(self, layer: int):
         """Layer ``layer``'s attention weights from the last forward, (b, h, n, n)."""
+        n = len(self.blocks)                       # negative counts from the end, as in a list
+        check_int(layer, "layer", "BertEncoder.probs", low=-n, high=n - 1,
+                  what=f"one of the {n} block{'s' * (n != 1)}")
         return self.blocks[layer].self_attn.layer.probs
+
+
+def _check_encoder(encoder, where: str) -> None:
+    """TypeError unless ``encoder`` is a BertEncoder; the likeliest slip, the SentenceEncoder
+    that load() returns, is told where its encoder is."""
+    if not isinstance(encoder, BertEncoder):
+        hint = ": pass its .encoder" if isinstance(encoder, SentenceEncoder) else ""
+        raise TypeError(f"{where}: encoder must be a BertEncoder, such as model.encoder after "
+                        f"model, tokenizer = pretrained.load(); got {type(encoder).__name__}{hint}")
 
 
 class SentenceEncoder(Module):
@@ -82,6 +102,7 @@ class SentenceEncoder(Module):
     """
 
     def __init__(self, encoder: BertEncoder):
+        _check_encoder(encoder, type(self).__name__)
         self.encoder = encoder
         self.pool = MeanPool()
 
@@ -109,6 +130,7 @@ class SentenceClassifier(Module):
     """
 
     def __init__(self, encoder: BertEncoder, n_classes: int):
+        _check_encoder(encoder, type(self).__name__)
         self.sentence = SentenceEncoder(encoder)
         self.head = Linear(encoder.config["d_model"], n_classes)
 

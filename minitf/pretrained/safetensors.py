@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minitf.validate import check_path
+
 # The dtype names of the format -> NumPy dtypes, little-endian ("<").  BF16 has no NumPy dtype and
 # is widened to float32 below (bfloat16 is the top half of a float32).
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
@@ -27,6 +29,7 @@ MAX_HEADER_BYTES = 100_000_000          # the format's own limit on the header
 
 def read_safetensors(path) -> dict:
     """{name: NumPy array} for every tensor in the file at ``path`` (a fresh copy of each)."""
+    check_path(path, "path", "read_safetensors")
     data = Path(path).read_bytes()
     if len(data) < 8:
         raise ValueError(f"read_safetensors: {path} has {len(data)} bytes; wanted a safetensors "

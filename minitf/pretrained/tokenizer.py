@@ -12,11 +12,12 @@ and unknown words.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 from minitf.backend import to_device, to_numpy
 from minitf.data.tasks import pad_batch
-from minitf.validate import check_ids, check_int
+from minitf.validate import check_ids, check_int, check_path
 
 MAX_WORD_CHARS = 100                   # a longer "word" is [UNK] without trying
 
@@ -53,6 +54,9 @@ class WordPieceTokenizer:
     """
 
     def __init__(self, vocab, max_len: int = 512):
+        if not isinstance(vocab, Iterable):
+            raise TypeError(f"WordPieceTokenizer: vocab must be a list of tokens in id order (the "
+                            f"lines of vocab.txt); got {type(vocab).__name__}")
         self.vocab = list(vocab)
         self.index = {token: i for i, token in enumerate(self.vocab)}
         for special in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
@@ -70,6 +74,7 @@ class WordPieceTokenizer:
     @classmethod
     def from_file(cls, path, max_len: int = 512) -> "WordPieceTokenizer":
         """Read vocab.txt: one token a line, the line number its id."""
+        check_path(path, "path", "WordPieceTokenizer.from_file")
         lines = Path(path).read_text(encoding="utf-8").split("\n")
         return cls([line.rstrip("\r") for line in lines if line.rstrip("\r")], max_len)
 
@@ -127,9 +132,11 @@ class WordPieceTokenizer:
 
     def batch(self, texts):
         """Several texts -> (b, n) int64 ids on the active backend, right-padded with [PAD]."""
-        if isinstance(texts, str):
-            raise TypeError("WordPieceTokenizer.batch: texts must be a list of strings; got one "
-                            "string (wrap it in a list)")
+        if isinstance(texts, str) or not isinstance(texts, Iterable):
+            got = "one string (wrap it in a list)" if isinstance(texts, str) else \
+                type(texts).__name__
+            raise TypeError(f"WordPieceTokenizer.batch: texts must be a list of strings; got "
+                            f"{got}")
         ids, _ = pad_batch([self.encode(text) for text in texts], self.pad_id)
         return to_device(ids)
 
