@@ -3,6 +3,7 @@ import math
 
 import minitf.functional as F
 from minitf.nn import Module
+from minitf.validate import at_the_boundary
 
 
 class Model(Module):
@@ -35,6 +36,7 @@ class Model(Module):
         return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))
 
 
+    @at_the_boundary        # skipped for generate's steps: the cache is one generate made
     def _check_cache(self, cache, where: str) -> None:
         """None, or a cache as new_cache() makes it: a list with one entry per block. Anything
         else (a string, an array, a list of another length) would be indexed like one, and fail
