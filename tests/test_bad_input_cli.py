@@ -17,6 +17,8 @@ from minitf.models import DecoderLM
 from minitf.optim import AdamW
 from minitf.train import Trainer
 
+from test_bad_input import raises
+
 
 def one_line(capsys) -> str:
     err = capsys.readouterr().err.strip()
@@ -187,3 +189,33 @@ def test_generate_prints_each_character_as_it_is_drawn(run, capsys):
     assert cli.main(["generate", "--checkpoint", str(run), "--prompt", "the ",
                      "--max-new-tokens", "5"]) == 0
     assert len(capsys.readouterr().out) == len("the ") + 5 + 1
+
+
+def test_homework_from_python_names_what_the_flags_would_have_refused(tmp_path):
+    """From a script, solutions='no' (truthy) wrote the answers into the students' copy, one
+    name as a string was read letter by letter ("no exercise named 'r'"), and None for a path
+    was pathlib's TypeError."""
+    from minitf import homework
+    from minitf.exercises import find
+    from minitf.homework.autograder import build
+    out = tmp_path / "hw"
+    with raises(ValueError, "homework.make: solutions must be True or False; got 'no'"):
+        homework.make(out, ["relu_backward"], solutions="no")
+    with raises(TypeError, "homework.make: exercises must be a list; got 'relu_backward'",
+                "wrap it in a list"):
+        homework.make(out, "relu_backward")
+    with raises(TypeError, "homework.make: exercises must be a list of names; got None"):
+        homework.make(out, [None])
+    with raises(TypeError, "homework.make: files must be a list; got 'ops.py'"):
+        homework.make(out, files="ops.py")
+    with raises(TypeError, "homework.make: out must be a path", "got None"):
+        homework.make(None, ["relu_backward"])
+    assert not out.exists(), "nothing was written"
+    with raises(TypeError, "homework.grade: folder must be a path", "got None"):
+        homework.grade(None)
+    with raises(TypeError, "homework.grade: submission must be a path", "got 5"):
+        homework.grade(tmp_path, submission=5)
+    with raises(TypeError, "autograder.build: folder must be a path", "got None"):
+        build(None, tmp_path / "hw.zip")
+    with raises(TypeError, "exercises.find: name must be an exercise's name, a str; got None"):
+        find(None)

@@ -229,6 +229,8 @@ BY_NAME = {e.name.lower(): e for e in EXERCISES}
 
 def find(name: str) -> Exercise:
     """The exercise called ``name`` (any case; "MultiHeadAttention_backward" works as well)."""
+    if not isinstance(name, str):
+        raise TypeError(f"exercises.find: name must be an exercise's name, a str; got {name!r}")
     key = name.strip().lower().removesuffix(".py")
     exercise = BY_NAME.get(key) or {e.filename[:-3].lower(): e for e in EXERCISES}.get(key)
     if exercise is None:

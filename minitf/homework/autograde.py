@@ -31,6 +31,7 @@ from minitf.exercises.grade import Result, _their_lines, report, run_cases
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.handout import MANIFEST, check_name
+from minitf.validate import check_path
 
 _loaded = itertools.count()
 
@@ -169,6 +170,9 @@ def find_submitted(submission: Path, file: str) -> Path | None:
 def grade(folder, submission=None) -> list[Outcome]:
     """Grade every exercise of the homework directory ``folder``, in the manifest's order; with
     ``submission``, each exercise's file is taken from that folder instead (see find_submitted)."""
+    check_path(folder, "folder", "homework.grade")
+    if submission is not None:
+        check_path(submission, "submission", "homework.grade")
     folder = Path(folder).resolve()
     data = manifest(folder)
     if submission is not None and not Path(submission).is_dir():

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from minitf.homework.autograde import manifest
 from minitf.homework.handout import MANIFEST, PACKAGE, SKIP
+from minitf.validate import check_path
 
 # A fixed timestamp for every entry, so the same homework gives the same zip byte for byte.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -97,6 +98,8 @@ def _homework_files(folder: Path, data: dict) -> list[str]:
 
 def build(folder, out) -> Path:
     """Write the Gradescope autograder zip ``out`` for the homework directory ``folder``."""
+    check_path(folder, "folder", "autograder.build")
+    check_path(out, "out", "autograder.build")
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
     if (PACKAGE.parent / MANIFEST).is_file():

@@ -15,12 +15,14 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import os
 from pathlib import Path
 
 import minitf
 from minitf.exercises import EXERCISES, find
 from minitf.exercises.starter import _docstring
 from minitf.homework import regions as R
+from minitf.validate import check_flags, check_path
 
 MANIFEST = "homework.json"
 PACKAGE = Path(minitf.__file__).parent
@@ -152,10 +154,29 @@ def _copy_package(out: Path, blank: dict, solutions: bool) -> dict:
     return frames
 
 
+def _check_make(out, exercises, files, solutions) -> None:
+    """make's arguments from Python (the command line's are its flags'): a yes/no that is no
+    bool, such as 'no', would write the answers into the students' copy."""
+    where = "homework.make"
+    check_path(out, "out", where)
+    check_flags(where, solutions=solutions)
+    for name, given in (("exercises", exercises), ("files", files)):
+        if isinstance(given, (str, os.PathLike)) or not hasattr(given, "__iter__"):
+            hint = " (one: wrap it in a list)" if isinstance(given, (str, os.PathLike)) else ""
+            raise TypeError(f"{where}: {name} must be a list; got {given!r}{hint}")
+    for name in exercises:
+        if not isinstance(name, str):
+            raise TypeError(f"{where}: exercises must be a list of names; got {name!r} among "
+                            f"them")
+    for path in files:
+        check_path(path, "files", where)
+
+
 def make(out, exercises=(), files=(), solutions=False) -> Path:
     """Write the homework directory ``out``: the catalogue ``exercises`` by name, and every
     region of each instructor's file in ``files``. Checks everything before writing anything.
     ``solutions``: the same directory with the bodies answered (the instructor's key)."""
+    _check_make(out, exercises, files, solutions)
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         got = "is a file" if not out.is_dir() else "already exists and is not empty"
