@@ -41,6 +41,15 @@ CASES = {
                                                 "at least 1 axis"]),
     "dropout of integers": (lambda: F.dropout(ints(4), 0.5), TypeError,
                             ["dropout:", "x has dtype int64"]),
+    "dropout told training='no'": (lambda: F.dropout(floats(4), 0.5, training="no"),
+                                   ValueError, ["dropout:", "training must be True or False",
+                                                "got 'no'"]),     # it dropped: 'no' is truthy
+    "layer_norm of integers": (lambda: F.layer_norm(ints(2, 3), floats(3), floats(3)),
+                               TypeError, ["layer_norm:", "x has dtype int64"]),  # a float64 y
+    "mse_loss of integers": (lambda: F.mse_loss(ints(2, 3), ints(2, 3)), TypeError,
+                             ["mse_loss:", "pred has dtype int64"]),
+    "mse_loss of nothing": (lambda: F.mse_loss(floats(0), floats(0)), ValueError,
+                            ["mse_loss:", "pred has shape (0,), no entries"]),   # it was NaN
     "cross_entropy of boolean logits": (
         lambda: F.cross_entropy(ints(2, 5) > 0, backend.to_device(np.array([1, 2]))),
         TypeError, ["cross_entropy:", "logits has dtype bool"]),

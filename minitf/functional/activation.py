@@ -8,7 +8,7 @@ import math
 
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import erf, float_errors_ignored, get_array_module, rand
-from minitf.validate import check_array, check_float, check_probability, gradient_of
+from minitf.validate import check_array, check_flags, check_float, check_probability, gradient_of
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -131,6 +131,7 @@ def dropout(x, p, training=True):
     """
     check_float(x, "x", "dropout")
     check_probability(p, "p", "dropout")
+    check_flags("dropout", training=training)       # 'no' is truthy: it would drop all the same
     if not training or p == 0.0:
         return x, None
     keep = rand(*x.shape, dtype=x.dtype, like=x) >= p

@@ -4,13 +4,14 @@
 """
 from minitf.array_ops import row_dot, row_sum, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import at_the_boundary, check_real, check_shape, gradient_of
+from minitf.validate import at_the_boundary, check_float, check_real, check_shape, gradient_of
 
 
 @at_the_boundary
 def _check_layer_norm(x, gamma, beta, eps):
     """layer_norm's arguments, skipped as one call inside a model (see linear's)."""
     check_real(eps, "eps", "layer_norm", low=0, low_open=False)     # ε < 0: rows blow up
+    check_float(x, "x", "layer_norm")                               # integers: a float64 copy
     check_shape(gamma, "gamma", ("d",), "layer_norm")
     check_shape(x, "x", ("...", ("d", gamma.shape[0])), "layer_norm")
     check_shape(beta, "beta", (("d", gamma.shape[0]),), "layer_norm")

@@ -3,7 +3,7 @@ rather than a class. (The classification loss, cross-entropy, lives beside softm
 
     mse_loss:   L = (1 / N) Σ_i (pred_i − target_i)²       over all N entries
 """
-from minitf.validate import check_array, check_like, check_loss_gradient
+from minitf.validate import check_float, check_like, check_loss_gradient
 
 
 def mse_loss(pred, target):
@@ -15,8 +15,11 @@ def mse_loss(pred, target):
     pred: (...)   target: (...)   ->   loss: 0-d, the dtype of pred
     """
     where = "mse_loss"
-    check_array(pred, "pred", where)
+    check_float(pred, "pred", where)              # integers: a mean of squares, not a regression
     check_like(target, "target", pred.shape, pred.dtype, where, "pred")
+    if pred.size == 0:                            # the mean of no numbers is NaN
+        raise ValueError(f"{where}: pred has shape {tuple(pred.shape)}, no entries; wanted at "
+                         f"least one to average over")
     diff = pred - target                                         # e = pred − target   (...)
     loss = (diff * diff).mean()                                  # (1/N) Σ e²          ()
     return loss, diff
@@ -29,5 +32,5 @@ def mse_loss_backward(dloss, cache):
     """
     check_loss_gradient(dloss, "mse_loss_backward")
     diff = cache
-    dpred = diff * (2.0 * dloss / max(diff.size, 1))
+    dpred = diff * (2.0 * dloss / diff.size)
     return dpred, -dpred
