@@ -17,8 +17,8 @@ import warnings
 import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
-from minitf.validate import (already_checked, check_flags, check_ids, check_int, check_real,
-                             check_sampling, check_shape)
+from minitf.validate import (already_checked, check_flags, check_float, check_ids, check_int,
+                             check_real, check_sampling, check_shape)
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -26,6 +26,10 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
     """Pick one token per row from next-token logits.   logits: (b, V)  ->  ids: (b,)"""
     # a (V,) vector would be read as V rows of one logit each: V ids, each 0
     check_shape(logits, "logits", ("b", "V"), "sample_next")
+    check_float(logits, "logits", "sample_next")
+    # a NaN row would sample id 0 and say nothing; −inf is allowed: a token ruled out
+    if bool(get_array_module(logits).isnan(logits).any()):
+        raise ValueError("sample_next: logits holds NaN; wanted numbers (−inf rules a token out)")
     if logits.shape[-1] == 0:
         raise ValueError("sample_next: logits has no classes (V = 0); wanted at least one")
     check_sampling(0, temperature, top_k, top_p, greedy, "sample_next")

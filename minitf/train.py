@@ -26,7 +26,7 @@ from typing import Callable
 
 from minitf.backend import float_errors_ignored, get_array_module
 from minitf.optim import Optimizer, clip_grad_norm, grad_norm
-from minitf.validate import check_int, check_real
+from minitf.validate import check_flags, check_int, check_real
 
 
 def _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, clip, save,
@@ -50,6 +50,9 @@ def _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, cl
                             f"or None")
     check_int(eval_every, "eval_every", where, what="steps between validations")
     check_int(save_every, "save_every", where, low=0, what="steps between saves (0: none)")
+    if save_every and save is None:         # the run would be saved never, and nothing said
+        raise ValueError(f"{where}: save_every={save_every} but save is None; wanted a function "
+                         f"that writes a checkpoint (or save_every=0)")
     if clip is not None:
         check_real(clip, "clip", where, low=0)
 
@@ -160,6 +163,7 @@ class Trainer:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
         until ``stop_requested`` is set."""
         check_int(steps, "steps", "Trainer.fit", low=0, what="the step to train until")
+        check_flags("Trainer.fit", progress=progress)
         if self.batches is None and self.step < steps:
             raise ValueError("Trainer.fit: batches is None; wanted a function returning "
                              "(inputs…, targets), given when the Trainer was made")

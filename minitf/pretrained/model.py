@@ -15,7 +15,7 @@ import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn import (EncoderBlock, Embedding, LayerNorm, LearnedPositionalEmbedding, Linear,
                        MeanPool, Module)
-from minitf.validate import check_array, check_ids, check_int, check_shape
+from minitf.validate import check_array, check_ids, check_int, check_shape, check_sizes
 
 
 class BertEncoder(Module):
@@ -37,6 +37,10 @@ class BertEncoder(Module):
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len,
                            type_vocab_size=type_vocab_size, eps=eps, pad_id=pad_id)
+        where = type(self).__name__
+        check_sizes(where, vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
+                    n_layers=n_layers, d_ff=d_ff, max_len=max_len, type_vocab_size=type_vocab_size)
+        check_int(pad_id, "pad_id", where, low=0, high=vocab_size - 1, what="a token id")
         self.pad_id = pad_id
         self.word = Embedding(vocab_size, d_model)
         self.position = LearnedPositionalEmbedding(max_len, d_model)
