@@ -31,6 +31,12 @@ def test_a_block_names_itself_for_a_bad_input(backend_name):
     (lambda: models.VisionTransformer(8, 0, 2), "VisionTransformer: patch_size must be a positive integer"),
     (lambda: models.VisionTransformer(-8, 2, 2), "VisionTransformer: image_size must be a positive integer"),
     (lambda: models.SetEncoder(3, 0), "SetEncoder: n_classes must be a positive integer"),
+    (lambda: models.DecoderLM(10, n_layers=0, activation="tanh"),    # no block to refuse it
+     "DecoderLM: activation must be one of ('relu', 'gelu', 'gelu_exact'); got 'tanh'"),
+    (lambda: models.Transformer(5, 5, n_layers=0, activation="tanh"),
+     "Transformer: activation must be one of"),
+    (lambda: models.EncoderClassifier(10, 2, n_layers=0, activation="tanh"),
+     "EncoderClassifier: activation must be one of"),
 ])
 def test_a_model_names_its_own_bad_size(build, message):
     """Each was built silently (a pad_id of None or outside the vocabulary, -1 blocks, a negative

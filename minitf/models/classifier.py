@@ -6,6 +6,7 @@ from minitf.models.base import Model
 from minitf.models.encoder import cls_key_mask, token_inputs
 from minitf.nn import (ClassToken, Dropout, EncoderBlock, LayerNorm, LearnedPositionalEmbedding,
                        Linear, MeanPool, Stack, TokenEmbedding, initialize)
+from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
 from minitf.validate import check_finite, check_int, check_sizes, feed_forward_width
 
@@ -22,6 +23,7 @@ class _ClassTokenEncoder(Model):
     def _build_encoder(self, n_tokens, n_classes, d_model, n_heads, n_layers, d_ff, dropout,
                        activation, attn_dropout, init, positions=True, pooling="cls"):
         check_init(init, type(self).__name__)
+        check_activation(activation, type(self).__name__)
         # one class has a softmax of 1 whatever the input: a loss of exactly 0, nothing to learn
         check_int(n_classes, "n_classes", type(self).__name__, low=2,
                   what="the number of classes to tell apart")

@@ -4,6 +4,7 @@ from minitf.models.base import Model
 from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        LearnedPositionalEmbedding, Linear, SinusoidalPositionalEncoding, Stack,
                        initialize)
+from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
 from minitf.validate import (check_flags, check_heads, check_ids, check_int, check_probability,
                              check_shape, feed_forward_width)
@@ -53,6 +54,7 @@ class DecoderLM(Model):
         check_heads(d_model, n_heads, "DecoderLM")
         check_probability(dropout, "dropout", "DecoderLM")
         check_probability(attn_dropout, "attn_dropout", "DecoderLM")
+        check_activation(activation, "DecoderLM")
         d_ff = feed_forward_width(d_ff, d_model, "DecoderLM")
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,

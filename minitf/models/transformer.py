@@ -5,6 +5,7 @@ import minitf.functional as F
 from minitf.models.base import Model
 from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, LayerNorm, Linear,
                        SinusoidalPositionalEncoding, Stack, initialize)
+from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
 from minitf.validate import (check_finite, check_flags, check_ids, check_int, check_shape,
                              check_sizes, feed_forward_width)
@@ -39,6 +40,7 @@ class Transformer(Model):
                  pad_id: int = 0, activation: str = "relu", attn_dropout: float = 0.0,
                  init: str = "normal"):
         check_init(init, "Transformer")
+        check_activation(activation, "Transformer")
         check_flags("Transformer", pre_ln=pre_ln, share_embeddings=share_embeddings)
         check_sizes("Transformer", src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
                     d_model=d_model, n_heads=n_heads, n_layers=n_layers)

@@ -8,6 +8,14 @@ from minitf.validate import check_flags, check_int
 ACTIVATIONS = {"relu": lambda: ReLU(), "gelu": lambda: GELU("tanh"), "gelu_exact": lambda: GELU("none")}
 
 
+def check_activation(activation, where: str) -> None:
+    """ValueError unless ``activation`` names one of ACTIVATIONS. A model checks it itself: with
+    n_layers=0 no FeedForward would, and its config would keep a name no block can build."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"{where}: activation must be one of {tuple(ACTIVATIONS)}; "
+                         f"got {activation!r}")
+
+
 class FeedForward(Module):
     """The position-wise MLP: y = act(x W_1 + b_1) W_2 + b_2, with d_ff usually 2-8 × d_model.
 
@@ -19,9 +27,7 @@ class FeedForward(Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0,
                  bias: bool = True):
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"FeedForward: activation must be one of {tuple(ACTIVATIONS)}; "
-                             f"got {activation!r}")
+        check_activation(activation, "FeedForward")
         check_int(d_ff, "d_ff", "FeedForward", what="the hidden layer's width")
         self.W_1 = Linear(d_model, d_ff, bias)
         self.act = ACTIVATIONS[activation]()
