@@ -87,12 +87,15 @@ def _load_cupy():
     return cupy
 
 
+def check_backend_name(name, where: str) -> None:
+    """ValueError unless ``name`` is one of BACKENDS, in ``where``'s words."""
+    if name not in BACKENDS:
+        raise ValueError(f"{where}: backend must be one of {BACKENDS}; got {name!r}")
+
+
 def _module_for(name: str, where: str):
-    if name == "numpy":
-        return numpy
-    if name == "cupy":
-        return _load_cupy()
-    raise ValueError(f"{where}: backend must be one of {BACKENDS}; got {name!r}")
+    check_backend_name(name, where)
+    return numpy if name == "numpy" else _load_cupy()
 
 
 def use(name: str) -> _Undo:

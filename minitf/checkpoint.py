@@ -40,7 +40,7 @@ from minitf.backend import rng_state, set_rng_state
 from minitf.data import CharTokenizer
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
-from minitf.validate import not_real_numbers
+from minitf.validate import check_path, not_real_numbers
 
 FORMAT = "minitf-checkpoint"
 VERSION = 1
@@ -100,8 +100,7 @@ def _check_meta(meta: dict, where: str) -> None:
 
 def _run_directory(directory, where: str) -> Path:
     """``directory`` as a Path, refused in one line when it is no path or is a file."""
-    if not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(f"{where}: directory is a {type(directory).__name__}; wanted a path")
+    check_path(directory, "directory", where)
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"{where}: {directory} is a file; wanted a run directory")

@@ -32,7 +32,7 @@ from typing import Callable
 
 from minitf.backend import get_array_module, is_array, randint, randn, seed
 from minitf.nn.module import Module, as_tuple
-from minitf.validate import check_int, check_real
+from minitf.validate import check_int, check_real, is_real_number
 
 TOLERANCE = 1e-6   # the one threshold every gradient check in minitf must meet
 STEP = 1e-6        # h, the finite-difference step (float64: O(h²) truncation, O(ε/h) rounding)
@@ -178,9 +178,7 @@ def _scalar(value):
         raise TypeError(f"numerical_gradient: loss must return a scalar; got an array of shape "
                         f"{tuple(value.shape)} (for an output y, return the scalar Σ g ⊙ y for a "
                         f"fixed random g of y's shape: lambda: float((f() * g).sum()))")
-    real = (value.dtype.kind in "fiu" if hasattr(value, "dtype") else
-            isinstance(value, (int, float)) and not isinstance(value, bool))
-    if not real:
+    if not is_real_number(value):
         raise TypeError(f"numerical_gradient: loss must return a real number; got "
                         f"{_what(value)}")
     return value

@@ -26,7 +26,7 @@ from typing import Callable
 
 from minitf.backend import float_errors_ignored, get_array_module
 from minitf.optim import Optimizer, clip_grad_norm, grad_norm
-from minitf.validate import check_flags, check_int, check_real
+from minitf.validate import check_flags, check_int, check_real, is_real_number
 
 
 def _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, clip, save,
@@ -147,8 +147,7 @@ class Trainer:
                              "validation loss, given when the Trainer was made")
         self.model.eval()
         val = self.evaluate()
-        is_number = isinstance(val, (int, float)) or getattr(val, "ndim", None) == 0  # or 0-d array
-        if isinstance(val, bool) or not is_number:
+        if not is_real_number(val):
             raise TypeError(f"Trainer.validate: evaluate returned {val!r}; wanted the validation "
                             f"loss, a number")
         val = float(val)

@@ -337,17 +337,23 @@ def _check_gradient(dy, name: str, output_shape, cache, where: str, what: str) -
         check_shape(dy, name, shape, where)
 
 
+def is_real_number(value) -> bool:
+    """Whether ``value`` is one real number: a Python int or float (not a bool), a NumPy scalar
+    or a 0-d array of one. A loss, its gradient, what an evaluation returns."""
+    if getattr(value, "ndim", 0):                             # an array of several numbers
+        return False
+    if hasattr(value, "dtype"):                               # a 0-d array, a NumPy scalar
+        return value.dtype.kind in "fiu"
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_loss_gradient(dloss, where: str) -> None:
     """ValueError unless ``dloss`` is one number (a Python number or a 0-d array): the gradient of
     a loss, which is one number too; an array would broadcast into every entry's gradient."""
     if getattr(dloss, "ndim", 0):
         raise ValueError(f"{where}: dloss has shape {tuple(dloss.shape)}; wanted a scalar, the "
                          f"gradient of the one loss (usually 1.0)")
-    if hasattr(dloss, "dtype"):                                  # a 0-d array, a NumPy scalar
-        real = dloss.dtype.kind in "fiu"
-    else:
-        real = isinstance(dloss, (int, float)) and not isinstance(dloss, bool)
-    if not real:
+    if not is_real_number(dloss):
         raise TypeError(f"{where}: dloss is {dloss!r}; wanted a real number (usually 1.0)")
 
 

@@ -4,7 +4,6 @@
 softmax, a −inf becomes a weight of exactly 0. Masks are constants, so they get no gradient.
 """
 import math
-import numbers
 
 from minitf.backend import float_dtype, float_dtype_named, get_array_module
 from minitf.validate import at_the_boundary, check_array, check_ids, check_int, plain_int
@@ -86,9 +85,8 @@ def padding_mask_from_ids(ids, pad_id, dtype=None):
     if ids.ndim != 2:
         raise ValueError(f"padding_mask_from_ids: ids has shape {tuple(ids.shape)}; wanted (b, n)")
     # ids == None or ids == '0' is False everywhere: nothing would be masked, and nothing said
-    if isinstance(pad_id, bool) or not isinstance(pad_id, numbers.Integral):
-        raise ValueError(f"padding_mask_from_ids: pad_id must be an integer, the id of the "
-                         f"padding token; got {pad_id!r}")
+    check_int(plain_int(pad_id), "pad_id", "padding_mask_from_ids", low=0,
+              what="the id of the padding token")
     return as_additive_mask((ids != pad_id)[:, None, None, :], dtype)
 
 

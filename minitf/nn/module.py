@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 
-from minitf.backend import (BACKENDS, backend_of, float_dtype, float_dtype_named,
+from minitf.backend import (backend_of, check_backend_name, float_dtype, float_dtype_named,
                             float_errors_ignored, get_array_module, is_array, randn, to_device,
                             to_numpy)
 from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_like, check_shape,
@@ -331,8 +331,8 @@ class Module:
         state is dropped.
         """
         where = f"{type(self).__name__}.to"
-        if backend is not None and backend not in BACKENDS:      # before any parameter moves
-            raise ValueError(f"{where}: backend must be one of {BACKENDS}; got {backend!r}")
+        if backend is not None:                                  # before any parameter moves
+            check_backend_name(backend, where)
         if dtype is not None:
             dtype = float_dtype_named(dtype, where)
         for p in self.parameters():

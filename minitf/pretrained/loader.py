@@ -120,7 +120,11 @@ def bert_weights(tensors: dict, n_layers: int) -> dict:
 
         W_qkv = [W_queryᵀ | W_keyᵀ | W_valueᵀ],      b_qkv = [b_query | b_key | b_value]
     """
-    t = _published(tensors, n_layers, "bert_weights")
+    return _mapped(_published(tensors, n_layers, "bert_weights"), n_layers)
+
+
+def _mapped(t: dict, n_layers: int) -> dict:
+    """bert_weights' mapping, of tensors _published has checked."""
     weights = {ours: t[published] for ours, published in _EMBEDDINGS}
     for i in range(n_layers):
         ours, theirs = f"blocks.{i}.", f"encoder.layer.{i}."
@@ -147,8 +151,8 @@ def load_weights(encoder: BertEncoder, tensors: dict) -> None:
     if not isinstance(encoder, BertEncoder):
         raise TypeError(f"load_weights: encoder must be a BertEncoder (encoder_from_config "
                         f"builds one); got {type(encoder).__name__}")
-    _published(tensors, len(encoder.blocks), "load_weights")   # so the error names load_weights
-    weights = bert_weights(tensors, len(encoder.blocks))
+    n_layers = len(encoder.blocks)
+    weights = _mapped(_published(tensors, n_layers, "load_weights"), n_layers)
     for name, p in encoder.named_parameters():
         if name not in weights:
             raise ValueError(f"load_weights: the model file has no tensor for {name}")
