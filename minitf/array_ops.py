@@ -78,7 +78,7 @@ def row_sum(a, axis: int = -1):
     xp = get_array_module(a)
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
         return xp.moveaxis(row_sum(xp.moveaxis(a, axis, -1)), -1, axis)
-    if not on_numpy(a) or a.size < 128 * a.shape[-1]:
+    if a.size < 128 * a.shape[-1] or not on_numpy(a):      # the size first: the cheaper test
         return a.sum(axis=-1, keepdims=True)
     return a @ xp.ones((a.shape[-1], 1), dtype=a.dtype)
 
@@ -98,7 +98,7 @@ def row_max(a, axis: int = -1):
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
         return xp.moveaxis(row_max(xp.moveaxis(a, axis, -1)), -1, axis)
     d = a.shape[-1]
-    if not on_numpy(a) or not 16 <= d <= 128 or a.size < 128 * d:
+    if a.size < 128 * d or not 16 <= d <= 128 or not on_numpy(a):
         return a.max(axis=-1, keepdims=True)
     m = a
     while m.shape[-1] > 1:
@@ -161,7 +161,7 @@ def elementwise_in_blocks(fn, *arrays):
     Φ). What it saves: fn's temporaries are the size of a block, not of the arrays (GELU's
     backward makes two the size of the hidden layer), and a block stays in the cache from one of
     fn's passes to the next. On a GPU it is fn(*arrays) (see blocks_pay_off)."""
-    if not blocks_pay_off(*arrays) or arrays[0].size <= ELEMENTWISE_BLOCK:
+    if arrays[0].size <= ELEMENTWISE_BLOCK or not blocks_pay_off(*arrays):
         return fn(*arrays)
     flat = [a.reshape(-1) for a in arrays]               # views of C-ordered arrays, else copies
     results = fn(*(a[:ELEMENTWISE_BLOCK] for a in flat))        # the first block's: their dtypes

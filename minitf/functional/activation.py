@@ -8,7 +8,8 @@ import math
 
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import erf, float_errors_ignored, get_array_module, rand
-from minitf.validate import check_array, check_flags, check_float, check_probability, gradient_of
+from minitf.validate import (at_the_boundary, check_array, check_flags, check_float, check_probability,
+                             gradient_of)
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715
@@ -122,6 +123,15 @@ def _gelu_tanh_slope(x, cdf):
     # END SOLUTION
 
 
+@at_the_boundary
+def _check_dropout(x, p, training):
+    """dropout's arguments, as one check that a model's layers skip: a Dropout layer checked its p
+    when it was made and passes its own mode, and a generated token passes nine dropouts."""
+    check_float(x, "x", "dropout")
+    check_probability(p, "p", "dropout")
+    check_flags("dropout", training=training)       # 'no' is truthy: it would drop all the same
+
+
 def dropout(x, p, training=True):
     """Inverted dropout: zero each entry with probability p and scale the rest by 1 / (1 − p).
 
@@ -129,9 +139,7 @@ def dropout(x, p, training=True):
     simply the identity. The mask is drawn from minitf's seeded generator (minitf.backend.seed).
     x: (...)  ->  y: (...)
     """
-    check_float(x, "x", "dropout")
-    check_probability(p, "p", "dropout")
-    check_flags("dropout", training=training)       # 'no' is truthy: it would drop all the same
+    _check_dropout(x, p, training)
     if not training or p == 0.0:
         return x, None
     keep = rand(*x.shape, dtype=x.dtype, like=x) >= p

@@ -32,8 +32,10 @@ MASK_HINT = ("; a causal mask is (n_q, n_k), a padding mask (b, 1, 1, n_k), "
 
 
 @at_the_boundary
-def _check_qkv(q, k, v, where: str = "attention"):
-    """q, k and v: float arrays of at least 2 axes (..., n, d) whose shapes fit one another."""
+def _check_qkv(q, k, v, where: str = "attention", dropout_p=0.0):
+    """q, k and v: float arrays of at least 2 axes (..., n, d) whose shapes fit one another, and
+    the rate of attention dropout in [0, 1)."""
+    check_probability(dropout_p, "dropout_p", where)
     for name, a in (("q", q), ("k", k), ("v", v)):
         check_float(a, name, where, min_ndim=2)
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
@@ -72,8 +74,7 @@ def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
     ->    out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
     A query whose every key is masked gets probs 0 and out 0 (not NaN).
     """
-    _check_qkv(q, k, v)
-    check_probability(dropout_p, "dropout_p", "attention")
+    _check_qkv(q, k, v, dropout_p=dropout_p)
     scores_shape = (*q.shape[:-1], k.shape[-2])
     if mask is not None:
         check_broadcast(mask, "mask", scores_shape, _SCORES, "attention", MASK_HINT)

@@ -74,17 +74,15 @@ class Residual(Module):
         self.pre_ln = pre_ln
 
     def forward(self, x, *context, **options):
-        if self.pre_ln:
-            return x + self.drop(self._sublayer(self.norm(x), *context, **options))
-        return self.norm(x + self.drop(self._sublayer(x, *context, **options)))
-
-    def _sublayer(self, x, *context, **options):
-        """f(x), which must keep x's shape: it is added to x (a shape compare, nothing more)."""
-        y = self.layer(x, *context, **options)
-        if y.shape != x.shape:
+        f_in = self.norm(x) if self.pre_ln else x
+        f_out = self.layer(f_in, *context, **options)       # f(LN(x)) or f(x)
+        del f_in                                            # LN(x) need not outlive f
+        if f_out.shape != x.shape:                  # it is added to x: a shape compare, no more
             raise ValueError(f"Residual: its {type(self.layer).__name__} maps x {tuple(x.shape)} "
-                             f"to {tuple(y.shape)}; wanted x's shape, to add the output to x")
-        return y
+                             f"to {tuple(f_out.shape)}; wanted x's shape, to add the output to x")
+        if self.pre_ln:
+            return x + self.drop(f_out)
+        return self.norm(x + self.drop(f_out))
 
     def backward(self, dy):
         # BEGIN SOLUTION Residual.backward
