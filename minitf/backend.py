@@ -209,13 +209,18 @@ def float_dtype_named(dtype, where: str):
 # Host-side random numbers (the same draws on every backend)
 # ----------------------------------------------------------------------------------------------
 
+def _is_int(value) -> bool:
+    """An integer, a NumPy one too; not a bool (True is no size)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def seed(value: int) -> _Undo:
     """Restart minitf's random numbers from ``value``. In a ``with`` block, only for the block.
 
     Weights, dropout masks and test inputs all come from this one host generator, so the same seed
     gives the same numbers on NumPy and on CuPy.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+    if not _is_int(value) or value < 0:
         raise ValueError(f"seed: value must be an integer ≥ 0; got {value!r}")
     return _set(_rng, generator=numpy.random.default_rng(value))
 
@@ -227,12 +232,27 @@ def rng_state() -> dict:
 
 def set_rng_state(state: dict) -> None:
     """Put the generator back in a state taken by ``rng_state``."""
-    _rng["generator"].bit_generator.state = state
+    try:
+        _rng["generator"].bit_generator.state = state
+    except (TypeError, ValueError, KeyError):       # NumPy's words name no function
+        raise ValueError(f"set_rng_state: state must be a generator state that rng_state() "
+                         f"returned; got {str(state)[:60]}") from None
+
+
+def _draw_shape(shape, where: str) -> tuple:
+    """``shape`` of a draw, each size an integer ≥ 0: NumPy's own error for -1 or 2.5 names
+    neither the function nor the shape."""
+    if not all(_is_int(size) and size >= 0 for size in shape):
+        raise ValueError(f"{where}: the shape must be integers ≥ 0; got {tuple(shape)!r}")
+    return shape
 
 
 def randn(*shape: int, std: float = 1.0, dtype=None):
     """Normal draws with standard deviation ``std``, in the default float dtype, on the device."""
-    draws = _rng["generator"].standard_normal(shape) * std
+    if (isinstance(std, bool) or not isinstance(std, numbers.Real) or not math.isfinite(std)
+            or std < 0):                            # NaN would make every weight NaN
+        raise ValueError(f"randn: std must be a finite number ≥ 0; got {std!r}")
+    draws = _rng["generator"].standard_normal(_draw_shape(shape, "randn")) * std
     return to_device(draws, dtype=dtype or float_dtype())
 
 
@@ -242,12 +262,20 @@ def rand(*shape: int, dtype=None, like=None):
     where = None if like is None else backend_of(like)
     dtype = numpy.dtype(dtype or float_dtype())
     # Drawn in the wanted dtype: a float32 dropout mask costs a third less than float64 + cast.
-    return to_device(_rng["generator"].random(shape, dtype=dtype), backend=where)
+    return to_device(_rng["generator"].random(_draw_shape(shape, "rand"), dtype=dtype),
+                     backend=where)
 
 
 def randint(low: int, high: int, shape: tuple):
     """Integers drawn uniformly from [low, high), as int64, on the device."""
-    return to_device(_rng["generator"].integers(low, high, size=shape, dtype=numpy.int64))
+    if not (_is_int(low) and _is_int(high) and low < high):     # (0, 2.5) drew from [0, 2)
+        raise ValueError(f"randint: low and high must be integers with low < high; got "
+                         f"{low!r}, {high!r}")
+    shape = (shape,) if _is_int(shape) else shape
+    if not isinstance(shape, tuple):
+        raise ValueError(f"randint: shape must be a tuple of sizes; got {shape!r}")
+    return to_device(_rng["generator"].integers(low, high, size=_draw_shape(shape, "randint"),
+                                                dtype=numpy.int64))
 
 
 # ----------------------------------------------------------------------------------------------

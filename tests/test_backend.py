@@ -139,3 +139,39 @@ def test_seed_wants_an_integer_at_least_zero():
     for value in (-1, 1.5, "abc", True):            # NumPy's own SeedSequence error before
         with raises(ValueError, "seed: value must be an integer ≥ 0", repr(value)):
             backend.seed(value)
+
+
+def test_draws_name_a_bad_shape_or_setting():
+    """NumPy's own errors ('negative dimensions are not allowed', "'float' object cannot be
+    interpreted as an integer") name neither the function nor the argument; randint(0, 2.5)
+    drew from [0, 2) and randn(std=nan) gave NaN weights, silently."""
+    for draw in (backend.randn, backend.rand):
+        for shape in ((-1,), (2.5,), ("a",), (None,), (2, True)):
+            with raises(ValueError, f"{draw.__name__}: the shape must be integers ≥ 0",
+                        repr(shape)):
+                draw(*shape)
+    for std in (float("nan"), float("inf"), -1.0, "1", None):
+        with raises(ValueError, "randn: std must be a finite number ≥ 0", repr(std)):
+            backend.randn(2, std=std)
+    for low, high in ((0, 2.5), (5, 0), (3, 3), (None, 4), (0.0, 4)):
+        with raises(ValueError, "randint: low and high must be integers with low < high"):
+            backend.randint(low, high, (3,))
+    with raises(ValueError, "randint: shape must be a tuple", "[2, 3]"):
+        backend.randint(0, 4, [2, 3])
+    with raises(ValueError, "randint: the shape must be integers ≥ 0", "(2, -3)"):
+        backend.randint(0, 4, (2, -3))
+    assert backend.randint(0, 4, 3).shape == (3,)              # one size, as NumPy takes it
+    assert backend.randn(np.int64(2), 3).shape == (2, 3)       # a size read off an array
+    assert backend.randn(0, 3, std=0.0).shape == (0, 3)
+
+
+def test_set_rng_state_names_what_it_wants():
+    state = backend.rng_state()
+    for bad in (None, 5, {"a": 1}):
+        with raises(ValueError, "set_rng_state: state must be a generator state that "
+                                "rng_state() returned", str(bad)[:10]):
+            backend.set_rng_state(bad)
+    backend.set_rng_state(state)                    # a good state still goes back
+    first = backend.randn(3)
+    backend.set_rng_state(state)
+    assert np.array_equal(backend.to_numpy(backend.randn(3)), backend.to_numpy(first))
