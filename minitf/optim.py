@@ -32,6 +32,7 @@ class Optimizer:
     """Base class: the parameters, the learning rate, per-parameter state, saving and loading."""
 
     state_names: tuple = ()      # per-parameter arrays of the rule, e.g. ("m", "v")
+    never_negative: tuple = ()   # those that are means of squares: √ of a negative one is NaN
 
     def __init__(self, params, lr: float):
         where = type(self).__name__
@@ -93,6 +94,10 @@ class Optimizer:
                 if not_real_numbers(saved["arrays"][key]):
                     raise ValueError(f"{where}: state {key} "
                                      f"{not_real_numbers(saved['arrays'][key])}")
+                if name in self.never_negative and (saved["arrays"][key] < 0).any():
+                    raise ValueError(f"{where}: state {key} holds negative values; wanted "
+                                     f"≥ 0, a running mean of squared gradients (its square "
+                                     f"root would make the weights NaN)")
         for name, per_param in self.state.items():         # all checked: now load them
             for i, a in enumerate(per_param):
                 per_param[i] = to_device(saved["arrays"][f"{name}.{i}"], backend_of(a),
@@ -137,6 +142,7 @@ class Adam(Optimizer):
     """
 
     state_names = ("m", "v")
+    never_negative = ("v",)
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):

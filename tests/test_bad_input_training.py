@@ -41,6 +41,7 @@ def test_an_optimizer_refuses_a_parameter_twice_and_a_gradient_of_another_shape(
     (lambda s: s.update(t=2.7), ["t must be an integer ≥ 0", "2.7"]),
     (lambda s: s.update(lr=float("nan")), ["lr must be a finite number ≥ 0", "nan"]),
     (lambda s: s["arrays"]["m.0"].fill(np.nan), ["state m.0", "NaN"]),
+    (lambda s: s["arrays"]["v.1"].fill(-1e-3), ["state v.1 holds negative values", "≥ 0"]),
 ])
 def test_an_optimizer_state_that_would_ruin_the_weights_is_refused(change, fragments):
     layer = Linear(3, 2)
@@ -49,6 +50,15 @@ def test_an_optimizer_state_that_would_ruin_the_weights_is_refused(change, fragm
     change(saved)
     with raises(ValueError, "AdamW.load_state_dict:", *fragments):
         optimizer.load_state_dict(saved)
+
+
+def test_a_negative_first_moment_loads():
+    """m is a running mean of gradients, negative as often as not; only v must be ≥ 0."""
+    optimizer = AdamW(Linear(3, 2))
+    saved = optimizer.state_dict()
+    saved["arrays"]["m.0"].fill(-1.0)
+    optimizer.load_state_dict(saved)
+    assert (backend.to_numpy(optimizer.state["m"][0]) == -1.0).all()
 
 
 def test_a_trainer_refuses_what_it_cannot_train_with_when_it_is_made():
