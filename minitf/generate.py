@@ -96,6 +96,16 @@ def _check_model(model, kind, where):
                         f"{missing[0]}; wanted {wanted}")
 
 
+def _check_translator(model, where):
+    """A Transformer to translate with, whose target vocabulary holds BOS and EOS: decoding
+    starts from BOS and stops at EOS, and with tgt_vocab_size=2 it never stopped before max_len."""
+    _check_model(model, _TRANSLATOR, where)
+    size = getattr(model, "config", {}).get("tgt_vocab_size")
+    if size is not None and size <= max(BOS, EOS):
+        raise ValueError(f"{where}: the model's tgt_vocab_size is {size}; wanted more than "
+                         f"{max(BOS, EOS)}, a vocabulary that holds BOS={BOS} and EOS={EOS}")
+
+
 def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
              use_cache: bool = True, return_logits: bool = False, on_token=None):
@@ -157,7 +167,7 @@ def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
     return_logits, also the logits of every step on the host, (b, steps, V)"""
     check_int(max_len, "max_len", "greedy_decode", what="the most tokens to generate")
     check_flags("greedy_decode", use_cache=use_cache, return_logits=return_logits)
-    _check_model(model, _TRANSLATOR, "greedy_decode")
+    _check_translator(model, "greedy_decode")
     src = _as_batch(src, "src", "greedy_decode")
     xp = get_array_module(src)
     model.eval()
@@ -189,7 +199,7 @@ def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float 
     check_int(beam_size, "beam_size", "beam_search", what="the hypotheses kept at each step")
     check_int(max_len, "max_len", "beam_search", what="the most tokens to generate")
     check_real(alpha, "alpha", "beam_search", low=0, low_open=False)
-    _check_model(model, _TRANSLATOR, "beam_search")
+    _check_translator(model, "beam_search")
     src = _as_batch(src, "src", "beam_search")
     return [_beam_one(model, src[i:i + 1], beam_size, max_len, alpha) for i in range(src.shape[0])]
 

@@ -154,6 +154,17 @@ def test_each_decoder_wants_its_kind_of_model_and_a_function_for_on_token():
         greedy_decode(translate, src, use_cache="no")
 
 
+def test_a_translator_whose_vocabulary_has_no_eos_is_refused():
+    """With tgt_vocab_size=2 (ids 0 and 1: no EOS) decoding never stopped before max_len."""
+    src = np.array([[1, 2]])
+    for decode in (greedy_decode, beam_search):
+        for size in (1, 2):
+            with raises(ValueError, f"{decode.__name__}: the model's tgt_vocab_size is {size}",
+                        "wanted more than 2", "BOS=1 and EOS=2"):
+                decode(models.Transformer(5, size, 8, 2, 1), src, max_len=4)
+        assert isinstance(decode(models.Transformer(5, 3, 8, 2, 1), src, max_len=4), list)
+
+
 def test_a_cache_must_be_what_new_cache_makes_and_loss_wants_targets():
     """A string cache failed on .length, an empty list in a block, and loss(x, y, y) took the
     second y for the cache; loss(x) took x for the targets."""
