@@ -252,15 +252,16 @@ def randn(*shape: int, std: float = 1.0, dtype=None):
     if (isinstance(std, bool) or not isinstance(std, numbers.Real) or not math.isfinite(std)
             or std < 0):                            # NaN would make every weight NaN
         raise ValueError(f"randn: std must be a finite number ≥ 0; got {std!r}")
+    dtype = float_dtype() if dtype is None else float_dtype_named(dtype, "randn")   # int: all 0
     draws = _rng["generator"].standard_normal(_draw_shape(shape, "randn")) * std
-    return to_device(draws, dtype=dtype or float_dtype())
+    return to_device(draws, dtype=dtype)
 
 
 def rand(*shape: int, dtype=None, like=None):
     """Uniform draws in [0, 1), in the default float dtype, on the device of ``like`` (an array;
     the active backend if None)."""
     where = None if like is None else backend_of(like)
-    dtype = numpy.dtype(dtype or float_dtype())
+    dtype = float_dtype() if dtype is None else float_dtype_named(dtype, "rand")
     # Drawn in the wanted dtype: a float32 dropout mask costs a third less than float64 + cast.
     return to_device(_rng["generator"].random(_draw_shape(shape, "rand"), dtype=dtype),
                      backend=where)

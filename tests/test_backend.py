@@ -160,6 +160,11 @@ def test_draws_name_a_bad_shape_or_setting():
         backend.randint(0, 4, [2, 3])
     with raises(ValueError, "randint: the shape must be integers ≥ 0", "(2, -3)"):
         backend.randint(0, 4, (2, -3))
+    for draw in (backend.randn, backend.rand):             # int32: every normal draw became 0
+        for dtype in ("int32", "float16", bool):
+            with raises(ValueError, f"{draw.__name__}: dtype must be 'float32' or 'float64'"):
+                draw(2, dtype=dtype)
+        assert draw(2, dtype="float64").dtype == np.float64
     assert backend.randint(0, 4, 3).shape == (3,)              # one size, as NumPy takes it
     assert backend.randn(np.int64(2), 3).shape == (2, 3)       # a size read off an array
     assert backend.randn(0, 3, std=0.0).shape == (0, 3)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from minitf import backend, data
+from minitf.pretrained import WordPieceTokenizer
 
 from test_bad_input import raises
 
@@ -104,6 +105,28 @@ def test_load_names_a_file_that_holds_no_tokenizer(tmp_path):
     with raises(ValueError, "CharTokenizer.load:", str(path), "holds a JSON list",
                 "wanted a saved character tokenizer"):
         data.CharTokenizer.load(path)
+
+
+def test_a_tokenizer_file_that_is_missing_binary_or_no_json_is_named(tmp_path):
+    """Python's own '[Errno 2] No such file', 'Is a directory', a UnicodeDecodeError of a binary
+    file or a JSONDecodeError named neither the function nor what it wanted."""
+    binary = tmp_path / "weights.bin"
+    binary.write_bytes(bytes([0x1f, 0x8b, 0x08, 0x00]))
+    prose = tmp_path / "notes.txt"
+    prose.write_text("just some notes")
+    for read in (data.CharTokenizer.load, WordPieceTokenizer.from_file):
+        where = read.__qualname__ + ":"
+        for path, error, fragments in [
+            (tmp_path / "missing.json", FileNotFoundError, ["missing.json: no such file"]),
+            (tmp_path, FileNotFoundError, [f"{tmp_path}: no such file"]),
+            (binary, ValueError, ["byte 1 (0x8b) is not valid UTF-8", "wanted a UTF-8 text"]),
+        ]:
+            with raises(error, where, *fragments) as caught:
+                read(path)
+            assert "\n" not in str(caught.value)
+    with raises(ValueError, "CharTokenizer.load:", "notes.txt is not JSON",
+                "wanted a tokenizer that CharTokenizer.save wrote"):
+        data.CharTokenizer.load(prose)
 
 
 @pytest.mark.parametrize("special_ids", [0, None, [0.5], [True], "0"])

@@ -82,7 +82,12 @@ class CharTokenizer:
 
     @classmethod
     def load(cls, path) -> "CharTokenizer":
-        saved = json.loads(_path(path, "CharTokenizer.load").read_text())
+        text = read_utf8(_path(path, "CharTokenizer.load"), "CharTokenizer.load:")
+        try:
+            saved = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"CharTokenizer.load: {path} is not JSON ({err}); wanted a "
+                             f"tokenizer that CharTokenizer.save wrote") from None
         if not isinstance(saved, dict):        # from_json would name itself, not the file
             raise ValueError(f"CharTokenizer.load: {path} holds a JSON {type(saved).__name__}; "
                              f"wanted a saved character tokenizer, {{'type': 'char', ...}}")
@@ -115,19 +120,30 @@ def default_corpus() -> str:
                                 f"text file with --text PATH") from None
 
 
-def read_text(path) -> str:
-    path = _path(path, "read_text")
+def read_utf8(path, where: str) -> str:
+    """The text of a UTF-8 file, or one line that names ``where``, the file and what is wrong:
+    no such file (a folder is none), bytes that are not UTF-8, a NUL (binary, or UTF-16)."""
+    path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"--text {path}: no such file")
+        raise FileNotFoundError(f"{where} {path}: no such file")
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"--text {path}: byte {err.start} (0x{raw[err.start]:02x}) is not valid "
-                         f"UTF-8; wanted a UTF-8 text file (convert it, e.g. with iconv)") from None
+        raise ValueError(f"{where} {path}: byte {err.start} (0x{raw[err.start]:02x}) is not "
+                         f"valid UTF-8; wanted a UTF-8 text file (convert it, e.g. with "
+                         f"iconv)") from None
     if "\0" in text:                  # UTF-16 of ASCII text decodes as UTF-8, with NULs between
-        raise ValueError(f"--text {path}: byte {raw.index(0)} is a NUL; wanted a UTF-8 text "
+        raise ValueError(f"{where} {path}: byte {raw.index(0)} is a NUL; wanted a UTF-8 text "
                          f"file, not binary or UTF-16 (convert it, e.g. with iconv)")
+    return text
+
+
+def read_text(path) -> str:
+    """A text to train on (``--text``): a UTF-8 file of at least 100 characters, two of them
+    different."""
+    path = _path(path, "read_text")
+    text = read_utf8(path, "--text")
     if len(text) < 100:
         raise ValueError(f"--text {path}: only {len(text)} characters; wanted at least 100")
     if len(set(text)) < 2:

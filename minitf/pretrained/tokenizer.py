@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from pathlib import Path
 
 from minitf.backend import to_device, to_numpy
 from minitf.data.tasks import pad_batch
+from minitf.data.text import read_utf8
 from minitf.validate import check_ids, check_int, check_path
 
 MAX_WORD_CHARS = 100                   # a longer "word" is [UNK] without trying
@@ -75,7 +75,7 @@ class WordPieceTokenizer:
     def from_file(cls, path, max_len: int = 512) -> "WordPieceTokenizer":
         """Read vocab.txt: one token a line, the line number its id."""
         check_path(path, "path", "WordPieceTokenizer.from_file")
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
+        lines = read_utf8(path, "WordPieceTokenizer.from_file:").split("\n")
         return cls([line.rstrip("\r") for line in lines if line.rstrip("\r")], max_len)
 
     @property
