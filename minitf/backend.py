@@ -167,9 +167,18 @@ def to_numpy(a):
 def to_device(a, backend: str | None = None, dtype=None):
     """``a`` as an array of ``backend`` (the active one by default), cast to ``dtype`` if given."""
     xp = _module_for(backend, "to_device") if backend is not None else _active["xp"]
-    if dtype is not None and not _is_cupy(a):
-        a = numpy.asarray(a, dtype=dtype)  # cast on the host: float32 moves half the bytes
-    out = to_numpy(a) if xp is numpy else xp.asarray(a)
+    if not _is_cupy(a):
+        try:                               # cast on the host: float32 moves half the bytes
+            a = numpy.asarray(a, dtype=dtype)
+        except ValueError:                 # NumPy's "inhomogeneous shape" names no function
+            raise ValueError(f"to_device: a must be numbers in rows of one length; got "
+                             f"{str(a)[:40]}") from None
+        except TypeError as err:           # a dtype NumPy does not know, or a = object()
+            raise TypeError(f"to_device: a cannot be an array of dtype {dtype!r} ({err})") from None
+        if a.dtype.kind not in "biufc":    # None or 'abc' made an array of objects or text
+            raise TypeError(f"to_device: a must hold numbers; got {a.dtype} "
+                            f"({str(a.ravel()[:3])[:40]})")
+    out = a if xp is numpy else xp.asarray(a)
     return out if dtype is None else out.astype(dtype, copy=False)
 
 

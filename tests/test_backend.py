@@ -180,3 +180,18 @@ def test_set_rng_state_names_what_it_wants():
     first = backend.randn(3)
     backend.set_rng_state(state)
     assert np.array_equal(backend.to_numpy(backend.randn(3)), backend.to_numpy(first))
+
+
+def test_to_device_wants_numbers_of_one_shape(backend_name):
+    """None, 'abc' or a dict made arrays of objects or text that failed later, far away; ragged
+    rows gave NumPy's 'inhomogeneous shape', which names no function."""
+    for a in (None, "abc", {"a": 1}, object()):
+        with raises(TypeError, "to_device: a must hold numbers"):
+            backend.to_device(a)
+    with raises(ValueError, "to_device: a must be numbers in rows of one length", "[[1, 2], [3]]"):
+        backend.to_device([[1, 2], [3]])
+    with raises(TypeError, "to_device: a cannot be an array of dtype 'float99'"):
+        backend.to_device([1.5], dtype="float99")
+    for a, dtype in (([1, 2], np.int64), ([True], np.bool_), (3.5, np.float64)):
+        out = backend.to_device(a)
+        assert backend.backend_of(out) == backend_name and out.dtype == dtype
