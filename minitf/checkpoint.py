@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minitf.backend import rng_state, set_rng_state
+from minitf.backend import rng_state, seed, set_rng_state
 from minitf.data import CharTokenizer
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
@@ -107,6 +107,30 @@ def _run_directory(directory, where: str) -> Path:
     return directory
 
 
+def _rebuilt(meta: dict, arrays: dict, where: str, fits: str = "") -> Model:
+    """The saved model, built from its kind and config and given its weights, as load builds
+    it; CheckpointError where it cannot be."""
+    if meta["kind"] not in MODELS:
+        raise CheckpointError(f"{where}: unknown model kind {meta['kind']!r}")
+    try:
+        model = MODELS[meta["kind"]](**meta["config"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{where}: its config does not build a {meta['kind']} model "
+                              f"({err})") from None
+    return _with_weights(model, arrays, where, fits)
+
+
+def _with_weights(model: Model, arrays: dict, where: str, fits: str = "") -> Model:
+    """``model`` given the saved weights; CheckpointError naming every key that does not fit."""
+    state = {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
+    try:
+        model.load_state_dict(state)
+    except ValueError as err:
+        what = f": {fits}" if fits else " does not fit this model"
+        raise CheckpointError(f"{where}{what}: {str(err).split(': ', 2)[-1]}") from None
+    return model
+
+
 def _check_loadable(meta: dict, arrays: dict) -> None:
     """CheckpointError for a checkpoint that load would refuse, or that cannot be written: a
     save must never make an unreadable checkpoint the current one."""
@@ -123,6 +147,8 @@ def _check_loadable(meta: dict, arrays: dict) -> None:
         raise CheckpointError(f"{where}: what rebuilds the run cannot be written as JSON "
                               f"({err}); extra must hold plain numbers, strings, lists and "
                               f"dicts") from None
+    with seed(0):           # a config edited by hand; the build's draws leave the run's alone
+        _rebuilt(meta, arrays, where, fits="model.config does not describe the model's weights")
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -328,20 +354,8 @@ def load(directory, model: Model | None = None) -> Checkpoint:
         raise TypeError(f"checkpoint.load: model is a {type(model).__name__}; wanted a minitf "
                         f"model to load into, or None to build the saved one")
     meta, arrays = _read(directory)
-    if model is None:
-        if meta["kind"] not in MODELS:
-            raise CheckpointError(f"checkpoint {directory}: unknown model kind {meta['kind']!r}")
-        try:
-            model = MODELS[meta["kind"]](**meta["config"])
-        except (TypeError, ValueError) as err:
-            raise CheckpointError(f"checkpoint {directory}: its config does not build a "
-                                  f"{meta['kind']} model ({err})") from None
-    state = {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
-    try:
-        model.load_state_dict(state)
-    except ValueError as err:
-        raise CheckpointError(f"checkpoint {directory} does not fit this model: "
-                              f"{str(err).split(': ', 2)[-1]}") from None
+    where = f"checkpoint {directory}"
+    model = _rebuilt(meta, arrays, where) if model is None else _with_weights(model, arrays, where)
     tokenizer = CharTokenizer.from_json(meta["tokenizer"]) if meta.get("tokenizer") else None
     return Checkpoint(model, tokenizer, meta, arrays, directory)
 

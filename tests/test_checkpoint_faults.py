@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from minitf import checkpoint
+from minitf import backend, checkpoint
 from minitf.data import CharTokenizer
 from minitf.models import DecoderLM
 from minitf.optim import AdamW
@@ -250,3 +250,25 @@ def test_a_checkpoint_of_the_earlier_layout_still_loads(tmp_path):
     old = tmp_path / "old"                    # weights.npz and checkpoint.json in the directory
     (tmp_path / "run" / "step-000007").rename(old)
     assert _intact_step(old) == 7
+
+
+def test_a_config_edited_by_hand_is_refused_at_save_and_the_save_draws_nothing(tmp_path):
+    """model.config set by hand to what builds no model, or another model than its weights,
+    was saved as the current checkpoint, which load then refused."""
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    before = sorted(p.name for p in directory.iterdir())
+    model = trainer.model
+    for key, value, fragments in [
+        ("vocab_size", "ten", ["its config does not build a lm model", "got 'ten'"]),
+        ("d_model", 4, ["model.config does not describe the model's weights", "tok_emb.W"]),
+    ]:
+        kept, model.config[key] = model.config[key], value
+        with raises(checkpoint.CheckpointError, "checkpoint.save:", *fragments):
+            checkpoint.save(directory, model, trainer)
+        model.config[key] = kept
+    assert sorted(p.name for p in directory.iterdir()) == before and _intact_step(directory) == 1
+    state = backend.rng_state()                 # building the model to check it draws weights:
+    checkpoint.save(directory, model, trainer)  # from a generator of its own, not the run's
+    assert backend.rng_state() == state
