@@ -11,7 +11,8 @@ its own layers, with minitf's weights copied in (same_model.py). Measures: train
 AdamW), forward only, KV-cache decoding per token, peak memory of training (fresh process each),
 and the BLAS floor: NumPy alone doing the step's matrix products. Timing alternates minitf, torch
 and the floor, round after round; nothing is timed unless both models give the same loss and
-the same decoding logits. benchmarks/RESULTS.md explains every column.
+the same decoding logits. Each row is printed as soon as it is measured (a run stopped by a time
+limit keeps those), the tables at the end; benchmarks/RESULTS.md explains every column.
 """
 import argparse
 import json
@@ -286,11 +287,21 @@ def measure(name, args, rounds, warmup, decode, rows):
     if decode:
         print(f"{name}: {check_same_decoding(ours, theirs, prompt)}")
     time_steps(ours, theirs, x, y, config, args.vocab, rounds, warmup, rows, shape)
+    print_latest(name, rows, "train", "forward")
     if decode:
         time_decoding(ours, theirs, prompt, DECODE_ROUNDS_PER_PAIR * rounds, warmup, rows, name)
+        print_latest(name, rows, "decode")
     ours_mib, theirs_mib = (peak_memory(framework, name, args) for framework in ("minitf", "torch"))
     rows["memory"].append([shape, f"{ours_mib:.1f}", f"{theirs_mib:.1f}",
                            f"{ours_mib / theirs_mib:.2f}"])
+    print_latest(name, rows, "memory")
+
+
+def print_latest(name, rows, *measures):
+    """The row just measured of each of ``measures``, at once: a run stopped by a time limit
+    keeps what it measured (the tables come at the end)."""
+    for what in measures:
+        print(f"{name}: {what}: " + " | ".join(rows[what][-1][1:]), flush=True)
 
 
 def table(title, header, rows):

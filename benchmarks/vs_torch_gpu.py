@@ -71,10 +71,9 @@ def measure(name, args, rows):
         print(f"{name}: {cpu.check_same_decoding(ours, theirs, prompt)}")
         cpu.time_steps(ours, theirs, x, y, config, args.vocab, args.pairs, args.warmup, rows,
                        shape, wait=synced)
-        for what in ("train", "forward"):
-            print(f"{name}: {what}: " + " | ".join(rows[what][-1][1:]), flush=True)
+        cpu.print_latest(name, rows, "train", "forward")
         cpu.time_decoding(ours, theirs, prompt, args.pairs, args.warmup, rows, name, sync)
-        print(f"{name}: decode: " + " | ".join(rows["decode"][-1][1:]), flush=True)
+        cpu.print_latest(name, rows, "decode")
 
 
 def main():

@@ -1,7 +1,7 @@
-"""benchmarks/vs_torch.py: its smoke run prints every table after the two models agree, and it
-refuses to time models that disagree; benchmarks/step_profile.py: it charges each function its own
-time and sees every call, of a training step or a forward, minitf's or torch's. No speed is
-asserted: timings on a shared machine are not a test."""
+"""benchmarks/vs_torch.py: its smoke run prints every row as it is measured and every table after
+the two models agree, and it refuses to time models that disagree; benchmarks/step_profile.py: it
+charges each function its own time and sees every call, of a training step or a forward,
+minitf's or torch's. No speed is asserted: timings on a shared machine are not a test."""
 import importlib.util
 import subprocess
 import sys
@@ -31,6 +31,10 @@ def test_quick_run_checks_the_models_then_prints_every_table():
     out = done.stdout
     assert "tiny: same-loss check passed" in out
     assert "tiny: same-decoding check passed" in out
+    # each row as soon as it is measured, before the tables: a run cut short keeps those
+    early = out.split("### ", 1)[0]
+    for what in ("train", "forward", "decode", "memory"):
+        assert f"\ntiny: {what}: " in early, f"no early {what} row in\n{early}"
     for title in TITLES:
         table = out.split(title, 1)[1].split("###", 1)[0]          # from its title to the next
         rows = [line for line in table.splitlines() if line.startswith("| tiny")]
