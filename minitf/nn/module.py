@@ -308,20 +308,23 @@ class Module:
         problems += [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
                      for name, p in params.items()
                      if name in state and tuple(state[name].shape) != tuple(p.shape)]
+        # the dtype alone here, no pass over the numbers: NaN and inf are found after the cast
         problems += [f"{name}: {not_real_numbers(state[name])}" for name in params
-                     if name in state and not_real_numbers(state[name])]
+                     if name in state and state[name].dtype.kind not in "fiu"]
         if problems:
             raise ValueError(f"{where}: the state does not fit this model: " + "; ".join(problems))
-        # cast first, all of them, and check what the cast made: 1e300 is finite in float64 and
-        # inf in float32; no parameter changes unless every one can
+        # cast first, all of them, and check what the cast made, one pass over each: a NaN or an
+        # inf saved, or a number beyond the parameter's dtype (1e300 is finite in float64 and inf
+        # in float32); no parameter changes unless every one can
         with float_errors_ignored():                  # the overflow is reported just below
             cast = {name: to_device(state[name], backend=backend_of(p.data), dtype=p.data.dtype)
                     for name, p in params.items()}
-        overflowed = [f"{name}: holds values beyond {p.data.dtype}'s range"
-                      for name, p in params.items() if not_real_numbers(cast[name])]
-        if overflowed:
-            raise ValueError(f"{where}: the state does not fit this model: "
-                             + "; ".join(overflowed))
+        bad = [name for name in params if not_real_numbers(cast[name])]
+        if bad:
+            raise ValueError(f"{where}: the state does not fit this model: " + "; ".join(
+                f"{name}: " + (not_real_numbers(state[name])
+                               or f"holds values beyond {params[name].data.dtype}'s range")
+                for name in bad))
         for name, p in params.items():
             p.data = cast[name].copy()
 
