@@ -218,8 +218,9 @@ def float_dtype_named(dtype, where: str):
 # Host-side random numbers (the same draws on every backend)
 # ----------------------------------------------------------------------------------------------
 
-def _is_int(value) -> bool:
-    """An integer, a NumPy one too; not a bool (True is no size)."""
+def is_int(value) -> bool:
+    """An integer, a NumPy one too; not a bool (True is no size, no id). Here, in the module
+    every other imports, so that the shim's own checks and minitf.validate share one test."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -229,7 +230,7 @@ def seed(value: int) -> _Undo:
     Weights, dropout masks and test inputs all come from this one host generator, so the same seed
     gives the same numbers on NumPy and on CuPy.
     """
-    if not _is_int(value) or value < 0:
+    if not is_int(value) or value < 0:
         raise ValueError(f"seed: value must be an integer ≥ 0; got {value!r}")
     return _set(_rng, generator=numpy.random.default_rng(value))
 
@@ -251,7 +252,7 @@ def set_rng_state(state: dict) -> None:
 def _draw_shape(shape, where: str) -> tuple:
     """``shape`` of a draw, each size an integer ≥ 0: NumPy's own error for -1 or 2.5 names
     neither the function nor the shape."""
-    if not all(_is_int(size) and size >= 0 for size in shape):
+    if not all(is_int(size) and size >= 0 for size in shape):
         raise ValueError(f"{where}: the shape must be integers ≥ 0; got {tuple(shape)!r}")
     return shape
 
@@ -278,10 +279,10 @@ def rand(*shape: int, dtype=None, like=None):
 
 def randint(low: int, high: int, shape: tuple):
     """Integers drawn uniformly from [low, high), as int64, on the device."""
-    if not (_is_int(low) and _is_int(high) and low < high):     # (0, 2.5) drew from [0, 2)
+    if not (is_int(low) and is_int(high) and low < high):     # (0, 2.5) drew from [0, 2)
         raise ValueError(f"randint: low and high must be integers with low < high; got "
                          f"{low!r}, {high!r}")
-    shape = (shape,) if _is_int(shape) else shape
+    shape = (shape,) if is_int(shape) else shape
     if not isinstance(shape, tuple):
         raise ValueError(f"randint: shape must be a tuple of sizes; got {shape!r}")
     return to_device(_rng["generator"].integers(low, high, size=_draw_shape(shape, "randint"),

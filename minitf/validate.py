@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import numbers
 import os
 import threading
 
-from minitf.backend import get_array_module, is_array
+from minitf.backend import get_array_module, is_array, is_int
 
 
 class _Nesting(threading.local):
@@ -215,8 +214,7 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
 def plain_int(size):
     """A NumPy integer (a length read off an array) as a Python int; anything else as it is, for
     check_int to judge. (Sizes a model is built from are not converted: its config is JSON.)"""
-    plain = isinstance(size, numbers.Integral) and not isinstance(size, bool)
-    return int(size) if plain else size
+    return int(size) if is_int(size) else size
 
 
 def check_path(path, name: str, where: str) -> None:

@@ -2,9 +2,8 @@
 pairs told apart by segment ids."""
 from __future__ import annotations
 
-import numbers
-
-from minitf.backend import backend_of, get_array_module, rand, randint, seed as seeded, to_device
+from minitf.backend import (backend_of, get_array_module, is_int, rand, randint, seed as seeded,
+                            to_device)
 from minitf.data.tasks import sentiment
 from minitf.validate import check_ids, check_int
 
@@ -32,8 +31,8 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
         raise ValueError(f"{where}: p must lie in (0, 1), the fraction of positions to choose; "
                          f"got {p!r}")
     # ids, each an integer: int() would read 0.5 or True as id 0 or 1, and a string is no list
-    if (isinstance(special_ids, str) or not hasattr(special_ids, "__len__") or not all(
-            isinstance(s, numbers.Integral) and not isinstance(s, bool) for s in special_ids)):
+    if (isinstance(special_ids, str) or not hasattr(special_ids, "__len__")
+            or not all(is_int(s) for s in special_ids)):
         raise TypeError(f"{where}: special_ids must be a sequence of token ids, e.g. (0,) for "
                         f"padding; got {special_ids!r}")
     special = sorted({int(s) for s in special_ids} | {mask_id})
@@ -45,8 +44,7 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
                          f"ordinary token")
     # targets hold ignore_index wherever nothing was chosen: were it an ordinary id, a position
     # chosen to be scored on that token would be skipped by the loss as if it were not chosen
-    if (isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral)
-            or 0 <= ignore_index < vocab_size and ignore_index not in special):
+    if not is_int(ignore_index) or 0 <= ignore_index < vocab_size and ignore_index not in special:
         raise ValueError(f"{where}: ignore_index must be an integer that no scored token has "
                          f"(negative, as the default -100, or a special id); got {ignore_index!r}")
     if seed is not None:

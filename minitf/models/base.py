@@ -35,7 +35,6 @@ class Model(Module):
         loss, cache = F.cross_entropy(logits, targets, ignore_index=self.ignore_index)
         return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))
 
-
     @at_the_boundary        # skipped for generate's steps: the cache is one generate made
     def _check_cache(self, cache, where: str) -> None:
         """None, or a cache as new_cache() makes it: a list with one entry per block. Anything

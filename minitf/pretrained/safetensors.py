@@ -9,7 +9,8 @@ The format is three parts, one after the other::
 
 So reading it is: parse the JSON, then view each byte range as an array of the stated dtype and
 shape. That is the whole reader (a dozen lines, and the checks that name a damaged file), which
-is why minitf does not depend on the ``safetensors`` package for it. The arrays stay on the host; the model moves them to the device.
+is why minitf does not depend on the ``safetensors`` package for it. The arrays stay on the host;
+the model moves them to the device.
 """
 from __future__ import annotations
 
