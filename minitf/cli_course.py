@@ -37,8 +37,19 @@ def _exercise(args) -> int:
     return status
 
 
+def _check_writable(path: Path, flag: str) -> None:
+    """A file ``flag`` will write, as far as can be told before writing: not a folder, and in a
+    folder that exists."""
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a folder; wanted a file name")
+    if not path.absolute().parent.is_dir():
+        raise ValueError(f"{flag} {path}: the folder {path.parent} does not exist; wanted a file "
+                         f"in an existing folder")
+
+
 def _homework(args) -> int:
     from minitf import homework
+    from minitf.data.text import write_utf8
 
     if args.action == "make":
         names = [n for n in (args.exercises or "").split(",") if n.strip()]
@@ -53,13 +64,15 @@ def _homework(args) -> int:
         print(f"wrote {out}: upload it as the assignment's autograder on Gradescope (setup.sh "
               f"and run_autograder at its root; it holds the reference, so keep it private)")
         return 0
+    if args.json:                   # before grading, which takes a while: not after it
+        _check_writable(Path(args.json), "--json")
     outcomes = homework.grade(args.dir, args.submission)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))
     if args.json:
-        Path(args.json).write_text(json.dumps(homework.gradescope(outcomes), indent=2,
-                                              ensure_ascii=False) + "\n", encoding="utf-8")
+        write_utf8(args.json, json.dumps(homework.gradescope(outcomes), indent=2,
+                                         ensure_ascii=False) + "\n", "--json")
     return 0 if all(o.result.passed for o in outcomes) else 1
 
 

@@ -219,3 +219,22 @@ def test_homework_from_python_names_what_the_flags_would_have_refused(tmp_path):
         build(None, tmp_path / "hw.zip")
     with raises(TypeError, "exercises.find: name must be an exercise's name, a str; got None"):
         find(None)
+
+
+@pytest.mark.parametrize("where, wanted", [
+    ("folder", "is a folder; wanted a file name"),
+    ("missing/results.json", "does not exist; wanted a file in an existing folder")])
+def test_homework_grade_refuses_a_json_it_could_not_write_before_grading(where, wanted, capsys,
+                                                                         tmp_path, monkeypatch):
+    """The results were written after grading, which takes a while: a --json in a folder that
+    does not exist was Python's "[Errno 2] No such file" once the grading was done."""
+    from minitf import homework
+
+    def grade(*args):
+        raise AssertionError("graded before --json was checked")
+    monkeypatch.setattr(homework, "grade", grade)
+    (tmp_path / "folder").mkdir()
+    path = tmp_path / where
+    assert cli.main(["homework", "grade", str(tmp_path), "--json", str(path)]) == 2
+    err = one_line(capsys)
+    assert f"--json {path}" in err and wanted in err, err

@@ -129,6 +129,40 @@ def test_a_tokenizer_file_that_is_missing_binary_or_no_json_is_named(tmp_path):
         data.CharTokenizer.load(prose)
 
 
+def test_a_tokenizer_saved_where_it_cannot_be_is_named(tmp_path):
+    """Python's own "[Errno 21] Is a directory" and "[Errno 2] No such file" named neither the
+    function nor what it wanted."""
+    for path, error, fragments in [
+            (tmp_path, IsADirectoryError, [f"{tmp_path} is a folder", "wanted a file name"]),
+            (tmp_path / "missing" / "tok.json", FileNotFoundError,
+             ["cannot write", "missing/tok.json", "wanted a file in an existing folder"])]:
+        with raises(error, "CharTokenizer.save:", *fragments) as caught:
+            tokenizer().save(path)
+        assert "\n" not in str(caught.value)
+
+
+def test_a_tokenizer_save_that_fails_part_way_leaves_the_saved_one(tmp_path, monkeypatch):
+    """The file was opened for writing, so emptied, before the new text was in: a full disk or a
+    kill part-way lost the tokenizer saved before. Now the old file stays until the new one is
+    whole on the disk, and no temporary file is left."""
+    path = tmp_path / "tok.json"
+    data.CharTokenizer.fit("abc").save(path)
+    path.chmod(0o600)
+    saved = path.read_bytes()
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("os.fsync", disk_full)
+    with raises(OSError, "CharTokenizer.save:", "cannot write", "No space left on device"):
+        tokenizer().save(path)
+    assert path.read_bytes() == saved and [p.name for p in tmp_path.iterdir()] == ["tok.json"]
+    monkeypatch.undo()
+    tokenizer().save(path)                              # a save that succeeds replaces it whole
+    assert data.CharTokenizer.load(path).chars == tokenizer().chars
+    assert path.stat().st_mode & 0o777 == 0o600         # with the permissions it had
+    assert [p.name for p in tmp_path.iterdir()] == ["tok.json"]
+
+
 @pytest.mark.parametrize("special_ids", [0, None, [0.5], [True], "0"])
 def test_mask_tokens_wants_special_ids_as_a_sequence_of_ids(special_ids, backend_name):
     """0 and None were "not iterable"; 0.5 and True were read as ids 0 and 1, "0" as id 0."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +79,7 @@ class CharTokenizer:
 
     def save(self, path) -> None:
         text = json.dumps(self.to_json(), ensure_ascii=False)
-        _path(path, "CharTokenizer.save").write_text(text)
+        write_utf8(_path(path, "CharTokenizer.save"), text, "CharTokenizer.save:")
 
     @classmethod
     def load(cls, path) -> "CharTokenizer":
@@ -137,6 +138,29 @@ def read_utf8(path, where: str) -> str:
         raise ValueError(f"{where} {path}: byte {raw.index(0)} is a NUL; wanted a UTF-8 text "
                          f"file, not binary or UTF-16 (convert it, e.g. with iconv)")
     return text
+
+
+def write_utf8(path, text: str, where: str) -> None:
+    """Write ``text`` to the file ``path`` as UTF-8, whole or not at all: into a temporary file
+    beside it, flushed to the disk, then renamed over it in one step. A full disk or a run killed
+    part-way leaves the file that was there as it was. One line that names ``where`` and the path
+    when it cannot be written: a folder, a folder that is missing, no permission."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{where} {path} is a folder; wanted a file name")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())         # on the disk before it takes the old file's place
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o7777)      # the old file's permissions
+        os.replace(temporary, path)
+    except OSError as err:
+        temporary.unlink(missing_ok=True)
+        raise type(err)(f"{where} cannot write {path} ({err.strerror or err}); wanted a file in "
+                        f"an existing folder you can write to") from None
 
 
 def read_text(path) -> str:
