@@ -16,16 +16,19 @@ A run directory keeps its last few checkpoints and names the current one:
 
 A save is one atomic step. Both files are written and fsynced inside a new hidden directory, which
 is renamed to step-NNNNNN; only then does one os.replace put a new checkpoints.txt over the old.
-A process killed, or a disk that fills, at any instant before that rename leaves checkpoints.txt
+A process killed, or a disk that fills, at any instant before that replace leaves checkpoints.txt
 naming the previous checkpoint, whose files no save touches; after it, the new one is whole.
-What an interrupted save leaves behind (hidden temporaries, unlisted step directories) is removed
-by the next save, or by ``clean``. A directory holding weights.npz and checkpoint.json itself (a
-step directory, or a run saved by an earlier minitf) loads too.
+What an interrupted save leaves behind (its hidden temporaries, and a step directory it renamed
+but never made current) is removed by the next save, or by ``clean``; a checkpoint that
+checkpoints.txt does not name for any other reason (one you copied in) is never removed. A
+directory holding weights.npz and checkpoint.json itself (a step directory, or a run saved by an
+earlier minitf) loads too.
 """
 from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import math
 import os
@@ -182,31 +185,39 @@ _STEP = re.compile(r"step-\d{6,}(-\d+)?")
 _TEMPORARY = re.compile(rf"\.({_STEP.pattern}|{re.escape(INDEX)})\.\d+\.tmp")
 
 
-def _left_by_a_save(path: Path, kept: set) -> bool:
-    """Whether ``path`` is what an interrupted save left: one of its temporaries, or a step
-    directory that checkpoints.txt does not name and that holds nothing but a checkpoint's files.
-    Anything else -- a user's step-notes.txt, a step-by-step/ folder -- is never touched."""
-    if _TEMPORARY.fullmatch(path.name):
-        return True
-    return (_STEP.fullmatch(path.name) is not None and path.name not in kept
-            and path.is_dir() and not path.is_symlink()
+def _holds_only_a_checkpoint(path: Path) -> bool:
+    """A real directory (no link) holding nothing but a checkpoint's files, or nothing at all."""
+    return (path.is_dir() and not path.is_symlink()
             and all(p.name in (WEIGHTS, META) and p.is_file() for p in path.iterdir()))
 
 
+def _never_current(temporaries: list, kept: set) -> set:
+    """The step directories a save renamed into place but was killed before it made current. A
+    save writes its new checkpoints.txt, naming its step directory first, as a temporary file
+    *before* that rename: such a directory is the first line of a leftover temporary."""
+    firsts = (t.read_bytes().decode(errors="replace").partition("\n")[0]
+              for t in temporaries if t.name.startswith(f".{INDEX}.") and t.is_file())
+    return {name for name in firsts if _STEP.fullmatch(name) and name not in kept}
+
+
 def clean(directory) -> None:
-    """Remove what interrupted saves left in ``directory``: hidden temporaries and step
-    directories that checkpoints.txt does not name. Only the one process writing there may call
+    """Remove what interrupted saves left in ``directory``: their hidden temporaries, and a step
+    directory that a save renamed into place but was killed before it made current. Nothing
+    else: a checkpoint that checkpoints.txt does not name (copied in, say, or a run whose
+    checkpoints.txt was edited) is yours and stays. Only the one process writing there may call
     it (``minitf train`` holds a lock): another writer's save in progress looks like a leftover."""
     directory = _run_directory(directory, "checkpoint.clean")
     if not directory.is_dir():
         return
-    kept = set(_listed(directory))
-    for path in directory.iterdir():
-        if _left_by_a_save(path, kept):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
+    temporaries = [p for p in directory.iterdir() if _TEMPORARY.fullmatch(p.name)]
+    for name in _never_current(temporaries, set(_listed(directory))):
+        if _holds_only_a_checkpoint(directory / name):
+            shutil.rmtree(directory / name)
+    for path in temporaries:                 # a save's staging directory, or a file
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None = None,
@@ -250,26 +261,36 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
 
     clean(directory)                # what a save killed earlier left, should it be in the way
     listed = _listed(directory)
-    name = f"step-{meta.get('step', 0):06d}"
-    name = next(n for n in (name, *(f"{name}-{i}" for i in range(1, len(listed) + 2)))
-                if n not in listed)                    # the same step saved twice: a new name
+    step = f"step-{meta.get('step', 0):06d}"
+    candidates = itertools.chain([step], (f"{step}-{i}" for i in itertools.count(1)))
+    name = next(n for n in candidates                  # a step saved twice: a new name
+                if n not in listed and not (directory / n).exists())
     staging = directory / f".{name}.{os.getpid()}.tmp"
     index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
+    renamed = current = False
     try:
         staging.mkdir()
         _write_file(staging / WEIGHTS, weights)
         _write_file(staging / META, json.dumps(meta, indent=1).encode())
         _fsync_directory(staging)
-        os.rename(staging, directory / name)
-        _fsync_directory(directory)          # the step directory exists before it is named
+        # the new list first: killed after the rename, it names what clean may remove
         _write_file(index_temporary, "".join(f"{n}\n" for n in [name, *listed][:KEEP]).encode())
+        os.rename(staging, directory / name)
+        renamed = True
+        _fsync_directory(directory)          # the step directory exists before it is named
         os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
+        current = True
         _fsync_directory(directory)
     except BaseException:           # a full disk, Ctrl-C: the previous checkpoint is untouched
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(directory / name if renamed and not current else staging,
+                      ignore_errors=True)
         index_temporary.unlink(missing_ok=True)
         raise
-    clean(directory)                # the checkpoints beyond KEEP
+    # The checkpoints beyond KEEP, which this save took off the list. (A process killed here
+    # leaves one on the disk, unlisted: it loads by its own path, and is never removed.)
+    for old in listed[KEEP - 1:]:
+        if _holds_only_a_checkpoint(directory / old):
+            shutil.rmtree(directory / old)
     return directory / name
 
 

@@ -7,6 +7,7 @@ import builtins
 import errno
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -186,7 +187,8 @@ def test_leftovers_of_a_crashed_save_are_cleaned(tmp_path):
     trainer = _small()
     _save_step(directory, trainer, 1)
     (directory / ".step-000002.999.tmp").mkdir()          # killed while writing
-    (directory / "step-000002").mkdir()                   # killed before checkpoints.txt moved
+    shutil.copytree(directory / "step-000001", directory / "step-000002")  # killed before
+    #                                                        checkpoints.txt moved over the old
     (directory / ".checkpoints.txt.999.tmp").write_text("step-000002\n")
     (directory / "loss.png").write_bytes(b"not ours")
     # a user's own files that merely look alike are never removed, by clean or by a save
@@ -206,6 +208,49 @@ def test_leftovers_of_a_crashed_save_are_cleaned(tmp_path):
         ".notes.tmp", "checkpoints.txt", "loss.png", "step-000003", "step-000005", "step-000006",
         "step-000007", "step-by-step", "step-notes.txt"]
     assert (directory / "step-000003" / "notes.txt").read_text() == "mine too"
+
+
+def test_a_checkpoint_that_checkpoints_txt_does_not_name_is_never_removed(tmp_path, capsys):
+    """clean removed every complete step directory that checkpoints.txt did not name: one copied
+    into a new folder went at the first save there, and a run whose checkpoints.txt was edited
+    lost its checkpoints to the very `minitf train --out` that then refused to overwrite it."""
+    from minitf import cli
+    run = tmp_path / "run"
+    trainer = _small()
+    for step in (1, 2):
+        _save_step(run, trainer, step)
+    mine = tmp_path / "mine"
+    shutil.copytree(run / "step-000002", mine / "step-000002")           # no checkpoints.txt
+    checkpoint.clean(mine)
+    for step in (2, 3, 4, 5):               # a new run there, past KEEP, the same step among them
+        _save_step(mine, trainer, step)
+    assert sorted(p.name for p in mine.iterdir()) == [
+        "checkpoints.txt", "step-000002", "step-000003", "step-000004", "step-000005"]
+    assert (mine / "checkpoints.txt").read_text().split() == [
+        "step-000005", "step-000004", "step-000003"]          # step-000002-1 went past KEEP
+    assert _intact_step(mine / "step-000002") == 2
+    (run / "checkpoints.txt").write_text("step-000099\n")     # edited by hand
+    assert cli.main(["train", "--fast", "--no-progress", "--out", str(run)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert _intact_step(run / "step-000001") == 1 and _intact_step(run / "step-000002") == 2
+
+
+def test_a_save_interrupted_after_its_rename_leaves_the_previous_checkpoint_current(
+        tmp_path, monkeypatch):
+    """Ctrl-C between the rename of the new step directory and the replace of checkpoints.txt:
+    the new directory is not current, and goes with the save's temporaries."""
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+
+    def interrupted(source, target):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _save_step(directory, trainer, 2)
+    monkeypatch.undo()
+    assert sorted(p.name for p in directory.iterdir()) == ["checkpoints.txt", "step-000001"]
+    assert _intact_step(directory) == 1
 
 
 def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp_path):
