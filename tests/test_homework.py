@@ -259,6 +259,22 @@ def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, t
     assert {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].edited
 
 
+def test_an_answer_that_does_not_parse_is_not_called_an_edit_outside(hw1, tmp_path):
+    """A syntax error between the fences (the commonest unfinished answer) made the frame's
+    parse fail, and the grade said "file edited outside its regions" of an untouched file."""
+    folder = _answered(hw1, tmp_path, only={"minitf/functional/layer_norm.py"})
+    path = folder / "minitf/functional/layer_norm.py"
+    right = path.read_text(encoding="utf-8")
+    wrong = right.replace("- x_hat * mean_dx_hat_x_hat", "- x_hat * (mean_dx_hat_x_hat")
+    assert wrong != right, "the layer_norm_backward line this test breaks has changed"
+    path.write_text(wrong, encoding="utf-8")
+    outcome = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
+    assert outcome.score == 0.0 and not outcome.edited
+    assert "SyntaxError" in outcome.report
+    path.write_text(wrong.replace("# END SOLUTION", "# END", 1), encoding="utf-8")
+    assert {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].edited
+
+
 def test_grade_prints_a_table_and_writes_gradescope_json(hw1, tmp_path, capsys):
     results = tmp_path / "results.json"
     folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py"})

@@ -195,7 +195,7 @@ def grade(folder, submission=None) -> list[Outcome]:
             try:
                 edited = R.frame(path.read_text(encoding="utf-8"), path.name) \
                     != data["frames"].get(entry["file"])
-            except (ValueError, SyntaxError):
+            except ValueError:          # a fence moved or removed: the frame is broken
                 edited = True
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
                                 time.perf_counter() - start, edited))

@@ -72,11 +72,10 @@ def _functions(tree) -> list:
     return found
 
 
-def find_regions(text: str, where: str) -> list[Region]:
-    """Every region of a file's ``text``; ``where`` (its name) prefixes each error."""
-    lines = text.splitlines()
-    functions = _functions(ast.parse(text, filename=where))
-    regions, opened = [], None
+def _fences(lines: list, where: str) -> list[tuple[int, int]]:
+    """(BEGIN line, END line), 0-based, of every region in order: found from the marker lines
+    alone, so a file whose code does not parse (a student's half-written answer) has them too."""
+    fences, opened = [], None
     for i, line in enumerate(lines):
         kind = _marker(line)
         if kind == "begin":
@@ -87,17 +86,27 @@ def find_regions(text: str, where: str) -> list[Region]:
         elif kind == "end":
             if opened is None:
                 raise ValueError(f"{where}, line {i + 1}: END SOLUTION without a BEGIN SOLUTION")
-            around = [name for name, node in functions if node.lineno <= opened < node.end_lineno]
-            if not around:
-                raise ValueError(f"{where}, line {opened + 1}: a solution region must sit inside "
-                                 f"a function's body")
-            begin_line = lines[opened]
-            name = begin_line.strip()[len(BEGIN):].strip() or around[-1]
-            regions.append(Region(name, around[-1], opened, i,
-                                  begin_line[:len(begin_line) - len(begin_line.lstrip())]))
+            fences.append((opened, i))
             opened = None
     if opened is not None:
         raise ValueError(f"{where}, line {opened + 1}: BEGIN SOLUTION without an END SOLUTION")
+    return fences
+
+
+def find_regions(text: str, where: str) -> list[Region]:
+    """Every region of a file's ``text``; ``where`` (its name) prefixes each error."""
+    lines = text.splitlines()
+    functions = _functions(ast.parse(text, filename=where))
+    regions = []
+    for begin, end in _fences(lines, where):
+        around = [name for name, node in functions if node.lineno <= begin < node.end_lineno]
+        if not around:
+            raise ValueError(f"{where}, line {begin + 1}: a solution region must sit inside "
+                             f"a function's body")
+        begin_line = lines[begin]
+        name = begin_line.strip()[len(BEGIN):].strip() or around[-1]
+        regions.append(Region(name, around[-1], begin, end,
+                              begin_line[:len(begin_line) - len(begin_line.lstrip())]))
     return regions
 
 
@@ -138,6 +147,6 @@ def frame(text: str, where: str) -> str:
     """A fingerprint of everything outside the regions, fences included: unchanged as long as
     only the regions' insides are edited."""
     lines = text.splitlines(keepends=True)
-    for region in reversed(find_regions(text, where)):
-        del lines[region.begin + 1:region.end]
+    for begin, end in reversed(_fences(lines, where)):   # the markers only: an answer that does
+        del lines[begin + 1:end]                          # not parse has not moved the frame
     return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
