@@ -138,11 +138,22 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
                                    f"--resume {out}, or choose a new --out")
 
 
+# The settings that make the model what it is: the same on --resume, or it is another model.
+SHAPE = ("model", "d_model", "n_heads", "n_layers", "d_ff", "positional")
+
+
 def _check_resume(config: RunConfig, saved: dict, tokenizer) -> None:
     """One line, before anything is built, for a resume that cannot continue the saved run."""
     if saved.get("step", 0) >= config.steps:
         raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
                          f"{saved.get('step')} steps; --steps is the run's total, so ask for more")
+    run = saved.get("extra", {}).get("run", {})
+    for name in SHAPE:              # weights of the same shapes would load, re-read as another model
+        if name in run and getattr(config, name) != run[name]:
+            raise ValueError(f"--{name.replace('_', '-')} {getattr(config, name)}: the run in "
+                             f"{config.resume} was trained with {run[name]}, and a model's shape "
+                             f"cannot change as it resumes; leave the flag out, or start a new "
+                             f"run with --out")
     before = data.CharTokenizer.from_json(saved["tokenizer"]).chars if saved["tokenizer"] else []
     if before != tokenizer.chars:
         now = tokenizer.chars

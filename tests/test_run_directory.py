@@ -90,6 +90,16 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
     err = one_line(capsys)
     assert f"--text {other}" in err and "(2 new: '!Z')" in err and "trained on" in err
 
+    # the same shapes re-read as another model (2 heads as 4), or a long list of mismatches
+    before = sorted(p.name for p in run.iterdir())
+    for flag, value, trained in [("--n-heads", "4", "2"), ("--positional", "alibi", "rope"),
+                                 ("--d-model", "64", "16"), ("--model", "lstm", "transformer")]:
+        assert cli.main(["train", "--resume", str(run), "--steps", "30", flag, value]) == 2
+        err = one_line(capsys)
+        assert f"{flag} {value}: the run in {run} was trained with {trained}" in err, err
+        assert "a model's shape cannot change as it resumes" in err
+    assert sorted(p.name for p in run.iterdir()) == before
+
 
 
 def _same_run(a_dir, b_dir):
