@@ -392,6 +392,11 @@ def resume(checkpoint: Checkpoint, trainer) -> None:
         raise TypeError(f"checkpoint.resume: trainer is a {type(trainer).__name__}; wanted a "
                         f"minitf.train.Trainer")
     meta, where = checkpoint.meta, f"checkpoint {checkpoint.path or ''}".rstrip()
+    if getattr(trainer, "model", None) is not checkpoint.model:
+        # the optimizer state, step and random generator would go on with the trainer's own,
+        # untrained weights: a run "resumed" from its start
+        raise ValueError(f"checkpoint.resume: trainer trains another model than the one {where} "
+                         f"was loaded into; wanted load(directory, trainer.model), then resume")
     if "step" not in meta:
         raise CheckpointError(f"{where} holds weights only; it cannot resume training")
     optimizer: Optimizer = trainer.optimizer

@@ -286,6 +286,13 @@ def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp
         checkpoint.resume(None, trainer)
     with raises(TypeError, "checkpoint.resume: trainer is a NoneType"):
         checkpoint.resume(checkpoint.load(directory), None)
+    # a Trainer of a model built first and a checkpoint loaded on its own: the run went on from
+    # the trainer's untrained weights with the saved optimizer state, step and generator
+    other = _small()
+    with raises(ValueError, "checkpoint.resume: trainer trains another model than the one",
+                "wanted load(directory, trainer.model), then resume"):
+        checkpoint.resume(checkpoint.load(directory), other)
+    assert other.step == 0 and other.optimizer.t == 0               # nothing was put back
     assert sorted(p.name for p in directory.iterdir()) == before and _intact_step(directory) == 1
 
 
