@@ -244,6 +244,25 @@ def test_an_integer_mask_is_refused_not_taken_as_additive(backend_name):
         nn.MultiHeadAttention(8, 2)(backend.randn(1, 3, 8), mask=keep)
 
 
+def test_a_float_mask_of_zeros_and_ones_is_refused_not_taken_as_additive(backend_name):
+    """np.tril(np.ones((n, n))), the usual causal mask in NumPy, is float64: read as additive it
+    added 0 or 1 to the scores and masked nothing (query 0 gave 2 % of its weight to the future)."""
+    keep = backend.to_device(np.tril(np.ones((3, 3))))
+    x = backend.randn(1, 3, 8)
+    q = backend.randn(1, 2, 3, 4)
+    for call, where, name in [
+            (lambda: nn.MultiHeadAttention(8, 2)(x, mask=keep), "MultiHeadAttention", "mask"),
+            (lambda: F.attention(q, q, q, mask=keep), "attention", "mask"),
+            (lambda: F.combine_masks(keep > 0, keep), "combine_masks", "masks[1]")]:
+        with raises(ValueError, f"{where}: {name} is a float array of 0s and 1s",
+                    "so it would mask nothing", f"pass {name}.astype(bool)"):
+            call()
+    additive = backend.to_device(np.where(np.tril(np.ones((3, 3))) > 0, 0.0, -np.inf))
+    zeros = backend.to_device(np.zeros((3, 3)))
+    for allowed in (additive, zeros, additive - 1):              # additive, all zeros, a bias
+        F.attention(q, q, q, mask=allowed)
+
+
 @pytest.mark.parametrize("d_in, d_out, named", [(0, 3, "d_in"), (4.0, 3, "d_in"), (4, -1, "d_out")])
 def test_linear_sizes_must_be_positive_integers(d_in, d_out, named):
     value = d_in if named == "d_in" else d_out

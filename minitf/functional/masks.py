@@ -29,7 +29,20 @@ def as_additive_mask(mask, dtype=None, name="mask", where="attention"):
                         f"{name}.astype(bool)")
     if mask.dtype == bool:
         return xp.where(mask, 0.0, -math.inf).astype(dtype)
+    _check_not_zero_one(mask, name, where)
     return mask.astype(dtype, copy=False)
+
+
+@at_the_boundary
+def _check_not_zero_one(mask, name, where):
+    """A float mask of 0s and 1s is a keep/hide mask built from ones (``np.tril(np.ones((n,
+    n)))`` is float64): read as additive, as every float mask is, it adds 0 or 1 to the scores
+    and masks nothing. (Skipped inside a model, whose masks are its own.)"""
+    xp = get_array_module(mask)
+    if bool(xp.any(mask == 1)) and bool(xp.all((mask == 0) | (mask == 1))):
+        raise ValueError(f"{where}: {name} is a float array of 0s and 1s; a float mask is "
+                         f"additive (0 = attend, -inf = hide), so it would mask nothing; for a "
+                         f"mask with 1 = attend, pass {name}.astype(bool)")
 
 
 def query_key_lengths(n_q, n_k, where):

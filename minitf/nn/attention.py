@@ -211,7 +211,7 @@ class MultiHeadAttention(Module):
         if mask is not None:
             check_broadcast(mask, "mask", scores_shape, "the attention scores (b, h, n_q, n_k)",
                             type(self).__name__, MASK_HINT)
-            mask = F.as_additive_mask(mask, dtype)
+            mask = F.as_additive_mask(mask, dtype, where=type(self).__name__)
         _, h, n_q, n_k = scores_shape
         # One query (a generated token) is the last position: it may see every key, so its causal
         # mask is all zeros, and adding it would only cost a pass over the scores.
