@@ -11,6 +11,7 @@ Encoder–decoder: ``greedy_decode`` and ``beam_search`` from BOS until EOS.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -106,6 +107,22 @@ def _check_translator(model, where):
                          f"{max(BOS, EOS)}, a vocabulary that holds BOS={BOS} and EOS={EOS}")
 
 
+def _back_in_its_mode(decode):
+    """``decode(model, ...)`` puts the model in eval mode (no dropout); afterwards every module
+    of it goes back to the mode it was in, so a training loop that prints a sample between steps
+    goes on training with dropout."""
+    @functools.wraps(decode)
+    def decoding(model, *args, **kwargs):
+        modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
+        try:
+            return decode(model, *args, **kwargs)
+        finally:
+            for module, training in modes:
+                module.training = training
+    return decoding
+
+
+@_back_in_its_mode
 def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
              use_cache: bool = True, return_logits: bool = False, on_token=None):
@@ -160,6 +177,7 @@ def _until_eos(row) -> list:
     return row[:row.index(EOS)] if EOS in row else row
 
 
+@_back_in_its_mode
 def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
                   return_logits: bool = False):
     """Translate each source with a Transformer, picking the most likely token at every step.
@@ -189,6 +207,7 @@ def greedy_decode(model, src, max_len: int = 32, use_cache: bool = True,
     return (tokens, to_numpy(xp.stack(steps, axis=1))) if return_logits else tokens
 
 
+@_back_in_its_mode
 def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float = 0.6) -> list:
     """Keep the ``beam_size`` most likely partial translations at every step, not just one.
 

@@ -94,6 +94,24 @@ def test_beam_search_of_width_one_is_greedy(float64):
         greedy_decode(model, src, max_len=6)
 
 
+def test_decoding_leaves_every_module_in_the_mode_it_was_in():
+    """generate, greedy_decode and beam_search switched the model to eval mode and left it
+    there: a training loop that printed a sample between steps went on without dropout."""
+    lm = DecoderLM(5, 8, 2, 1, max_len=6, dropout=0.1)
+    translator = Transformer(12, 12, 16, 2, 2, dropout=0.1)
+    src = backend.randint(3, 12, (1, 4))
+    for model, decode in [(lm, lambda: generate(lm, backend.randint(0, 5, (3,)), 2)),
+                          (translator, lambda: greedy_decode(translator, src, max_len=3)),
+                          (translator, lambda: beam_search(translator, src, 2, max_len=3))]:
+        *others, last = model.train().modules()
+        last.training = False                     # a module in a mode of its own stays in it
+        decode()
+        assert all(m.training for m in others) and last.training is False
+        model.eval()
+        decode()
+        assert not any(m.training for m in model.modules())
+
+
 def test_a_long_prompt_is_cropped_with_a_warning():
     model = DecoderLM(5, 8, 2, 1, max_len=6)
     with pytest.warns(UserWarning, match="only its last 6 tokens are used"):
