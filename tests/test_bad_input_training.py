@@ -106,6 +106,22 @@ def test_a_schedule_wants_a_step_count_and_the_norms_want_parameters():
         clip_grad_norm(5, 1.0)
 
 
+def test_fit_to_a_step_already_done_is_refused():
+    """fit(steps) trains until trainer.step == steps: fit(3) run again after fit(3), as a
+    notebook cell is to train more, returned the old history and trained nothing."""
+    lm = _lm()
+    trainer = Trainer(lm, Adam(lm), _batches())
+    trainer.fit(0, progress=False)                          # nothing to do, nothing done: fine
+    trainer.fit(3, progress=False)
+    for steps in (3, 2):
+        with raises(ValueError, f"Trainer.fit: steps={steps} is the step to train until, and 3 "
+                                f"are done", f"e.g. fit({3 + steps}) for {steps} more"):
+            trainer.fit(steps, progress=False)
+    assert trainer.step == 3
+    trainer.fit(5, progress=False)
+    assert trainer.step == 5 and len(trainer.history["loss"]) == 5
+
+
 def test_a_validation_loss_that_is_not_finite_stops_the_run():
     from minitf.train import TrainingDiverged
     lm = _lm()
