@@ -215,3 +215,19 @@ def test_a_syntax_error_and_a_missing_function_are_one_clear_message(tmp_path):
     report, status = exercises.check_file(path)
     assert status == 1 and report == ("relu_backward.py: defines no function relu_backward; wanted "
                                       "the one 'minitf exercise start relu_backward' wrote")
+
+
+def test_an_exit_in_the_learner_s_code_fails_the_check_instead_of_ending_it(tmp_path):
+    """sys.exit(0) in an answer ended 'minitf exercise check' (and a homework's grading) at
+    once, with exit status 0 and no report: a pass, to anyone reading the status."""
+    path = tmp_path / "relu_backward.py"
+    starter = starter_text(find("relu_backward"))
+    stub = 'raise NotImplementedError("relu_backward: not written yet")'
+    for answer, where in [("import sys\n    sys.exit(0)", "in case 'relu', your relu_backward"),
+                          ("exit()", "in case 'relu', your relu_backward")]:
+        path.write_text(starter.replace(stub, answer))
+        report, status = exercises.check_file(path)
+        assert status == 1 and where in report and "SystemExit" in report, report
+    path.write_text("import sys\nsys.exit(0)\n" + starter)            # at the top of the file
+    report, status = exercises.check_file(path)
+    assert status == 1 and "raised an error as it was loaded" in report and "SystemExit" in report

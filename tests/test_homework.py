@@ -275,6 +275,21 @@ def test_an_answer_that_does_not_parse_is_not_called_an_edit_outside(hw1, tmp_pa
     assert {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].edited
 
 
+def test_an_answer_that_calls_exit_fails_and_the_grading_goes_on(hw1, tmp_path):
+    """sys.exit(0) in an answer ended the grading with exit status 0, no table and no JSON."""
+    folder = _answered(hw1, tmp_path, only={"minitf/functional/layer_norm.py"})
+    path = folder / "minitf/functional/layer_norm.py"
+    right = path.read_text(encoding="utf-8")
+    begin = "    # BEGIN SOLUTION layer_norm_backward\n"
+    wrong = right.replace(begin, begin + "    import sys; sys.exit(0)\n")
+    assert wrong != right, "the region this test writes into has changed"
+    path.write_text(wrong, encoding="utf-8")
+    outcomes = {o.name: o for o in homework.grade(folder)}
+    assert outcomes["layer_norm_backward"].score == 0.0
+    assert "SystemExit" in outcomes["layer_norm_backward"].report
+    assert len(outcomes) == 3                                  # the others were graded too
+
+
 def test_grade_prints_a_table_and_writes_gradescope_json(hw1, tmp_path, capsys):
     results = tmp_path / "results.json"
     folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py"})

@@ -80,7 +80,7 @@ def load(path) -> tuple:
         importlib.util.spec_from_file_location(f"minitf_exercise_{path.stem}", path))
     try:
         exec(code, vars(module))
-    except Exception as err:                               # their module-level code
+    except (Exception, SystemExit) as err:      # their module-level code; exit() ended the check
         raise StudentError("\n".join([f"{path.name} raised an error as it was loaded:",
                                       *_their_lines(err, path)])) from None
     function = vars(module).get(exercise.attribute)
@@ -170,7 +170,7 @@ def run_cases(exercise, cases, path: Path | None = None) -> Result:
         except NotImplementedError as err:
             result.stopped = _not_written(exercise, err)
             break
-        except Exception as err:
+        except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
             result.stopped = "\n".join([where + (":" if len(lines) > 1 else

@@ -128,7 +128,8 @@ def _grade_one(entry: dict, path: Path) -> tuple:
         else:
             with precision("float64"), _registered(_file_cases(module, exercise.name)) as cases:
                 result = run_cases(exercise, cases, path)
-    except Exception as err:              # their file does not load, or lost the function
+    except (Exception, SystemExit) as err:    # their file does not load, lost the function,
+        #                                        or calls exit(), which ended the grading with 0
         result = _stopped("\n".join([f"{path.name} could not be graded:",
                                      *_their_lines(err, path)]))
     return result, report(exercise, result, path)
