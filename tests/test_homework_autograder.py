@@ -154,6 +154,17 @@ def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatc
     assert cli.main(["homework", "autograder", str(tmp_path), "--out",
                      str(tmp_path / "x.zip")]) == 2
     assert "not a homework directory" in capsys.readouterr().err
+    missing = tmp_path / "missing" / "hw.zip"                  # was Python's Errno 2
+    assert cli.main(["homework", "autograder", str(hw), "--out", str(missing)]) == 2
+    assert f"--out {missing}: the folder {missing.parent} does not exist" in capsys.readouterr().err
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    with monkeypatch.context() as patch:                       # part-way through the zip
+        patch.setattr(autograder, "_add", disk_full)
+        assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "z.zip")]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert not (tmp_path / "z.zip").exists(), "half a zip, which the next try would refuse"
     monkeypatch.setattr(autograder, "PACKAGE", hw / "minitf")      # run from inside a copy
     assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "y.zip")]) == 2
     assert "is a homework copy" in capsys.readouterr().err

@@ -108,14 +108,22 @@ def build(folder, out) -> Path:
     if out.suffix != ".zip" or out.exists():
         got = "already exists" if out.exists() else "does not end in .zip"
         raise ValueError(f"--out {out}: {got}; wanted a new file ending in .zip")
-    with zipfile.ZipFile(out, "w") as archive:
-        _add(archive, "setup.sh", SETUP.format(
-            requirements=" ".join(f'"{r}"' for r in requirements())).encode(), executable=True)
-        _add(archive, "run_autograder", RUN.encode(), executable=True)
-        for name in _homework_files(folder, data):
-            _add(archive, f"homework/{name}", (folder / name).read_bytes())
-        for path in sorted(PACKAGE.rglob("*")):
-            relative = path.relative_to(PACKAGE)
-            if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
-                _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
+    if not out.absolute().parent.is_dir():
+        raise ValueError(f"--out {out}: the folder {out.parent} does not exist; wanted a file in "
+                         f"an existing folder")
+    try:
+        with zipfile.ZipFile(out, "w") as archive:
+            _add(archive, "setup.sh", SETUP.format(
+                requirements=" ".join(f'"{r}"' for r in requirements())).encode(),
+                executable=True)
+            _add(archive, "run_autograder", RUN.encode(), executable=True)
+            for name in _homework_files(folder, data):
+                _add(archive, f"homework/{name}", (folder / name).read_bytes())
+            for path in sorted(PACKAGE.rglob("*")):
+                relative = path.relative_to(PACKAGE)
+                if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
+                    _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
+    except BaseException:           # a full disk, Ctrl-C: no half a zip that the next try,
+        out.unlink(missing_ok=True)  # refusing a file already there, would be stuck on
+        raise
     return out
