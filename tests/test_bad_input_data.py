@@ -118,7 +118,7 @@ def test_a_tokenizer_file_that_is_missing_binary_or_no_json_is_named(tmp_path):
         where = read.__qualname__ + ":"
         for path, error, fragments in [
             (tmp_path / "missing.json", FileNotFoundError, ["missing.json: no such file"]),
-            (tmp_path, FileNotFoundError, [f"{tmp_path}: no such file"]),
+            (tmp_path, IsADirectoryError, [f"{tmp_path}: is a folder; wanted a text file"]),
             (binary, ValueError, ["byte 1 (0x8b) is not valid UTF-8", "wanted a UTF-8 text"]),
         ]:
             with raises(error, where, *fragments) as caught:

@@ -111,7 +111,8 @@ def test_resume_with_another_config_is_one_line(fast_run, capsys, tmp_path):
                      "--resume", str(out), "--out", str(tmp_path / "other")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.count("\n") == 0
-    assert "does not fit this model" in err and "tok_emb.W: saved" in err
+    assert f"--d-model 16: the run in {out} was trained with 32" in err
+    assert "a model's shape cannot change as it resumes" in err
 
 
 def test_generate_errors_are_one_line(capsys, tmp_path):
@@ -188,6 +189,9 @@ def test_a_missing_text_file_is_one_line(capsys, tmp_path):
     assert cli.main(["train", "--fast", "--text", str(tmp_path / "none.txt")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no such file" in err
+    assert cli.main(["train", "--fast", "--text", str(tmp_path)]) == 2     # was "no such file"
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"--text {tmp_path}: is a folder; wanted a text file" in err
 
 
 @pytest.mark.parametrize("flag, value, wanted", [

@@ -156,6 +156,9 @@ def test_exercise_bad_names_are_one_line(tmp_path, capsys):
     assert cli.main(["exercise", "check", str(tmp_path / "missing.py")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "missing.py: no such file" in err
+    (tmp_path / "folder.py").mkdir()
+    assert cli.main(["exercise", "check", str(tmp_path / "folder.py")]) == 2
+    assert "folder.py: is a folder; wanted an exercise file" in capsys.readouterr().err
 
 
 def test_exercise_check_exit_status_and_report(tmp_path, capsys):

@@ -123,10 +123,13 @@ def default_corpus() -> str:
 
 def read_utf8(path, where: str) -> str:
     """The text of a UTF-8 file, or one line that names ``where``, the file and what is wrong:
-    no such file (a folder is none), bytes that are not UTF-8, a NUL (binary, or UTF-16)."""
+    no such file, a folder, bytes that are not UTF-8, a NUL (binary, or UTF-16)."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{where} {path}: is a folder; wanted a text file")
     if not path.is_file():
-        raise FileNotFoundError(f"{where} {path}: no such file")
+        raise FileNotFoundError(f"{where} {path}: no such file" if not path.exists() else
+                                f"{where} {path}: not a file of text (a device or a pipe)")
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8")

@@ -67,7 +67,8 @@ def load(path) -> tuple:
     """(exercise, the learner's function) from the file at ``path``."""
     path = Path(path).resolve()
     if not path.is_file():
-        raise ValueError(f"FILE {path.name}: no such file; wanted an exercise file written by "
+        got = "is a folder" if path.is_dir() else "no such file"
+        raise ValueError(f"FILE {path.name}: {got}; wanted an exercise file written by "
                          f"'minitf exercise start NAME'")
     source = path.read_text(encoding="utf-8")
     exercise = _exercise_of(path, source)

@@ -177,7 +177,9 @@ def grade(folder, submission=None) -> list[Outcome]:
     folder = Path(folder).resolve()
     data = manifest(folder)
     if submission is not None and not Path(submission).is_dir():
-        raise ValueError(f"--submission {submission}: no such folder")
+        got = "is a file" if Path(submission).exists() else "no such folder"
+        raise ValueError(f"--submission {submission}: {got}; wanted the folder of a student's "
+                         f"files")
     outcomes = []
     for entry in data["exercises"]:
         start = time.perf_counter()
