@@ -142,6 +142,9 @@ MAX_NEW_TOKENS = 100_000
 NEW_TOKENS = _checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
                       f"an integer in [0, {MAX_NEW_TOKENS}]")
 PROBABILITY = _checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
+# "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
+# started a new run, --out "" wrote to runs/lm
+PATH = _checked(str, lambda text: text != "", "a path (a file or folder name)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -168,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "documentation bundled with CPython (no download), for a minute or so on a "
                     "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
                     "model's, and samples; saves a checkpoint (default runs/lm).")
-    train.add_argument("--text", metavar="PATH", help="train on this text file instead")
+    train.add_argument("--text", metavar="PATH", type=PATH, help="train on this text file instead")
     train.add_argument("--steps", type=POSITIVE,
                        help="optimisation steps in all (default 800; with --resume, the saved "
                             "run's); the learning-rate schedule does not depend on it")
@@ -195,10 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--save-every", type=NON_NEGATIVE,
                        help="save a checkpoint every N steps (default 100; 0: only at the end)")
     train.add_argument("--seed", type=NON_NEGATIVE, help="random seed (default 0)")
-    train.add_argument("--out", metavar="DIR",
+    train.add_argument("--out", metavar="DIR", type=PATH,
                        help="run directory (default runs/lm; with --resume, DIR); a directory "
                             "holding a run is never overwritten")
-    train.add_argument("--resume", metavar="DIR",
+    train.add_argument("--resume", metavar="DIR", type=PATH,
                        help="continue the run saved in DIR with its settings (flags given here "
                             "override them)")
     train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
@@ -210,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
         "generate", help="continue a prompt with a trained language model",
         description="Load a checkpoint written by 'minitf train' and continue the prompt, one "
                     "character at a time, with the KV cache.")
-    gen.add_argument("--checkpoint", metavar="DIR", required=True, help="a run directory")
+    gen.add_argument("--checkpoint", metavar="DIR", type=PATH, required=True,
+                     help="a run directory")
     gen.add_argument("--prompt", default="\n", help="the text to continue (default: a newline)")
     gen.add_argument("--max-new-tokens", type=NEW_TOKENS, default=300,
                      help=f"characters to add (300; at most {MAX_NEW_TOKENS:,})")
@@ -243,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "block), FLOPs per token, KV-cache bytes (2·L·b·n·d numbers). Give a "
                     "configuration by flags, or a checkpoint of any model family (the "
                     "recurrent, encoder–decoder and classifier ones get their own table).")
-    info.add_argument("--checkpoint", metavar="DIR", help="read the configuration from a run")
+    info.add_argument("--checkpoint", metavar="DIR", type=PATH,
+                      help="read the configuration from a run")
     info.add_argument("--vocab-size", type=POSITIVE, default=103)
     info.add_argument("--d-model", type=POSITIVE, default=128)
     info.add_argument("--n-heads", type=POSITIVE, default=4)
@@ -258,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
     info.set_defaults(run=_info)
 
-    add_course_commands(commands, _add_backend)
+    add_course_commands(commands, _add_backend, PATH)
 
     embed = commands.add_parser(
         "embed", help="cosine similarities of sentences by a pretrained encoder",
@@ -269,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("sentences", nargs="*", metavar="SENTENCE",
                        help="the sentences (default: 'my kid likes this movie' and 'my kid does "
                             "not like this movie')")
-    embed.add_argument("--model", metavar="DIR", default=None,
+    embed.add_argument("--model", metavar="DIR", type=PATH, default=None,
                        help="a model directory (config.json, model.safetensors, vocab.txt) "
                             "instead of the installed all-MiniLM-L6-v2")
     _add_backend(embed)

@@ -76,9 +76,10 @@ def _homework(args) -> int:
     return 0 if all(o.result.passed for o in outcomes) else 1
 
 
-def add_course_commands(commands, add_backend) -> None:
+def add_course_commands(commands, add_backend, path) -> None:
     """Add lesson, exercise and homework to ``commands`` (the subcommands of ``minitf``);
-    ``add_backend(parser)`` gives a parser minitf's --backend flag."""
+    ``add_backend(parser)`` gives a parser minitf's --backend flag, and ``path`` is the argparse
+    type of a file or folder name (it refuses "")."""
     lesson = commands.add_parser(
         "lesson", help="list the lessons, or run one",
         description="The course: lesson scripts in lessons/, each a story with printed numbers, "
@@ -100,9 +101,10 @@ def add_course_commands(commands, add_backend) -> None:
     actions.add_parser("list", help="the exercises, the checks that grade them, what they teach")
     start = actions.add_parser("start", help="write the file for exercise NAME")
     start.add_argument("name", metavar="NAME", help="e.g. softmax_backward (see 'list')")
-    start.add_argument("--dir", default=".", metavar="DIR", help="where to write it (default .)")
+    start.add_argument("--dir", default=".", metavar="DIR", type=path,
+                       help="where to write it (default .)")
     grade = actions.add_parser("check", help="grade your file")
-    grade.add_argument("file", metavar="FILE", help="a file written by 'start', e.g. "
+    grade.add_argument("file", metavar="FILE", type=path, help="a file written by 'start', e.g. "
                                                      "softmax_backward.py")
     add_backend(grade)
     exercise.set_defaults(run=_exercise)
@@ -125,20 +127,22 @@ def add_course_commands(commands, add_backend) -> None:
     make = steps.add_parser("make", help="write a student directory")
     make.add_argument("--exercises", metavar="A,B,...",
                       help="catalogue exercises to blank, e.g. softmax_backward,attention_backward")
-    make.add_argument("--file", action="append", default=[], metavar="FILE.py",
+    make.add_argument("--file", action="append", default=[], metavar="FILE.py", type=path,
                       help="an instructor's own file with marked regions (may be repeated)")
-    make.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) folder")
+    make.add_argument("--out", required=True, metavar="DIR", type=path,
+                      help="a new (or empty) folder")
     make.add_argument("--solutions", action="store_true",
                       help="keep the reference bodies: the answered directory (the key)")
     mark = steps.add_parser("grade", help="grade a homework directory (a submission)")
-    mark.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
-    mark.add_argument("--json", metavar="FILE", help="also write Gradescope's results.json here")
-    mark.add_argument("--submission", metavar="DIR",
+    mark.add_argument("dir", metavar="DIR", type=path, help="a directory written by 'make'")
+    mark.add_argument("--json", metavar="FILE", type=path,
+                      help="also write Gradescope's results.json here")
+    mark.add_argument("--submission", metavar="DIR", type=path,
                       help="take each exercise's file from this folder (a student's upload: the "
                            "same paths, or the files side by side) instead of from DIR")
     add_backend(mark)
     ship = steps.add_parser("autograder", help="write a Gradescope autograder zip for a "
                                                "homework directory")
-    ship.add_argument("dir", metavar="DIR", help="a directory written by 'make'")
-    ship.add_argument("--out", required=True, metavar="FILE.zip", help="a new .zip file")
+    ship.add_argument("dir", metavar="DIR", type=path, help="a directory written by 'make'")
+    ship.add_argument("--out", required=True, metavar="FILE.zip", type=path, help="a new .zip file")
     homework.set_defaults(run=_homework)

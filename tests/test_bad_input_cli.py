@@ -238,3 +238,22 @@ def test_homework_grade_refuses_a_json_it_could_not_write_before_grading(where, 
     assert cli.main(["homework", "grade", str(tmp_path), "--json", str(path)]) == 2
     err = one_line(capsys)
     assert f"--json {path}" in err and wanted in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--fast", "--text", ""], ["train", "--fast", "--out", ""], ["train", "--resume", ""],
+    ["generate", "--checkpoint", ""], ["info", "--checkpoint", ""], ["embed", "--model", ""],
+    ["exercise", "start", "relu_backward", "--dir", ""], ["exercise", "check", ""],
+    ["homework", "make", "--exercises", "relu_backward", "--out", ""], ["homework", "grade", ""],
+    ["homework", "grade", ".", "--json", ""], ["homework", "autograder", ".", "--out", ""]])
+def test_an_empty_path_is_refused_not_taken_as_none_or_here(argv, capsys, tmp_path,
+                                                            monkeypatch):
+    """--text "$CORPUS" with CORPUS unset trained on the default corpus; --resume "" started a
+    new run and --out "" wrote to runs/lm; info --checkpoint "" printed the flags' model."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    err = one_line(capsys)
+    assert "got ''; wanted a path (a file or folder name)" in err, err
+    assert list(tmp_path.iterdir()) == []
