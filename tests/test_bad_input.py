@@ -307,6 +307,7 @@ def test_load_state_dict_refuses_what_is_not_finite_real_arrays(state, error, fr
     (dict(num_buckets=32, max_distance=8), ("max_distance must be an integer ≥ 9",
                                             "distances 0..7", "got 8")),
     (dict(num_buckets=32, max_distance=4), ("max_distance must be an integer ≥ 9", "got 4")),
+    (dict(bidirectional="no"), ("bidirectional must be True or False", "got 'no'")),  # truthy
 ])
 def test_relative_bias_settings_that_cannot_make_buckets(settings, fragments):
     with raises(ValueError, "RelativePositionBias: ", *fragments):

@@ -60,6 +60,12 @@ def test_attention_wants_a_finite_scale(backend_name):
         F.attention(q, q, q, scale=float("nan"))
 
 
+def _decode(**settings):
+    model = models.Transformer(10, 10, d_model=8, n_heads=2, n_layers=1)
+    ids = backend.randint(3, 10, (1, 4))
+    return model.decode(ids, *model.encode(ids), **settings)
+
+
 @pytest.mark.parametrize("build, named", [
     (lambda: models.DecoderLM(10, d_model=8, n_heads=2, tie_weights="no"), "DecoderLM: tie_weights"),
     (lambda: models.DecoderLM(10, d_model=8, n_heads=2, causal="False"), "DecoderLM: causal"),
@@ -70,6 +76,8 @@ def test_attention_wants_a_finite_scale(backend_name):
     (lambda: nn.Residual(nn.Linear(4, 4), 4, pre_ln="no"), "Residual: pre_ln"),
     (lambda: nn.MultiHeadAttention(4, 2, bias="yes"), "MultiHeadAttention: bias"),
     (lambda: nn.Dropout(0.5).train("False"), "Dropout.train: mode"),
+    (lambda: nn.RelativePositionBias(2, bidirectional="no"), "RelativePositionBias: bidirectional"),
+    (lambda: _decode(mask_padding="no"), "Transformer.decode: mask_padding"),
 ])
 def test_a_yes_or_no_setting_must_be_true_or_false(build, named):
     """'no' and 'False' are truthy strings: each turned on what it was written to turn off."""

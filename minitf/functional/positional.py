@@ -18,8 +18,8 @@ import math
 from minitf.backend import float_dtype, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import query_key_lengths
-from minitf.validate import (at_the_boundary, check_float, check_int, check_real, check_shape,
-                             gradient_of, plain_int)
+from minitf.validate import (at_the_boundary, check_flags, check_float, check_int, check_real,
+                             check_shape, gradient_of, plain_int)
 
 
 def _check_positions(n, offset, base, where):
@@ -168,7 +168,8 @@ def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
 def check_bucket_settings(num_buckets, max_distance, bidirectional, where) -> None:
     """ValueError unless T5's buckets can be built: at least one exact bucket (num_buckets ≥ 4
     bidirectional, ≥ 2 causal) and a max_distance beyond the exact ones, where the log scale
-    starts (else the buckets divide by log(1) = 0)."""
+    starts (else the buckets divide by log(1) = 0); bidirectional must be True or False."""
+    check_flags(where, bidirectional=bidirectional)
     halves = ("bidirectional: half for each direction, half of each half exact" if bidirectional
               else "half of them exact")
     check_int(num_buckets, "num_buckets", where, low=4 if bidirectional else 2, what=halves)

@@ -104,6 +104,7 @@ class Transformer(Model):
         from the decoder. With a cache (generation only) nothing is masked either.
         """
         self._check(tgt, "tgt", self.tgt_emb)
+        check_flags(f"{type(self).__name__}.decode", mask_padding=mask_padding)
         check_finite(memory, "memory", type(self).__name__)
         self._check_cache(cache, type(self).__name__)
         offset = cache[0][0].length if cache else 0
