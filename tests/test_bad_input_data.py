@@ -71,6 +71,9 @@ CASES = {
                       ["split:", "ids has a NoneType", "wanted (N,) integer token ids"]),
     "split of a number": (lambda: data.split(5, 0.1), ValueError,
                           ["split:", "ids has a int", "wanted (N,) integer token ids"]),
+    "decode of a batch": (lambda: tokenizer().decode(np.array([[1, 2], [3, 4]])), ValueError,
+                          ["CharTokenizer.decode:", "ids has shape (2, 2), several rows",
+                           "[tok.decode(row) for row in ids]"]),     # was the rows joined
     "decode of ragged rows": (lambda: tokenizer().decode([[1, 2], [3]]), ValueError,
                               ["CharTokenizer.decode:", "ids must be a sequence or an array",
                                "rows of different lengths"]),

@@ -57,11 +57,17 @@ class CharTokenizer:
                              f"characters this tokenizer was fitted on") from None
 
     def decode(self, ids) -> str:
+        """ids (n,), or one row (1, n) as generate returns for one prompt -> the text."""
         try:
-            ids = np.asarray(to_numpy(ids)).reshape(-1)
+            ids = np.asarray(to_numpy(ids))
         except ValueError:          # rows of different lengths, [[1, 2], [3]], make no array
             raise ValueError(f"CharTokenizer.decode: ids must be a sequence or an array of ids; "
                              f"got rows of different lengths, {str(ids)[:40]}") from None
+        if ids.ndim > 1 and ids.size and ids.size != ids.shape[-1]:   # a batch joined into one
+            raise ValueError(f"CharTokenizer.decode: ids has shape {ids.shape}, several rows; "
+                             f"wanted one sequence: decode each row, [tok.decode(row) for row "
+                             f"in ids]")
+        ids = ids.reshape(-1)
         if ids.size:                     # -1 must not quietly read the last character
             check_ids(ids, "ids", self.vocab_size, "CharTokenizer.decode")
         return "".join(self.chars[i] for i in ids.tolist())
