@@ -196,7 +196,17 @@ def check_broadcast(x, name: str, target_shape, target_text: str, where: str,
 def check_probability(p: float, name: str, where: str) -> None:
     """ValueError unless ``0 <= p < 1`` (a dropout rate, a smoothing weight)."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
-        raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}")
+        hint = _numpy_hint(p, name)
+        hint = hint if hint and 0.0 <= p < 1.0 else ""   # only where the plain number would do
+        raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}{hint}")
+
+
+def _numpy_hint(value, name: str, plain: str = "float") -> str:
+    """For a NumPy number (np.int64(10) read off an array, np.float32(0.1)), which a check of a
+    plain Python number refuses, what to pass instead; else nothing."""
+    if type(value).__module__ != "numpy" or getattr(value, "ndim", None) != 0:
+        return ""
+    return f", a NumPy {type(value).__name__}: pass {plain}({name})"
 
 
 def check_int(value, name: str, where: str, low: int = 1, high: int | None = None,
@@ -207,8 +217,9 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
               "a positive integer" if low == 1 else f"an integer ≥ {low}")
     if (isinstance(value, bool) or not isinstance(value, int) or value < low
             or (high is not None and value > high)):
+        fits = is_int(value) and value >= low and (high is None or value <= high)
         raise ValueError(f"{where}: {name} must be {wanted}{', ' + what if what else ''}; "
-                         f"got {value!r}")
+                         f"got {value!r}{_numpy_hint(value, name, 'int') if fits else ''}")
 
 
 def plain_int(size):
@@ -274,7 +285,13 @@ def check_real(value, name: str, where: str, low: float | None = None,
     ok = ok and (low is None or (value > low if low_open else value >= low))
     ok = ok and (high is None or value <= high)
     if not ok:
-        raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}")
+        hint = _numpy_hint(value, name)
+        if hint:                         # only where the plain number would have done
+            try:
+                check_real(float(value), name, where, low, high, low_open)
+            except ValueError:
+                hint = ""
+        raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}{hint}")
 
 
 @at_the_boundary

@@ -418,3 +418,25 @@ def test_cross_entropy_backward_wants_a_scalar(backend_name):
     _, cache = F.cross_entropy(logits, backend.randint(0, 5, (2, 3)))
     with raises(ValueError, "cross_entropy_backward: dloss has shape (2,); wanted a scalar"):
         F.cross_entropy_backward(backend.randn(2), cache)
+
+
+def test_a_numpy_number_is_told_what_to_pass_instead():
+    """DecoderLM(ids.max() + 1) said "vocab_size must be a positive integer; got np.int64(10)",
+    which reads as a contradiction: a NumPy number is not a Python int (a config is JSON)."""
+    from minitf.optim import AdamW
+    lm = models.DecoderLM(10, 8, 2, 1)
+    x = backend.randn(2, 3)
+    for call, fragments in [
+            (lambda: models.DecoderLM(np.int64(10), 8, 2, 1),
+             ["got np.int64(10), a NumPy int64: pass int(vocab_size)"]),
+            (lambda: AdamW(lm, np.float32(1e-3)), ["got np.float32(0.001), a NumPy float32: "
+                                                   "pass float(lr)"]),
+            (lambda: F.dropout(x, np.float32(0.5)), ["got np.float32(0.5), a NumPy float32: "
+                                                     "pass float(p)"])]:
+        with raises(ValueError, *fragments):
+            call()
+    for call in (lambda: models.DecoderLM(np.int64(-1), 8, 2, 1),     # int() would not do
+                 lambda: AdamW(lm, np.float32(-1)), lambda: F.dropout(x, np.float32(2))):
+        with pytest.raises(ValueError) as caught:
+            call()
+        assert "NumPy" not in str(caught.value)
