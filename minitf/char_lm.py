@@ -198,7 +198,8 @@ def _train(config: RunConfig, out: Path, log) -> dict:
     settings = asdict(replace(config, out=str(out), warmup=warmup))   # what --resume reads back
     train_ids, val_ids = data.split(tokenizer.encode(text))
     if len(val_ids) < config.context + 1:          # the held-out tenth must hold one window
-        raise ValueError(f"--text {config.text}: {len(text):,} characters hold out "
+        text_flag = f"--text {config.text}" if config.text else "the default corpus"
+        raise ValueError(f"{text_flag}: {len(text):,} characters hold out "
                          f"{len(val_ids)} for validation, less than one window of --context "
                          f"{config.context} + 1; wanted at least {10 * (config.context + 1):,} "
                          f"characters, or a smaller --context")

@@ -142,6 +142,7 @@ MAX_NEW_TOKENS = 100_000
 NEW_TOKENS = _checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
                       f"an integer in [0, {MAX_NEW_TOKENS}]")
 PROBABILITY = _checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
+DROPOUT = _checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
 # "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
 # started a new run, --out "" wrote to runs/lm
 PATH = _checked(str, lambda text: text != "", "a path (a file or folder name)")
@@ -185,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default rope)")
     train.add_argument("--model", choices=MODEL_CHOICES,
                        help="the Transformer (default), or the recurrent baseline: rnn or lstm")
-    train.add_argument("--dropout", type=float, help="dropout rate (default 0)")
+    train.add_argument("--dropout", type=DROPOUT, help="dropout rate (default 0)")
     train.add_argument("--lr", type=POSITIVE_REAL,
                        help="peak learning rate of AdamW (default 5e-3)")
     train.add_argument("--warmup", type=NON_NEGATIVE,

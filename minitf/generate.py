@@ -51,8 +51,10 @@ def _sample(logits, temperature, top_k, top_p, greedy):
     if top_p is not None:
         order = xp.argsort(-probs, axis=-1)
         sorted_probs = xp.take_along_axis(probs, order, axis=-1)
-        # keep a token if the tokens more likely than it add up to less than p
+        # keep a token if the tokens more likely than it add up to less than p; the most likely
+        # always (a p below float32's smallest number, 1e-46, kept none: 0/0, then token 0)
         keep_sorted = xp.cumsum(sorted_probs, axis=-1) - sorted_probs < top_p
+        keep_sorted[:, 0] = True
         keep = xp.take_along_axis(keep_sorted, xp.argsort(order, axis=-1), axis=-1)  # unsort
         probs = probs * keep
         probs /= probs.sum(axis=-1, keepdims=True)

@@ -69,9 +69,11 @@ def test_a_text_that_cannot_train_is_refused_naming_the_file(content, fragments,
     ("info", "--n-layers", "-1", "an integer ≥ 1"),
     ("info", "--vocab-size", "0", "an integer ≥ 1"),
     ("info", "--bytes", "0", "an integer ≥ 1"),
+    ("train", "--dropout", "1.5", "a number in [0, 1)"),     # was DecoderLM's, after the reading
+    ("train", "--dropout", "-0.1", "a number in [0, 1)"),
 ])
-def test_a_bad_generate_or_info_flag_is_one_line_naming_it(command, flag, value, wanted, capsys,
-                                                            tmp_path):
+def test_a_bad_number_flag_is_one_line_naming_it(command, flag, value, wanted, capsys,
+                                                   tmp_path):
     extra = ["--checkpoint", str(tmp_path)] if command == "generate" else []
     with pytest.raises(SystemExit) as exit_:
         cli.main([command, *extra, f"{flag}={value}"])
@@ -257,3 +259,11 @@ def test_an_empty_path_is_refused_not_taken_as_none_or_here(argv, capsys, tmp_pa
     err = one_line(capsys)
     assert "got ''; wanted a path (a file or folder name)" in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_corpus_too_short_for_the_context_is_named_as_such(capsys, tmp_path):
+    """Without --text, the line began "--text None: 464,970 characters hold out ..."."""
+    assert cli.main(["train", "--fast", "--no-progress", "--context", "100000",
+                     "--out", str(tmp_path / "run")]) == 2
+    err = one_line(capsys)
+    assert err.startswith("minitf train: the default corpus: ") and "--context 100000" in err

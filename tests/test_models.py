@@ -1,5 +1,7 @@
 """The four models: shapes, masks, tied and shared weights, and KV-cache decoding that gives the
 same logits and tokens as recomputing everything."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -124,6 +126,11 @@ def test_sampling_rules():
     assert set(backend.to_numpy(sample_next(logits, greedy=True))) == {0}
     assert set(backend.to_numpy(sample_next(logits, top_k=2))) == {0, 1}
     assert set(backend.to_numpy(sample_next(logits, top_p=0.7))) == {0, 1}   # 0.5 < 0.7 ≤ 0.8
+    # a p that is 0 in float32 kept no token: 0/0 (a warning), then token 0 every time
+    likely_2 = backend.to_device(np.log(np.array([[0.1, 0.2, 0.6, 0.1]] * 50, np.float32)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert set(backend.to_numpy(sample_next(likely_2, top_p=1e-46))) == {2}
     counts = np.bincount(backend.to_numpy(sample_next(logits)), minlength=4) / 2000
     assert np.abs(counts - [0.5, 0.3, 0.15, 0.05]).max() < 0.05
     cold = np.bincount(backend.to_numpy(sample_next(logits, temperature=0.1)), minlength=4)
