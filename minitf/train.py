@@ -91,6 +91,7 @@ class Trainer:
 
     def train_step(self) -> tuple[float, int]:
         """One optimisation step. -> (training loss, number of target tokens)."""
+        lr = None if self.schedule is None else self._scheduled_lr(self.step + 1)
         self.step += 1
         *inputs, targets = self.batches()
         self.model.train()
@@ -107,14 +108,21 @@ class Trainer:
         if not (math.isfinite(loss) and math.isfinite(norm)):
             raise TrainingDiverged(self._diagnose(loss))
         self._check_far_above_chance(loss)
-        if self.schedule is not None:
-            self.optimizer.lr = self.schedule(self.step)
+        if lr is not None:
+            self.optimizer.lr = lr
         with float_errors_ignored():          # huge steps: the next forward reports them
             self.optimizer.step()
         self.history["step"].append(self.step)
         self.history["loss"].append(loss)
         self.history["lr"].append(self.optimizer.lr)
         return loss, int(targets.size)
+
+    def _scheduled_lr(self, step: int) -> float:
+        """The schedule's learning rate for ``step``, checked before the step starts: a bad one
+        was the optimizer's error, after the step had been counted and its lr set."""
+        lr = self.schedule(step)
+        check_real(lr, f"schedule({step})", "Trainer", low=0, low_open=False)
+        return lr
 
     def _check_far_above_chance(self, loss: float) -> None:
         """TrainingDiverged if, after warm-up, the mean of the last divergence_window losses

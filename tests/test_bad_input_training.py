@@ -154,3 +154,15 @@ def test_an_optimizer_state_of_lists_is_refused_by_name():
     saved["arrays"] = {key: value.tolist() for key, value in saved["arrays"].items()}
     with raises(ValueError, "Adam.load_state_dict: state", "missing or has the wrong shape"):
         optimizer.load_state_dict(saved)
+
+
+@pytest.mark.parametrize("returned", [-1.0, float("nan"), "1e-3", None])
+def test_a_schedule_that_returns_a_bad_lr_is_named_and_changes_nothing(returned):
+    """It was the optimizer's error ("AdamW.step: lr must be …"), with the step counted and the
+    bad lr left in the optimizer, where a later Trainer failed with an lr no one had set."""
+    lm = _lm()
+    optimizer = Adam(lm, 1e-3)
+    trainer = Trainer(lm, optimizer, _batches(), schedule=lambda step: returned)
+    with raises(ValueError, "Trainer: schedule(1) must be a finite number ≥ 0", repr(returned)):
+        trainer.fit(1, progress=False)
+    assert trainer.step == 0 and optimizer.lr == 1e-3 and trainer.history["loss"] == []
