@@ -57,6 +57,20 @@ def test_read_text_errors(tmp_path):
         data.read_text(tmp_path / "short.txt")
 
 
+def test_a_byte_order_mark_is_no_character_of_the_text(tmp_path):
+    """A file saved "UTF-8 with BOM" (Windows' Notepad) put U+FEFF in the vocabulary, and so in
+    the samples; a tokenizer file with one was not JSON."""
+    text = "the cat sat on the mat. " * 10
+    path = tmp_path / "bom.txt"
+    path.write_text(text, encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert data.read_text(path) == text
+    saved = tmp_path / "tok.json"
+    data.CharTokenizer.fit(text).save(saved)
+    saved.write_text(saved.read_text(encoding="utf-8"), encoding="utf-8-sig")
+    assert data.CharTokenizer.load(saved).chars == sorted(set(text))
+
+
 def test_random_windows_are_shifted_by_one(backend_name):
     ids = np.arange(100)
     x, y = data.random_windows(ids, 4, 10)

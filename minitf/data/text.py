@@ -143,6 +143,9 @@ def read_utf8(path, where: str) -> str:
         raise ValueError(f"{where} {path}: byte {err.start} (0x{raw[err.start]:02x}) is not "
                          f"valid UTF-8; wanted a UTF-8 text file (convert it, e.g. with "
                          f"iconv)") from None
+    # A byte-order mark (Windows' Notepad writes one) marks the file, and is no character of it:
+    # trained on, it became a token of the vocabulary and turned up in the samples.
+    text = text.removeprefix("\ufeff")
     if "\0" in text:                  # UTF-16 of ASCII text decodes as UTF-8, with NULs between
         raise ValueError(f"{where} {path}: byte {raw.index(0)} is a NUL; wanted a UTF-8 text "
                          f"file, not binary or UTF-16 (convert it, e.g. with iconv)")
