@@ -289,7 +289,8 @@ def _report(config, figures, model, tokenizer, held_out: str, n_val: int, log) -
         f"  {100 * abs(change):.1f}% {'lower' if change >= 0 else 'HIGHER'} than the bigram model\n"
         f"train loss (last 20 steps) {figures['train_loss']:.3f}; {figures['seconds']:.0f} s, "
         f"{figures['tokens_per_second']:,} tokens/s")
-    prompt = "The " if set("The ") <= set(tokenizer.chars) else held_out[:24]
+    # at most the model's context: a longer prompt of minitf's own would warn that it is cropped
+    prompt = ("The " if set("The ") <= set(tokenizer.chars) else held_out[:24])[-config.context:]
     for i in range(config.samples):
         ids = generate(model, tokenizer.encode(prompt), config.sample_length, temperature=0.8)
         log(f"\n--- sample {i + 1} (prompt {prompt!r}, temperature 0.8) ---\n"

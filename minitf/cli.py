@@ -17,6 +17,7 @@ import argparse
 import math
 import os
 import sys
+import warnings
 from dataclasses import fields
 
 from minitf import backend
@@ -288,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     from minitf.checkpoint import CheckpointError
     from minitf.train import TrainingDiverged
 
+    def one_line(message, category, *where, **_):      # Python's: file:line, then the source
+        print(f"minitf {args.command}: warning: {message}", file=sys.stderr)
+    showwarning, warnings.showwarning = warnings.showwarning, one_line
     try:
         if getattr(args, "backend", None):
             backend.use(args.backend)
@@ -311,3 +315,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"minitf {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = showwarning

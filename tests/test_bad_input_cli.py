@@ -267,3 +267,18 @@ def test_the_default_corpus_too_short_for_the_context_is_named_as_such(capsys, t
                      "--out", str(tmp_path / "run")]) == 2
     err = one_line(capsys)
     assert err.startswith("minitf train: the default corpus: ") and "--context 100000" in err
+
+
+def test_a_warning_is_one_line_and_minitf_s_own_sample_prompt_gives_none(run, capsys, tmp_path):
+    """A prompt longer than the context was Python's two lines, the file and line of the warning
+    and its source; and a run with a context shorter than its own sample prompt ("The ") warned
+    about a prompt the user never gave."""
+    assert cli.main(["generate", "--checkpoint", str(run), "--prompt", "the cat " * 4,
+                     "--max-new-tokens", "2"]) == 0
+    assert one_line(capsys) == ("minitf generate: warning: the prompt has 32 tokens, more than the "
+                                "model's context of max_len=16; only its last 16 tokens are used")
+    text = tmp_path / "text.txt"
+    text.write_text(ENGLISH)
+    assert cli.main(["train", "--fast", "--no-progress", "--text", str(text), "--context", "2",
+                     "--steps", "2", "--out", str(tmp_path / "short")]) == 0
+    assert capsys.readouterr().err == ""
