@@ -312,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
             OSError, ImportError) as err:
         print(f"minitf {args.command}: {err}", file=sys.stderr)
         return 2
+    except MemoryError as err:        # sizes far beyond the machine: NumPy's own words say so
+        print(f"minitf {args.command}: out of memory: {err}; wanted smaller sizes",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"minitf {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -282,3 +282,13 @@ def test_a_warning_is_one_line_and_minitf_s_own_sample_prompt_gives_none(run, ca
     assert cli.main(["train", "--fast", "--no-progress", "--text", str(text), "--context", "2",
                      "--steps", "2", "--out", str(tmp_path / "short")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_sizes_beyond_the_machine_are_one_line(capsys, tmp_path):
+    """NumPy's MemoryError came as a 47-line traceback."""
+    assert cli.main(["train", "--fast", "--no-progress", "--d-model", "1000000", "--n-heads", "1",
+                     "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("minitf train: out of memory: Unable to "
+                                                   "allocate"), err
+    assert err.endswith("; wanted smaller sizes") and not (tmp_path / "run").exists()
