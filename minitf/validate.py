@@ -255,6 +255,15 @@ def check_flags(where: str, **flags) -> None:
             raise ValueError(f"{where}: {name} must be True or False; got {value!r}")
 
 
+def check_block_settings(where: str, d_model, n_heads, dropout, attn_dropout) -> None:
+    """What a model hands each of its blocks, checked in the model's name (the sizes checked as
+    positive integers already): heads that split the width, dropout rates in [0, 1). Left to the
+    blocks, a bad one was named as a MultiHeadAttention's or a Dropout's."""
+    check_heads(d_model, n_heads, where)
+    check_probability(dropout, "dropout", where)
+    check_probability(attn_dropout, "attn_dropout", where)
+
+
 def check_heads(d_model: int, n_heads: int, where: str, names=("d_model", "n_heads")) -> None:
     """ValueError unless the heads split the width evenly, d_model = n_heads · d_head (the sizes
     checked as positive integers already; ``names``: how the caller calls them)."""

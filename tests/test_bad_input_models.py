@@ -37,6 +37,16 @@ def test_a_block_names_itself_for_a_bad_input(backend_name):
      "Transformer: activation must be one of"),
     (lambda: models.EncoderClassifier(10, 2, n_layers=0, activation="tanh"),
      "EncoderClassifier: activation must be one of"),
+    # named by a block's MultiHeadAttention or Dropout, or by DecoderLM for an EncoderLM
+    (lambda: models.Transformer(10, 12, d_model=9, n_heads=2), "Transformer: d_model=9 is not "
+                                                               "divisible by n_heads=2"),
+    (lambda: models.Transformer(10, 12, dropout=2), "Transformer: dropout must lie in [0, 1)"),
+    (lambda: models.EncoderClassifier(10, 2, d_model=6, n_heads=4), "EncoderClassifier: d_model=6"),
+    (lambda: models.EncoderClassifier(10, 2, attn_dropout=1.5),
+     "EncoderClassifier: attn_dropout must lie in [0, 1)"),
+    (lambda: models.VisionTransformer(8, 4, 2, dropout=-1), "VisionTransformer: dropout must lie"),
+    (lambda: models.SetEncoder(3, 2, d_model=10, n_heads=3), "SetEncoder: d_model=10 is not"),
+    (lambda: models.EncoderLM(10, dropout=2), "EncoderLM: dropout must lie in [0, 1)"),
 ])
 def test_a_model_names_its_own_bad_size(build, message):
     """Each was built silently (a pad_id of None or outside the vocabulary, -1 blocks, a negative

@@ -8,7 +8,8 @@ from minitf.nn import (ClassToken, Dropout, EncoderBlock, LayerNorm, LearnedPosi
                        Linear, MeanPool, Stack, TokenEmbedding, initialize)
 from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
-from minitf.validate import check_finite, check_int, check_sizes, feed_forward_width
+from minitf.validate import (check_block_settings, check_finite, check_int, check_sizes,
+                             feed_forward_width)
 
 
 class _ClassTokenEncoder(Model):
@@ -81,6 +82,7 @@ class EncoderClassifier(_ClassTokenEncoder):
                  n_segments: int = 0, attn_dropout: float = 0.0, init: str = "normal"):
         check_sizes("EncoderClassifier", vocab_size=vocab_size, n_classes=n_classes,
                     d_model=d_model, n_heads=n_heads, n_layers=n_layers, max_len=max_len)
+        check_block_settings("EncoderClassifier", d_model, n_heads, dropout, attn_dropout)
         check_int(pad_id, "pad_id", "EncoderClassifier", low=0, high=vocab_size - 1,
                   what="the id of the padding token")
         d_ff = feed_forward_width(d_ff, d_model, "EncoderClassifier")
@@ -123,6 +125,7 @@ class VisionTransformer(_ClassTokenEncoder):
         check_sizes("VisionTransformer", image_size=image_size, patch_size=patch_size,
                     n_classes=n_classes, channels=channels, d_model=d_model, n_heads=n_heads,
                     n_layers=n_layers)
+        check_block_settings("VisionTransformer", d_model, n_heads, dropout, attn_dropout)
         if image_size % patch_size:
             raise ValueError(f"VisionTransformer: image_size={image_size} is not a multiple of "
                              f"patch_size={patch_size}")
@@ -173,6 +176,7 @@ class SetEncoder(_ClassTokenEncoder):
             check_int(max_len, "max_len", "SetEncoder", what="the largest set, for positions")
         check_sizes("SetEncoder", d_in=d_in, n_classes=n_classes, d_model=d_model,
                     n_heads=n_heads, n_layers=n_layers)
+        check_block_settings("SetEncoder", d_model, n_heads, dropout, attn_dropout)
         d_ff = feed_forward_width(d_ff, d_model, "SetEncoder")
         self.config = dict(d_in=d_in, n_classes=n_classes, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, pooling=pooling, max_len=max_len,

@@ -6,8 +6,8 @@ from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        initialize)
 from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
-from minitf.validate import (check_flags, check_heads, check_ids, check_int, check_probability,
-                             check_shape, feed_forward_width)
+from minitf.validate import (check_block_settings, check_flags, check_ids, check_int, check_shape,
+                             feed_forward_width)
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 
@@ -40,22 +40,21 @@ class DecoderLM(Model):
                  tie_weights: bool = True, dropout: float = 0.0, activation: str = "gelu",
                  causal: bool = True, pre_ln: bool = True, attn_dropout: float = 0.0,
                  init: str = "normal"):
+        where = type(self).__name__          # an EncoderLM's errors are named as its own
         if positional not in POSITIONAL:
-            raise ValueError(f"DecoderLM: positional must be one of {POSITIONAL}; got {positional!r}")
-        check_init(init, "DecoderLM")
-        check_flags("DecoderLM", tie_weights=tie_weights, causal=causal, pre_ln=pre_ln)
+            raise ValueError(f"{where}: positional must be one of {POSITIONAL}; got {positional!r}")
+        check_init(init, where)
+        check_flags(where, tie_weights=tie_weights, causal=causal, pre_ln=pre_ln)
         for name, value, what in (("vocab_size", vocab_size, "the number of tokens"),
                                   ("d_model", d_model, "the model width"),
                                   ("max_len", max_len, "the longest context")):
-            check_int(value, name, "DecoderLM", what=what)
-        check_int(n_layers, "n_layers", "DecoderLM", low=0, what="the number of blocks")
+            check_int(value, name, where, what=what)
+        check_int(n_layers, "n_layers", where, low=0, what="the number of blocks")
         # checked here too: with n_layers=0 no block would, and the config keeps what it is given
-        check_int(n_heads, "n_heads", "DecoderLM", what="the number of heads")
-        check_heads(d_model, n_heads, "DecoderLM")
-        check_probability(dropout, "dropout", "DecoderLM")
-        check_probability(attn_dropout, "attn_dropout", "DecoderLM")
-        check_activation(activation, "DecoderLM")
-        d_ff = feed_forward_width(d_ff, d_model, "DecoderLM")
+        check_int(n_heads, "n_heads", where, what="the number of heads")
+        check_block_settings(where, d_model, n_heads, dropout, attn_dropout)
+        check_activation(activation, where)
+        d_ff = feed_forward_width(d_ff, d_model, where)
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
                            n_layers=n_layers, d_ff=d_ff, max_len=max_len, positional=positional,
                            tie_weights=tie_weights, dropout=dropout, activation=activation,

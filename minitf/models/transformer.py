@@ -7,8 +7,8 @@ from minitf.nn import (DecoderBlock, Dropout, Embedding, EncoderBlock, KVCache, 
                        SinusoidalPositionalEncoding, Stack, initialize)
 from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
-from minitf.validate import (check_finite, check_flags, check_ids, check_int, check_shape,
-                             check_sizes, feed_forward_width)
+from minitf.validate import (check_block_settings, check_finite, check_flags, check_ids,
+                             check_int, check_shape, check_sizes, feed_forward_width)
 
 
 class Transformer(Model):
@@ -44,6 +44,7 @@ class Transformer(Model):
         check_flags("Transformer", pre_ln=pre_ln, share_embeddings=share_embeddings)
         check_sizes("Transformer", src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
                     d_model=d_model, n_heads=n_heads, n_layers=n_layers)
+        check_block_settings("Transformer", d_model, n_heads, dropout, attn_dropout)
         check_int(pad_id, "pad_id", "Transformer", low=0,
                   high=min(src_vocab_size, tgt_vocab_size) - 1,
                   what="the id of the padding token, in both vocabularies")
