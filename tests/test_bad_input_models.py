@@ -151,3 +151,12 @@ def test_the_building_blocks_name_what_they_were_given():
             xavier_uniform(*fans)
     with raises(TypeError, "decayed: module is a list; wanted a minitf module"):
         decayed([nn.Linear(2, 2).W])                       # 'list' has no attribute 'modules'
+
+
+def test_a_translation_batch_of_sources_and_targets_that_differ_is_named():
+    """src of 2 sentences and tgt of 1 failed in a Residual deep inside: "its MultiHeadAttention
+    maps x (1, 4, 8) to (2, 4, 8)", never saying that src and tgt differ."""
+    model = models.Transformer(10, 10, 8, 2, 1)
+    with raises(ValueError, "Transformer: tgt holds 1 sequences and memory 2",
+                "src and tgt of the same batch size"):
+        model(backend.randint(3, 10, (2, 4)), backend.randint(3, 10, (1, 4)))

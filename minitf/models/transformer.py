@@ -107,6 +107,10 @@ class Transformer(Model):
         self._check(tgt, "tgt", self.tgt_emb)
         check_flags(f"{type(self).__name__}.decode", mask_padding=mask_padding)
         check_finite(memory, "memory", type(self).__name__)
+        if memory.shape[0] != tgt.shape[0]:      # else a Residual deep inside named the shapes
+            raise ValueError(f"{type(self).__name__}: tgt holds {tgt.shape[0]} sequences and "
+                             f"memory {memory.shape[0]}; wanted one source per target (src and "
+                             f"tgt of the same batch size)")
         self._check_cache(cache, type(self).__name__)
         offset = cache[0][0].length if cache else 0
         padding = mask_padding and not cache
