@@ -440,3 +440,23 @@ def test_a_numpy_number_is_told_what_to_pass_instead():
         with pytest.raises(ValueError) as caught:
             call()
         assert "NumPy" not in str(caught.value)
+
+
+def test_nothing_to_normalise_average_or_attend_to_is_named(backend_name):
+    """Each failed inside NumPy ("zero-size array to reduction operation maximum"), in Python
+    (float division by zero), or on an index (-1 out of bounds for an LSTM of no steps)."""
+    f32 = lambda *shape: backend.to_device(np.zeros(shape, np.float32))   # noqa: E731
+    for call, where, fragments in [
+            (lambda: F.softmax(f32(2, 0)), "softmax", ["no entries along axis -1"]),
+            (lambda: F.log_softmax(f32(2, 0)), "log_softmax", ["no entries along axis -1"]),
+            (lambda: F.attention(f32(1, 2, 3, 4), f32(1, 2, 0, 4), f32(1, 2, 0, 4)), "attention",
+             ["there are no keys (n_k = 0)"]),
+            (lambda: nn.MeanPool()(f32(2, 0, 8)), "MeanPool", ["no positions"]),
+            (lambda: models.SetEncoder(3, 2, 8, 2, pooling="mean")(f32(2, 0, 3)), "SetEncoder",
+             ["points has 0 elements", "mean pooling averages them"]),
+            (lambda: nn.LearnedPositionalEmbedding(4, 8)(f32(1, 2, 8), offset=1.0),
+             "LearnedPositionalEmbedding", ["offset must be an integer ≥ 0", "got 1.0"])]:
+        with raises(ValueError, f"{where}: ", *fragments):
+            call()
+    lstm = nn.LSTM(8, 4)                              # no steps is no error: as for the RNN
+    assert lstm(f32(2, 0, 8)).shape == (2, 0, 4) and lstm.last_cell.shape == (2, 4)

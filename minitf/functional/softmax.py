@@ -55,6 +55,9 @@ def _check_rows(x, axis, where: str) -> None:
     check_float(x, "x", where, min_ndim=1)
     check_int(axis, "axis", where, low=-x.ndim, high=x.ndim - 1,
               what=f"an axis of x, whose shape is {tuple(x.shape)}")
+    if x.shape[axis] == 0:           # NumPy: "zero-size array to reduction operation maximum"
+        raise ValueError(f"{where}: x has shape {tuple(x.shape)}, no entries along axis {axis}; "
+                         f"wanted at least one to normalise over")
 
 
 def softmax(x, axis=-1, out=None):

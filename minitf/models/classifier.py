@@ -195,6 +195,9 @@ class SetEncoder(_ClassTokenEncoder):
         if self.max_len is not None and points.shape[1] > self.max_len:
             raise ValueError(f"{where}: points has {points.shape[1]} elements; wanted at most "
                              f"max_len={self.max_len}")
+        if points.shape[1] == 0 and self.config["pooling"] == "mean":
+            raise ValueError(f"{where}: points has 0 elements; wanted at least one (mean pooling "
+                             f"averages them)")
         return self._classify(self.embed(points))
 
     def backward(self, dlogits):

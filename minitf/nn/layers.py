@@ -226,6 +226,9 @@ class MeanPool(Module):
 
     def forward(self, x, keep=None):
         self._check_input(x, "x", ("b", "n", "d"))
+        if x.shape[1] == 0:
+            raise ValueError(f"MeanPool: x has shape {tuple(x.shape)}, no positions; wanted at "
+                             f"least one to average")
         xp = get_array_module(x)
         if keep is None:
             weights = xp.full(x.shape[:2], 1.0 / x.shape[1], dtype=x.dtype)        # (b, n)

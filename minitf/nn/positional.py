@@ -3,9 +3,10 @@ produces a learned bias for the attention scores. (RoPE and ALiBi have no parame
 options of MultiHeadAttention, which calls minitf.functional directly.)"""
 import minitf.functional as F
 from minitf.array_ops import sum_to_shape
-from minitf.backend import get_array_module
+from minitf.backend import get_array_module, is_int
 from minitf.functional.positional import check_bucket_settings
 from minitf.nn.module import Module, normal
+from minitf.validate import check_int, plain_int
 
 
 class SinusoidalPositionalEncoding(Module):
@@ -42,7 +43,9 @@ class LearnedPositionalEmbedding(Module):
     def forward(self, x, offset: int = 0):
         self._check_input(x, "x", ("...", "n", ("d_model", self.d_model)))
         n = x.shape[-2]
-        if offset < 0 or offset + n > self.max_len:
+        if not (is_int(offset) and 0 <= offset and offset + n <= self.max_len):
+            check_int(plain_int(offset), "offset", "LearnedPositionalEmbedding", low=0,
+                      what="the position of x's first token")
             raise ValueError(f"LearnedPositionalEmbedding: positions {offset}..{offset + n - 1} "
                              f"are outside the table; wanted positions below max_len="
                              f"{self.max_len}")

@@ -73,7 +73,8 @@ class LSTM(_Recurrent):
     def forward(self, x, h0=None, c0=None):
         h0, c0 = self._inputs(x, (h0, c0))
         H, cache = F.lstm(x, h0, c0, self.W_x.data, self.W_h.data, self.b.data)
-        self.last_cell = cache[-1][:, -1]                 # (b, d_h): c_n
+        C = cache[-1]                                     # (b, n, d_h): c_1 … c_n
+        self.last_cell = C[:, -1] if C.shape[1] else c0   # (b, d_h): c_n (c0 after no steps)
         self._save(cache)
         return H
 
