@@ -45,9 +45,11 @@ def _check_qkv(q, k, v, where: str = "attention", dropout_p=0.0):
         raise ValueError(f"{where}: q and k must have the same last axis d_k; got {shapes}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"{where}: k and v must have the same number of keys n_k; got {shapes}")
-    if k.shape[-2] == 0:             # a softmax over no keys: NumPy's "zero-size array" error
-        raise ValueError(f"{where}: there are no keys (n_k = 0); wanted at least one position to "
-                         f"attend to; got {shapes}")
+    # queries with no key: a softmax over nothing (NumPy's "zero-size array" error); no queries
+    # and no keys is an empty sequence, whose attention is empty
+    if k.shape[-2] == 0 and q.shape[-2] > 0:
+        raise ValueError(f"{where}: there are no keys (n_k = 0) for the {q.shape[-2]} queries; "
+                         f"wanted at least one position to attend to; got {shapes}")
 
 
 def _scale(scale, q, where: str = "attention") -> float:
