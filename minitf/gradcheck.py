@@ -62,6 +62,16 @@ class FunctionCase:
             # an empty wrt would check nothing, and report "0 of 0 within tolerance": a pass
             raise ValueError(f"FunctionCase: wrt must be a tuple of distinct names among the "
                              f"inputs {tuple(self.inputs)}, at least one; got {self.wrt!r}")
+        for name in self.wrt:
+            x = self.inputs[name]
+            if not is_array(x) or x.dtype.kind != "f" or x.size == 0:
+                # an empty input is checked in no number, and every answer passes it; an
+                # integer one failed in the draw of its upstream gradient, in other words
+                got = (f"an empty array of shape {tuple(x.shape)}" if is_array(x) and x.size == 0
+                       else f"an array of dtype {x.dtype}" if is_array(x) else _what(x))
+                raise ValueError(f"FunctionCase: inputs[{name!r}] is {got}; wanted a float array "
+                                 f"of at least one number, as every input in wrt (its gradient "
+                                 f"is checked)")
 
 
 @dataclass

@@ -181,6 +181,13 @@ def test_a_check_in_float32_is_refused_not_failed():
      r"FunctionCase: wrt must be .* at least one; got \(\)"),
     (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x}, ("x", "x")),
      r"FunctionCase: wrt must be a tuple of distinct names"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x[:0]}, ("x",)),   # passed any answer
+     r"FunctionCase: inputs\['x'\] is an empty array of shape \(0,\); wanted a float array of "
+     r"at least one number"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": x.astype(int)}, ("x",)),
+     r"FunctionCase: inputs\['x'\] is an array of dtype int64; wanted a float array"),
+    (lambda x: FunctionCase(F.relu, F.relu_backward, {"x": [1.0]}, ("x",)),
+     r"FunctionCase: inputs\['x'\] is a list; wanted a float array"),
     (lambda x: FunctionCase(F.relu, F.relu_backward, (x,), ("x",)),
      r"FunctionCase: inputs must be a dict \{name: array\}; got tuple"),
     (lambda x: ModuleCase(nn.ReLU(), (x,)), r"ModuleCase: inputs must be a dict \{name: array\}; got tuple"),

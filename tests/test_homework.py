@@ -373,6 +373,11 @@ def test_the_readme_s_own_file_example_makes_a_homework_its_key_passes(tmp_path)
     (('return {"rows (4, 5)": case(4, 5), "batch (2, 3, 5)": case(2, 3, 5)}', "return 42"),
      "check_rmsnorm_backward() returned 42; wanted a FunctionCase or a ModuleCase"),
     (("return dx, dgamma", "return 2 * dx, dgamma"), "worst entry"),        # a wrong answer key
+    # a case of no numbers passed every answer; one of float32 failed the right one, blamed on it
+    (('"x": randn(*shape)', '"x": randn(*shape)[:0]'),
+     "inputs['x'] is an empty array of shape (0, 5); wanted a float array of at least one number"),
+    (('"gamma": randn(shape[-1])', '"gamma": randn(shape[-1]).astype("float32")'),
+     "its input 'gamma' has dtype float32; wanted float64"),
 ])
 def test_an_instructors_file_whose_own_answer_fails_its_check_is_refused(tmp_path, change, why):
     """Every student would be marked down for the check's fault: make refuses, writing nothing."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minitf import gradcheck_cases
-from minitf.backend import precision, seed
+from minitf.backend import is_array, precision, seed
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
 from minitf.gradcheck import FunctionCase, ModuleCase
@@ -112,6 +112,12 @@ def _file_cases(module, name: str) -> dict:
         if not isinstance(case, (FunctionCase, ModuleCase)):
             raise TypeError(f"{check_name(name)}() returned {reprlib.repr(case)}; wanted a "
                             f"FunctionCase or a ModuleCase, or a dict of them")
+        # float32 rounding swamps the tolerance: a right answer would fail, blamed on itself
+        for key, x in case.inputs.items():
+            if is_array(x) and x.dtype.kind == "f" and x.dtype.itemsize < 8:
+                raise TypeError(f"{check_name(name)}(): its input {key!r} has dtype {x.dtype}; "
+                                f"wanted float64, the only precision central differences can "
+                                f"check (leave out the astype)")
     return {f"{name}: {label}" if label else name: (lambda case=case: case)
             for label, case in built.items()}
 
