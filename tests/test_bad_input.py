@@ -460,3 +460,29 @@ def test_nothing_to_normalise_average_or_attend_to_is_named(backend_name):
             call()
     lstm = nn.LSTM(8, 4)                              # no steps is no error: as for the RNN
     assert lstm(f32(2, 0, 8)).shape == (2, 0, 4) and lstm.last_cell.shape == (2, 4)
+
+
+def test_settings_that_matched_nothing_or_built_nothing_are_refused():
+    """Each was accepted: an ignore_index of 1.5 or '1' ignored no target, float ids were never
+    equal to pad_id (nothing masked), a NaN in a mask made its rows NaN, and a [CLS] token of
+    width 0 or a bias of 0 heads was built."""
+    logits, targets = backend.randn(2, 3, 5), backend.randint(0, 5, (2, 3))
+    q = backend.randn(1, 2, 3, 4)
+    nan_mask = np.zeros((3, 3))
+    nan_mask[0, 1] = np.nan
+    for call, error, fragments in [
+            (lambda: F.cross_entropy(logits, targets, ignore_index=1.5), TypeError,
+             ["cross_entropy: ignore_index must be an integer id, or None", "got 1.5"]),
+            (lambda: F.cross_entropy(logits, targets, ignore_index="1"), TypeError,
+             ["got '1'"]),
+            (lambda: F.padding_mask_from_ids(backend.to_device(np.array([[1.5, 0.0]])), 0),
+             TypeError, ["padding_mask_from_ids: ids has dtype float64; wanted integer"]),
+            (lambda: F.attention(q, q, q, mask=backend.to_device(nan_mask)), ValueError,
+             ["attention: mask holds NaN"]),
+            (lambda: nn.ClassToken(0), ValueError, ["ClassToken: d must be a positive integer"]),
+            (lambda: nn.RelativePositionBias(0), ValueError,
+             ["RelativePositionBias: n_heads must be a positive integer"])]:
+        with raises(error, *fragments):
+            call()
+    F.cross_entropy(logits, targets, ignore_index=None)          # None: no target ignored
+    F.cross_entropy(logits, targets, ignore_index=np.int64(-100))

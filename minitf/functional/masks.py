@@ -29,16 +29,20 @@ def as_additive_mask(mask, dtype=None, name="mask", where="attention"):
                         f"{name}.astype(bool)")
     if mask.dtype == bool:
         return xp.where(mask, 0.0, -math.inf).astype(dtype)
-    _check_not_zero_one(mask, name, where)
+    _check_float_mask(mask, name, where)
     return mask.astype(dtype, copy=False)
 
 
 @at_the_boundary
-def _check_not_zero_one(mask, name, where):
-    """A float mask of 0s and 1s is a keep/hide mask built from ones (``np.tril(np.ones((n,
-    n)))`` is float64): read as additive, as every float mask is, it adds 0 or 1 to the scores
-    and masks nothing. (Skipped inside a model, whose masks are its own.)"""
+def _check_float_mask(mask, name, where):
+    """A float mask is additive. One of 0s and 1s is a keep/hide mask built from ones
+    (``np.tril(np.ones((n, n)))`` is float64): read as additive it adds 0 or 1 to the scores and
+    masks nothing; a NaN makes its rows' weights NaN. (Skipped inside a model, whose masks are
+    its own.)"""
     xp = get_array_module(mask)
+    if bool(xp.isnan(mask).any()):       # NaN in the scores: every weight of its row NaN
+        raise ValueError(f"{where}: {name} holds NaN; wanted an additive mask of 0 (attend) and "
+                         f"-inf (hide), or finite biases")
     if bool(xp.any(mask == 1)) and bool(xp.all((mask == 0) | (mask == 1))):
         raise ValueError(f"{where}: {name} is a float array of 0s and 1s; a float mask is "
                          f"additive (0 = attend, -inf = hide), so it would mask nothing; for a "
@@ -97,6 +101,9 @@ def padding_mask_from_ids(ids, pad_id, dtype=None):
     check_array(ids, "ids", "padding_mask_from_ids")
     if ids.ndim != 2:
         raise ValueError(f"padding_mask_from_ids: ids has shape {tuple(ids.shape)}; wanted (b, n)")
+    if ids.dtype.kind not in "iu":       # 1.5 == pad_id nowhere: nothing masked, nothing said
+        raise TypeError(f"padding_mask_from_ids: ids has dtype {ids.dtype}; wanted integer "
+                        f"token ids")
     # ids == None or ids == '0' is False everywhere: nothing would be masked, and nothing said
     check_int(plain_int(pad_id), "pad_id", "padding_mask_from_ids", low=0,
               what="the id of the padding token")

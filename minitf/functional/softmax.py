@@ -7,7 +7,7 @@
 import math
 
 from minitf.array_ops import row_dot, row_max, row_sum
-from minitf.backend import float_errors_ignored, get_array_module
+from minitf.backend import float_errors_ignored, get_array_module, is_int
 from minitf.validate import (at_the_boundary, check_array, check_float, check_ids, check_int,
                              check_loss_gradient, check_probability, check_shape, gradient_of)
 
@@ -139,6 +139,9 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
         raise ValueError(f"{where}: targets has shape {tuple(targets.shape)}; wanted "
                          f"{tuple(logits.shape[:-1])}, the shape of logits without its last axis")
     check_probability(label_smoothing, "label_smoothing", where)
+    if ignore_index is not None and not is_int(ignore_index):   # 1.5 or '1' matched no target
+        raise TypeError(f"{where}: ignore_index must be an integer id, or None to ignore none; "
+                        f"got {ignore_index!r}")
     if reduction not in REDUCTIONS:
         raise ValueError(f"{where}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
     n_classes = logits.shape[-1]

@@ -116,6 +116,7 @@ class ClassToken(Module):
     """
 
     def __init__(self, d: int, std: float = 0.02):
+        check_int(d, "d", "ClassToken", what="the width of the token")
         self.d = d
         self.cls = normal(d, std=std)
 

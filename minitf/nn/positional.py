@@ -70,6 +70,7 @@ class RelativePositionBias(Module):
 
     def __init__(self, n_heads: int, num_buckets: int = 32, max_distance: int = 128,
                  bidirectional: bool = True, std: float = 0.02):
+        check_int(n_heads, "n_heads", "RelativePositionBias", what="the number of heads")
         check_bucket_settings(num_buckets, max_distance, bidirectional, "RelativePositionBias")
         self.n_heads, self.num_buckets = n_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
