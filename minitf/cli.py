@@ -80,20 +80,24 @@ def _info(args) -> int:
     from minitf.cost_families import describe_cost
     from minitf.validate import feed_forward_width
 
-    if args.d_model % args.n_heads:
-        raise ValueError(f"--d-model {args.d_model} is not divisible by --n-heads {args.n_heads}; "
-                         f"wanted d_model = n_heads · d_head")
     config = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
                   n_layers=args.n_layers,
                   d_ff=feed_forward_width(args.d_ff, args.d_model, "--d-ff"),
                   max_len=args.context, positional=args.positional, tie_weights=not args.untied)
     kind, name = "lm", "DecoderLM"
-    if args.checkpoint:
+    if args.checkpoint:             # the size flags then describe nothing: not checked
         from minitf import checkpoint
         from minitf.models import MODELS
         meta = checkpoint.read_meta(args.checkpoint)
         kind, config = meta["kind"], meta["config"]
         name = MODELS[kind].__name__ if kind in MODELS else kind
+    elif args.d_model % args.n_heads:
+        raise ValueError(f"--d-model {args.d_model} is not divisible by --n-heads {args.n_heads}; "
+                         f"wanted d_model = n_heads · d_head")
+    elif args.positional == "rope" and (args.d_model // args.n_heads) % 2:   # no such model
+        raise ValueError(f"--positional rope needs an even head width; got --d-model "
+                         f"{args.d_model} / --n-heads {args.n_heads} = "
+                         f"{args.d_model // args.n_heads}")
     print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
     print(describe_cost(kind, config, args.batch_size, args.bytes, args.context))

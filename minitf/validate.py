@@ -264,6 +264,13 @@ def check_block_settings(where: str, d_model, n_heads, dropout, attn_dropout) ->
     check_probability(attn_dropout, "attn_dropout", where)
 
 
+def check_rope_width(positional, d_head: int, where: str) -> None:
+    """RoPE turns q's and k's features in pairs: a head of an odd width has one left over."""
+    if positional == "rope" and d_head % 2:
+        raise ValueError(f"{where}: positional='rope' needs an even d_head (features rotate in "
+                         f"pairs); got d_head={d_head}")
+
+
 def check_heads(d_model: int, n_heads: int, where: str, names=("d_model", "n_heads")) -> None:
     """ValueError unless the heads split the width evenly, d_model = n_heads · d_head (the sizes
     checked as positive integers already; ``names``: how the caller calls them)."""

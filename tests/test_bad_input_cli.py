@@ -81,9 +81,20 @@ def test_a_bad_number_flag_is_one_line_naming_it(command, flag, value, wanted, c
     assert f"argument {flag}: got {value!r}; wanted {wanted}" in one_line(capsys)
 
 
-def test_info_refuses_heads_that_do_not_divide_the_width(capsys):
+def test_info_refuses_heads_that_do_not_divide_the_width(capsys, run):
     assert cli.main(["info", "--d-model", "10", "--n-heads", "3"]) == 2
     assert "--d-model 10 is not divisible by --n-heads 3" in one_line(capsys)
+    # a model that cannot be built was priced; flags a checkpoint overrides were refused
+    assert cli.main(["info", "--positional", "rope", "--d-model", "6", "--n-heads", "2"]) == 2
+    assert "--positional rope needs an even head width; got --d-model 6 / --n-heads 2 = 3" in (
+        one_line(capsys))
+    assert cli.main(["info", "--checkpoint", str(run), "--d-model", "7", "--n-heads", "2"]) == 0
+    assert capsys.readouterr().out.startswith("DecoderLM vocab_size=")
+
+
+def test_a_model_that_rope_cannot_turn_is_named_by_the_model():
+    with raises(ValueError, "DecoderLM: positional='rope' needs an even d_head", "got d_head=3"):
+        DecoderLM(10, d_model=6, n_heads=2, positional="rope")     # was MultiHeadAttention's
 
 
 # -- MINITF_BACKEND --------------------------------------------------------------------------------

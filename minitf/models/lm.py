@@ -6,8 +6,8 @@ from minitf.nn import (Dropout, Embedding, EncoderBlock, KVCache, LayerNorm,
                        initialize)
 from minitf.nn.blocks import check_activation
 from minitf.nn.init import check_init
-from minitf.validate import (check_block_settings, check_flags, check_ids, check_int, check_shape,
-                             feed_forward_width)
+from minitf.validate import (check_block_settings, check_flags, check_ids, check_int,
+                             check_rope_width, check_shape, feed_forward_width)
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
 
@@ -53,6 +53,7 @@ class DecoderLM(Model):
         # checked here too: with n_layers=0 no block would, and the config keeps what it is given
         check_int(n_heads, "n_heads", where, what="the number of heads")
         check_block_settings(where, d_model, n_heads, dropout, attn_dropout)
+        check_rope_width(positional, d_model // n_heads, where)
         check_activation(activation, where)
         d_ff = feed_forward_width(d_ff, d_model, where)
         self.config = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,

@@ -5,7 +5,8 @@ from minitf.functional.attention import MASK_HINT
 from minitf.nn.layers import Linear
 from minitf.nn.module import Module, normal
 from minitf.nn.positional import RelativePositionBias
-from minitf.validate import check_broadcast, check_flags, check_int, check_probability
+from minitf.validate import (check_broadcast, check_flags, check_int, check_probability,
+                             check_rope_width)
 
 POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
 
@@ -135,9 +136,7 @@ class MultiHeadAttention(Module):
         if cross and (positional is not None or causal):
             raise ValueError(f"{where}: cross-attention takes neither positional nor causal: its "
                              f"queries and keys come from two different sequences")
-        if positional == "rope" and d_head % 2:
-            raise ValueError(f"{where}: positional='rope' needs an even d_head (features rotate "
-                             f"in pairs); got d_head={d_head}")
+        check_rope_width(positional, d_head, where)
         if positional == "shaw":
             check_int(max_relative, "max_relative", where,
                       what="the largest offset with its own vector")
