@@ -101,6 +101,11 @@ def _spread(count: int, k: int) -> list[int]:
 
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
+    if config.resume and not config.out and _one_step_of_a_run(Path(config.resume)):
+        # its saves would go inside the step directory, among the run's own
+        raise ValueError(f"--resume {config.resume} is one checkpoint of the run in "
+                         f"{Path(config.resume).parent}; continue from it into a new --out DIR, "
+                         f"or continue the run itself with --resume {Path(config.resume).parent}")
     out = Path(config.out or config.resume or DEFAULT_OUT)
     made = not out.exists()
     try:
@@ -113,6 +118,12 @@ def run(config: RunConfig, log=print) -> dict:
         if made and out.is_dir() and not any(out.iterdir()):    # a refused run leaves no folder
             out.rmdir()
         raise
+
+
+def _one_step_of_a_run(path: Path) -> bool:
+    """Whether ``path`` is a step directory of a run directory: a checkpoint's files, and a
+    checkpoints.txt beside it."""
+    return (path / checkpoint.META).is_file() and (path.parent / checkpoint.INDEX).is_file()
 
 
 def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:

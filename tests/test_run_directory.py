@@ -129,7 +129,7 @@ def test_a_finished_run_continued_to_40_steps_is_one_run_of_40(text, tmp_path):
     _same_run(default_once, default_twice)
 
 
-def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path):
+def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path, capsys):
     run, straight = tmp_path / "run", tmp_path / "straight"
     assert train(text, "--steps", "25", "--save-every", "10", "--out", str(run)) == 0
     assert sorted(p.name for p in run.glob("step-*")) == ["step-000010", "step-000020",
@@ -140,6 +140,14 @@ def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path
         for f in (run / name).iterdir():
             f.unlink()
         (run / name).rmdir()
+    # one step directory of it, without --out: its saves would go inside that directory
+    assert cli.main(["train", "--resume", str(run / "step-000020"), "--no-progress"]) == 2
+    assert f"--resume {run / 'step-000020'} is one checkpoint of the run in {run}" in (
+        capsys.readouterr().err)
+    assert sorted(p.name for p in (run / "step-000020").iterdir()) == ["checkpoint.json",
+                                                                     "weights.npz"]
+    assert cli.main(["train", "--resume", str(run / "step-000020"), "--out",
+                     str(tmp_path / "branch"), "--no-progress"]) == 0             # into a new one
     assert cli.main(["train", "--resume", str(run), "--no-progress"]) == 0
     assert train(text, "--steps", "25", "--save-every", "0", "--out", str(straight)) == 0
     assert [p.name for p in straight.glob("step-*")] == ["step-000025"]
