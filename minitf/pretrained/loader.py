@@ -98,13 +98,16 @@ def _published(tensors, n_layers: int, where: str) -> dict:
     wanted = [published for _, published in _EMBEDDINGS] + [
         f"encoder.layer.{i}.{name}" for i in range(n_layers) for name in per_block]
     missing = [name for name in wanted if name not in t]
+    held = len({name.split(".")[2] for name in t if name.startswith("encoder.layer.")})
     if missing:
         listed = ", ".join(missing[:3]) + (f", … ({len(missing)} in all)" if len(missing) > 3
                                            else "")
-        held = len({name.split(".")[2] for name in t if name.startswith("encoder.layer.")})
         raise ValueError(f"{where}: the weights have no {listed}; wanted the tensors of a BERT "
                          f"encoder of {n_layers} block{'s' * (n_layers != 1)} (these weights "
                          f"hold {held}: they do not fit the model)")
+    if held > n_layers:             # the model would run only the first n_layers, and say nothing
+        raise ValueError(f"{where}: the weights hold {held} blocks; wanted {n_layers}, the "
+                         f"model's (num_hidden_layers in config.json): the others would go unread")
     return t
 
 
@@ -207,4 +210,9 @@ def _read_config(path) -> dict:
     missing = [key for key in _CONFIG_KEYS if key not in config]
     if missing:
         raise ValueError(f"load: {path} has no {', '.join(missing)}; wanted a BERT config")
+    for key in _CONFIG_KEYS:        # else named by a layer inside, "BertEncoder: d_model ..."
+        value, real = config[key], key == "layer_norm_eps"
+        if isinstance(value, bool) or not isinstance(value, (int, float) if real else int):
+            raise ValueError(f"load: {path}: {key} is {value!r}; wanted "
+                             f"{'a number' if real else 'an integer'}")
     return config
