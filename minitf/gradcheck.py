@@ -230,7 +230,12 @@ def run_backward(case, seed_value: int = 1, g=None) -> Backward:
         with seed(seed_value):
             if module is not None:
                 return module(*case.inputs.values(), **case.options), None
-            return case.forward(**case.inputs, **case.options)
+            out = case.forward(**case.inputs, **case.options)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            # else "too many values to unpack", or a shape error far away in the comparison
+            raise TypeError(f"FunctionCase: forward returned {_what(out)}; wanted (y, cache), "
+                            f"as minitf's functional ops return")
+        return out
 
     if module is not None:
         module.zero_grad()

@@ -198,6 +198,16 @@ def test_a_case_built_wrong_is_one_line(build, message):
         build(np.ones(3))
 
 
+def test_a_forward_that_returns_no_cache_is_named():
+    """An op written as y = f(x), not (y, cache) = f(x): "too many values to unpack" (y's rows
+    taken for the pair), or a shape error far away."""
+    x = np.ones((3, 4))
+    for forward in (lambda x: F.relu(x)[0], lambda x: (F.relu(x)[0],)):
+        with pytest.raises(TypeError, match=r"FunctionCase: forward returned (an array of shape "
+                                            r"\(3, 4\)|a tuple); wanted \(y, cache\)"):
+            check("relu", FunctionCase(forward, F.relu_backward, {"x": x}, ("x",)))
+
+
 def test_the_helpers_refuse_what_would_give_a_meaningless_number():
     with pytest.raises(TypeError, match=r"^numerical_gradient: x has dtype int64; wanted a float"):
         numerical_gradient(lambda: 0.0, np.arange(3))             # x ± step cannot be held
