@@ -245,13 +245,20 @@ def test_each_exercise_is_graded_on_its_own(hw1, tmp_path):
     assert "softmax_backward is not written yet, and attention_backward calls it" in mine.stdout
 
 
-def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, tmp_path):
+def _layer_norm_answered_but(hw1, tmp_path, old: str, new: str):
+    """An answered copy of hw1 whose layer_norm.py has ``old`` replaced by ``new``.
+    -> (the folder, the file, its text)"""
     folder = _answered(hw1, tmp_path, only={"minitf/functional/layer_norm.py"})
     path = folder / "minitf/functional/layer_norm.py"
     right = path.read_text(encoding="utf-8")
-    wrong = right.replace("- x_hat * mean_dx_hat_x_hat", "- 0")
-    assert wrong != right, "the layer_norm_backward line this test breaks has changed"
+    wrong = right.replace(old, new)
+    assert wrong != right, "the layer_norm_backward line this test changes has changed"
     path.write_text(wrong, encoding="utf-8")
+    return folder, path, wrong
+
+
+def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, tmp_path):
+    folder, path, _ = _layer_norm_answered_but(hw1, tmp_path, "- x_hat * mean_dx_hat_x_hat", "- 0")
     outcome = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
     assert outcome.score == 0.0 and not outcome.edited
     assert "hint: perhaps the classic mistake here: μ or σ treated as constants" in outcome.report
@@ -262,12 +269,8 @@ def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, t
 def test_an_answer_that_does_not_parse_is_not_called_an_edit_outside(hw1, tmp_path):
     """A syntax error between the fences (the commonest unfinished answer) made the frame's
     parse fail, and the grade said "file edited outside its regions" of an untouched file."""
-    folder = _answered(hw1, tmp_path, only={"minitf/functional/layer_norm.py"})
-    path = folder / "minitf/functional/layer_norm.py"
-    right = path.read_text(encoding="utf-8")
-    wrong = right.replace("- x_hat * mean_dx_hat_x_hat", "- x_hat * (mean_dx_hat_x_hat")
-    assert wrong != right, "the layer_norm_backward line this test breaks has changed"
-    path.write_text(wrong, encoding="utf-8")
+    folder, path, wrong = _layer_norm_answered_but(hw1, tmp_path, "- x_hat * mean_dx_hat_x_hat",
+                                                   "- x_hat * (mean_dx_hat_x_hat")
     outcome = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
     assert outcome.score == 0.0 and not outcome.edited
     assert "SyntaxError" in outcome.report
@@ -277,13 +280,9 @@ def test_an_answer_that_does_not_parse_is_not_called_an_edit_outside(hw1, tmp_pa
 
 def test_an_answer_that_calls_exit_fails_and_the_grading_goes_on(hw1, tmp_path):
     """sys.exit(0) in an answer ended the grading with exit status 0, no table and no JSON."""
-    folder = _answered(hw1, tmp_path, only={"minitf/functional/layer_norm.py"})
-    path = folder / "minitf/functional/layer_norm.py"
-    right = path.read_text(encoding="utf-8")
     begin = "    # BEGIN SOLUTION layer_norm_backward\n"
-    wrong = right.replace(begin, begin + "    import sys; sys.exit(0)\n")
-    assert wrong != right, "the region this test writes into has changed"
-    path.write_text(wrong, encoding="utf-8")
+    folder, _, _ = _layer_norm_answered_but(hw1, tmp_path, begin,
+                                            begin + "    import sys; sys.exit(0)\n")
     outcomes = {o.name: o for o in homework.grade(folder)}
     assert outcomes["layer_norm_backward"].score == 0.0
     assert "SystemExit" in outcomes["layer_norm_backward"].report
