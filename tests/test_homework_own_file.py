@@ -1,0 +1,70 @@
+"""An instructor's own file for 'minitf homework make --file': its regions blanked, each
+exercise graded by the file's own check_<name>(), and a file whose own answers fail those checks
+refused before anything is written."""
+from pathlib import Path
+
+import pytest
+
+from minitf import homework
+from test_homework import OPS, _answered
+
+
+@pytest.fixture(scope="module")
+def hw2(tmp_path_factory):
+    return homework.make(tmp_path_factory.mktemp("hw") / "hw2", files=[OPS])
+
+
+def test_an_instructors_file_is_blanked_and_graded_by_its_checks(hw2, tmp_path):
+    text = (hw2 / OPS.name).read_text(encoding="utf-8")
+    assert 'raise NotImplementedError("rmsnorm_backward: not written yet' in text
+    assert "def check_rmsnorm_backward():" in text and (hw2 / "minitf/__init__.py").is_file()
+    folder = _answered(hw2, tmp_path)
+    path = folder / OPS.name
+    path.write_text(path.read_text(encoding="utf-8").replace("return dx, dgamma",
+                                                             "return 2 * dx, dgamma"))
+    outcome = homework.grade(folder)[0]
+    assert outcome.score == 0.0 and "2 of 4 tensors within 1e-06" in outcome.report
+    assert "your gradient is 2 times the right one" in outcome.report
+
+
+def test_an_instructors_file_needs_a_check_per_exercise(tmp_path):
+    bare = tmp_path / "bare.py"
+    bare.write_text("def f(x):\n    # BEGIN SOLUTION\n    return x\n    # END SOLUTION\n")
+    with pytest.raises(ValueError, match=r"exercise f has no check_f\(\) to grade it"):
+        homework.make(tmp_path / "out", files=[bare])
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_readme_s_own_file_example_makes_a_homework_its_key_passes(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("Your own ops work too.", 1)[1].split("```python\n", 1)[1]
+    (tmp_path / "my_ops.py").write_text(example.split("```", 1)[0], encoding="utf-8")
+    key = homework.make(tmp_path / "key", files=[tmp_path / "my_ops.py"], solutions=True)
+    student = homework.make(tmp_path / "hw", files=[tmp_path / "my_ops.py"])
+    assert [(o.name, o.score) for o in homework.grade(key)] == [("softsign_backward", 1.0)]
+    assert [(o.name, o.score) for o in homework.grade(student)] == [("softsign_backward", 0.0)]
+
+
+@pytest.mark.parametrize("change, why", [
+    (('("x", "gamma"))', '("x", "z"))'),                                   # a wrt of no input
+     "wrt must be a tuple of distinct names among the inputs ('x', 'gamma'), at least one; got ('x', 'z')"),
+    (('return {"rows (4, 5)": case(4, 5), "batch (2, 3, 5)": case(2, 3, 5)}', "return 42"),
+     "check_rmsnorm_backward() returned 42; wanted a FunctionCase or a ModuleCase"),
+    (("return dx, dgamma", "return 2 * dx, dgamma"), "worst entry"),        # a wrong answer key
+    # a case of no numbers passed every answer; one of float32 failed the right one, blamed on it
+    (('"x": randn(*shape)', '"x": randn(*shape)[:0]'),
+     "inputs['x'] is an empty array of shape (0, 5); wanted a float array of at least one number"),
+    (('"gamma": randn(shape[-1])', '"gamma": randn(shape[-1]).astype("float32")'),
+     "its input 'gamma' has dtype float32; wanted float64"),
+])
+def test_an_instructors_file_whose_own_answer_fails_its_check_is_refused(tmp_path, change, why):
+    """Every student would be marked down for the check's fault: make refuses, writing nothing."""
+    bad = tmp_path / OPS.name
+    text = OPS.read_text(encoding="utf-8")
+    assert change[0] in text
+    bad.write_text(text.replace(*change), encoding="utf-8")
+    with pytest.raises(ValueError, match="its own rmsnorm_backward fails "
+                                         r"check_rmsnorm_backward\(\), so every answer would: ") as err:
+        homework.make(tmp_path / "out", files=[bad])
+    assert why in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
