@@ -178,7 +178,7 @@ def to_device(a, backend: str | None = None, dtype=None):
         if a.dtype.kind not in "biufc":    # None or 'abc' made an array of objects or text
             raise TypeError(f"to_device: a must hold numbers; got {a.dtype} "
                             f"({str(a.ravel()[:3])[:40]})")
-    out = a if xp is numpy else xp.asarray(a)
+    out = to_numpy(a) if xp is numpy else xp.asarray(a)    # a CuPy array comes to the host
     return out if dtype is None else out.astype(dtype, copy=False)
 
 

@@ -195,3 +195,19 @@ def test_to_device_wants_numbers_of_one_shape(backend_name):
     for a, dtype in (([1, 2], np.int64), ([True], np.bool_), (3.5, np.float64)):
         out = backend.to_device(a)
         assert backend.backend_of(out) == backend_name and out.dtype == dtype
+
+
+def test_to_device_brings_a_device_array_to_the_host(monkeypatch):
+    """to_device(a CuPy array, "numpy") returned the CuPy array itself (Module.to("numpy") kept
+    its weights on the GPU). Without a GPU, a stand-in plays the device array: what the shim
+    asks of one is _is_cupy and .get()."""
+    class OnDevice:
+        def __init__(self, host):
+            self.host = host
+
+        def get(self):
+            return self.host.copy()
+    monkeypatch.setattr(backend, "_is_cupy", lambda a: isinstance(a, OnDevice))
+    moved = backend.to_device(OnDevice(np.arange(3.0)), "numpy", dtype="float32")
+    assert isinstance(moved, np.ndarray) and moved.dtype == np.float32
+    np.testing.assert_array_equal(moved, [0.0, 1.0, 2.0])
