@@ -19,6 +19,7 @@ import importlib.util
 import itertools
 import json
 import reprlib
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -200,7 +201,8 @@ def grade(folder, submission=None) -> list[Outcome]:
         if path is None or not path.is_file():
             result, text, edited = _stopped(missing), "", False
         else:
-            result, text = _grade_one(entry, path)
+            with _in_our_frame(folder / entry["file"], path, entry, submission) as graded:
+                result, text = _grade_one(entry, graded)
             try:
                 edited = R.frame(path.read_text(encoding="utf-8"), path.name) \
                     != data["frames"].get(entry["file"])
@@ -209,6 +211,28 @@ def grade(folder, submission=None) -> list[Outcome]:
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
                                 time.perf_counter() - start, edited))
     return outcomes
+
+
+@contextmanager
+def _in_our_frame(ours: Path, theirs: Path, entry: dict, submission):
+    """The file to grade. A submitted copy of an instructor's own file (--file) is graded in the
+    homework's frame with the insides of its regions (R.splice): the check_<name>() that grades
+    it is then the instructor's, where the student's copy of it, edited, gave full marks to any
+    answer. Everything else, and a file whose fences moved, as it is (the latter is flagged)."""
+    spliced = None
+    if submission is not None and entry["source"] == "file" and ours.is_file():
+        try:
+            spliced = R.splice(ours.read_text(encoding="utf-8"),
+                               theirs.read_text(encoding="utf-8"), theirs.name)
+        except ValueError:              # not UTF-8: graded as it is, and fails to load there
+            spliced = None
+    if spliced is None:
+        yield theirs
+        return
+    with tempfile.TemporaryDirectory() as scratch:
+        graded = Path(scratch) / theirs.name        # the name the student knows, in reports
+        graded.write_text(spliced, encoding="utf-8")
+        yield graded
 
 
 def _verdict(outcome: Outcome) -> str:

@@ -143,6 +143,25 @@ def restore(starter: str, edits: list[Edit]) -> str:
     return "".join(out + [starter[cursor:]])
 
 
+def splice(ours: str, theirs: str, where: str) -> str | None:
+    """``ours`` (the homework's own file) with the insides of ``theirs``' regions put in, region
+    by region: the student's answers in the instructor's frame, so that nothing outside the
+    regions -- a check_<name>() that grades them included -- is the student's. None when the two
+    do not have the same regions (a fence moved or lost: the file was edited outside them)."""
+    our_lines, their_lines = ours.splitlines(keepends=True), theirs.splitlines(keepends=True)
+    try:
+        our_fences, their_fences = _fences(our_lines, where), _fences(their_lines, where)
+    except ValueError:
+        return None
+    if len(our_fences) != len(their_fences):
+        return None
+    spliced, cursor = [], 0
+    for (begin, end), (their_begin, their_end) in zip(our_fences, their_fences):
+        spliced += our_lines[cursor:begin + 1] + their_lines[their_begin + 1:their_end]
+        cursor = end
+    return "".join(spliced + our_lines[cursor:])
+
+
 def frame(text: str, where: str) -> str:
     """A fingerprint of everything outside the regions, fences included: unchanged as long as
     only the regions' insides are edited."""
