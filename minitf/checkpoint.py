@@ -195,9 +195,17 @@ def _never_current(temporaries: list, kept: set) -> set:
     """The step directories a save renamed into place but was killed before it made current. A
     save writes its new checkpoints.txt, naming its step directory first, as a temporary file
     *before* that rename: such a directory is the first line of a leftover temporary."""
-    firsts = (t.read_bytes().decode(errors="replace").partition("\n")[0]
-              for t in temporaries if t.name.startswith(f".{INDEX}.") and t.is_file())
-    return {name for name in firsts if _STEP.fullmatch(name) and name not in kept}
+    found = set()
+    for temporary in temporaries:
+        if temporary.name.startswith(f".{INDEX}.") and temporary.is_file():
+            pid = temporary.name.split(".")[-2]
+            name = temporary.read_bytes().decode(errors="replace").partition("\n")[0]
+            # its staging directory still there: killed before the rename, so a step-N there
+            # now is not this save's
+            staged = temporary.with_name(f".{name}.{pid}.tmp")
+            if _STEP.fullmatch(name) and name not in kept and not staged.exists():
+                found.add(name)
+    return found
 
 
 def clean(directory) -> None:
@@ -267,7 +275,7 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
                 if n not in listed and not (directory / n).exists())
     staging = directory / f".{name}.{os.getpid()}.tmp"
     index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
-    renamed = current = False
+    renamed = False
     try:
         staging.mkdir()
         _write_file(staging / WEIGHTS, weights)
@@ -279,17 +287,21 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
         renamed = True
         _fsync_directory(directory)          # the step directory exists before it is named
         os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
-        current = True
         _fsync_directory(directory)
     except BaseException:           # a full disk, Ctrl-C: the previous checkpoint is untouched
-        shutil.rmtree(directory / name if renamed and not current else staging,
-                      ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        # renamed but not made current: never current, so it goes. Read from the disk, not a
+        # flag: a Ctrl-C just after the replace would leave current unset on a current checkpoint
+        if renamed and _listed(directory)[:1] != [name]:
+            shutil.rmtree(directory / name, ignore_errors=True)
         index_temporary.unlink(missing_ok=True)
         raise
-    # The checkpoints beyond KEEP, which this save took off the list. (A process killed here
-    # leaves one on the disk, unlisted: it loads by its own path, and is never removed.)
-    for old in listed[KEEP - 1:]:
-        if _holds_only_a_checkpoint(directory / old):
+    # The checkpoints beyond KEEP, which this save took off the list: step directories of this
+    # run only (an edited line may name '../best'). A process killed here leaves one on the
+    # disk, unlisted: it loads by its own path, and is never removed.
+    kept = {name, *listed[:KEEP - 1]}
+    for old in dict.fromkeys(listed[KEEP - 1:]):
+        if old not in kept and _STEP.fullmatch(old) and _holds_only_a_checkpoint(directory / old):
             shutil.rmtree(directory / old)
     return directory / name
 

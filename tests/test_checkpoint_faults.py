@@ -186,7 +186,7 @@ def test_leftovers_of_a_crashed_save_are_cleaned(tmp_path):
     directory = tmp_path / "run"
     trainer = _small()
     _save_step(directory, trainer, 1)
-    (directory / ".step-000002.999.tmp").mkdir()          # killed while writing
+    (directory / ".step-000009.998.tmp").mkdir()          # another save, killed while writing
     shutil.copytree(directory / "step-000001", directory / "step-000002")  # killed before
     #                                                        checkpoints.txt moved over the old
     (directory / ".checkpoints.txt.999.tmp").write_text("step-000002\n")
@@ -251,6 +251,46 @@ def test_a_save_interrupted_after_its_rename_leaves_the_previous_checkpoint_curr
     monkeypatch.undo()
     assert sorted(p.name for p in directory.iterdir()) == ["checkpoints.txt", "step-000001"]
     assert _intact_step(directory) == 1
+
+    replace = os.replace                  # Ctrl-C just after the replace: the new one is current
+
+    def interrupted_after(source, target):
+        replace(source, target)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(os, "replace", interrupted_after)
+    with pytest.raises(KeyboardInterrupt):
+        _save_step(directory, trainer, 2)
+    monkeypatch.undo()
+    assert _intact_step(directory) == 2
+
+
+def test_pruning_removes_only_this_run_s_step_directories(tmp_path):
+    """An edited checkpoints.txt naming ../best, or a name twice, had it removed past KEEP."""
+    directory, best = tmp_path / "run", tmp_path / "best"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    shutil.copytree(directory / "step-000001", best)
+    (directory / "checkpoints.txt").write_text("step-000001\n../best\nstep-000001\n")
+    for step in (2, 3, 4):
+        _save_step(directory, trainer, step)
+    assert _intact_step(best) == 1
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "checkpoints.txt", "step-000002", "step-000003", "step-000004"]
+
+
+def test_a_save_killed_before_its_rename_leaves_a_step_directory_of_that_name_alone(tmp_path):
+    """Killed after writing its new list and before the rename, a save leaves its staging
+    directory and that list: a step directory of the listed name, put there since (a copy, or
+    the staging directory recovered by hand), is not the save's, and stays."""
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    (directory / ".step-000002.997.tmp").mkdir()                       # the save's staging
+    (directory / ".checkpoints.txt.997.tmp").write_text("step-000002\nstep-000001\n")
+    shutil.copytree(directory / "step-000001", directory / "step-000002")   # yours
+    checkpoint.clean(directory)
+    assert sorted(p.name for p in directory.iterdir()) == [
+        "checkpoints.txt", "step-000001", "step-000002"]
 
 
 def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp_path):
