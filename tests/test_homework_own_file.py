@@ -73,7 +73,7 @@ def test_an_instructors_file_whose_own_answer_fails_its_check_is_refused(tmp_pat
 def test_a_submission_is_graded_by_the_instructors_frame_not_its_own_copy(hw2, tmp_path):
     """The submitted file supplied the forward and the check_rmsnorm_backward() that grade its
     answer: a student who doubled the forward (outside the regions) got full marks for an answer
-    twice too large, flagged only as an edit."""
+    twice too large, flagged only as an edit; with a region added, still."""
     submission = tmp_path / "upload"
     submission.mkdir()
     text = (_answered(hw2, tmp_path) / OPS.name).read_text(encoding="utf-8")
@@ -81,8 +81,12 @@ def test_a_submission_is_graded_by_the_instructors_frame_not_its_own_copy(hw2, t
     gamed = wrong.replace("return gamma * x_hat, (x_hat, rinv, gamma)",
                           "return 2 * gamma * x_hat, (x_hat, rinv, gamma)")
     assert text != wrong != gamed
-    for answer, score in [(wrong, 0.0), (gamed, 0.0), (text, 1.0)]:
+    padded = gamed + "\n\ndef _pad():\n    # BEGIN SOLUTION\n    pass\n    # END SOLUTION\n"
+    for answer, score in [(wrong, 0.0), (gamed, 0.0), (padded, 0.0), (text, 1.0)]:
         (submission / OPS.name).write_text(answer, encoding="utf-8")
         outcome = homework.grade(hw2, submission=submission)[0]
         assert outcome.score == score, outcome.report
-        assert outcome.edited == (answer is gamed)
+        assert outcome.edited == (answer in (gamed, padded))
+        # one more region (or one fewer) cannot be spliced: not graded in the student's frame
+        assert ("its solution regions are not the homework's" in outcome.report) == (
+            answer is padded)

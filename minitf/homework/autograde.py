@@ -201,8 +201,11 @@ def grade(folder, submission=None) -> list[Outcome]:
         if path is None or not path.is_file():
             result, text, edited = _stopped(missing), "", False
         else:
-            with _in_our_frame(folder / entry["file"], path, entry, submission) as graded:
-                result, text = _grade_one(entry, graded)
+            try:
+                with _in_our_frame(folder / entry["file"], path, entry, submission) as graded:
+                    result, text = _grade_one(entry, graded)
+            except _RegionsChanged as err:
+                result, text = _stopped(str(err)), ""
             try:
                 edited = R.frame(path.read_text(encoding="utf-8"), path.name) \
                     != data["frames"].get(entry["file"])
@@ -213,22 +216,29 @@ def grade(folder, submission=None) -> list[Outcome]:
     return outcomes
 
 
+class _RegionsChanged(ValueError):
+    """A submitted instructor's file whose solution regions are not the homework's."""
+
+
 @contextmanager
 def _in_our_frame(ours: Path, theirs: Path, entry: dict, submission):
     """The file to grade. A submitted copy of an instructor's own file (--file) is graded in the
-    homework's frame with the insides of its regions (R.splice): the check_<name>() that grades
-    it is then the instructor's, where the student's copy of it, edited, gave full marks to any
-    answer. Everything else, and a file whose fences moved, as it is (the latter is flagged)."""
-    spliced = None
-    if submission is not None and entry["source"] == "file" and ours.is_file():
-        try:
-            spliced = R.splice(ours.read_text(encoding="utf-8"),
-                               theirs.read_text(encoding="utf-8"), theirs.name)
-        except ValueError:              # not UTF-8: graded as it is, and fails to load there
-            spliced = None
-    if spliced is None:
+    homework's frame with the insides of its regions (R.splice): the forward and the
+    check_<name>() that grade it are then the instructor's, where the student's copy of them,
+    edited, gave full marks to any answer; one whose regions were added, removed or lost cannot
+    be spliced, and is not graded (_RegionsChanged). Everything else is graded as it is."""
+    if submission is None or entry["source"] != "file" or not ours.is_file():
         yield theirs
         return
+    try:
+        spliced = R.splice(ours.read_text(encoding="utf-8"), theirs.read_text(encoding="utf-8"),
+                           theirs.name)
+    except ValueError:                  # not UTF-8
+        spliced = None
+    if spliced is None:
+        raise _RegionsChanged(f"{theirs.name}: its solution regions are not the homework's (a "
+                              f"BEGIN or END SOLUTION line added, removed or changed), so its "
+                              f"answers cannot be put in the homework's file to be graded")
     with tempfile.TemporaryDirectory() as scratch:
         graded = Path(scratch) / theirs.name        # the name the student knows, in reports
         graded.write_text(spliced, encoding="utf-8")
