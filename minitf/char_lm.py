@@ -101,11 +101,12 @@ def _spread(count: int, k: int) -> list[int]:
 
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
-    if config.resume and not config.out and _one_step_of_a_run(Path(config.resume)):
+    if config.resume and not config.out and _one_step_of_a_run(Path(config.resume).resolve()):
         # its saves would go inside the step directory, among the run's own
-        raise ValueError(f"--resume {config.resume} is one checkpoint of the run in "
-                         f"{Path(config.resume).parent}; continue from it into a new --out DIR, "
-                         f"or continue the run itself with --resume {Path(config.resume).parent}")
+        run_dir = Path(config.resume).resolve().parent
+        raise ValueError(f"--resume {config.resume} is one checkpoint of the run in {run_dir}; "
+                         f"continue from it into a new --out DIR, or continue the run itself "
+                         f"with --resume {run_dir}")
     out = Path(config.out or config.resume or DEFAULT_OUT)
     made = not out.exists()
     try:
@@ -158,10 +159,15 @@ def _check_resume(config: RunConfig, saved: dict, tokenizer) -> None:
     if saved.get("step", 0) >= config.steps:
         raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
                          f"{saved.get('step')} steps; --steps is the run's total, so ask for more")
-    run = saved.get("extra", {}).get("run", {})
-    for name in SHAPE:              # weights of the same shapes would load, re-read as another model
-        if name in run and getattr(config, name) != run[name]:
-            raise ValueError(f"--{name.replace('_', '-')} {getattr(config, name)}: the run in "
+    run = dict(saved.get("extra", {}).get("run", {}))
+    asked = {name: getattr(config, name) for name in SHAPE}
+    for settings in (run, asked):   # d_ff as the model has it: None is 4 · d_model
+        if "d_model" in settings and settings.get("d_ff") is None:
+            settings["d_ff"] = 4 * settings["d_model"]
+    recurrent = run.get("model", "transformer") != "transformer"
+    for name in ("model", "d_model") if recurrent else SHAPE:    # an RNN is its width alone
+        if name in run and asked[name] != run[name]:
+            raise ValueError(f"--{name.replace('_', '-')} {asked[name]}: the run in "
                              f"{config.resume} was trained with {run[name]}, and a model's shape "
                              f"cannot change as it resumes; leave the flag out, or start a new "
                              f"run with --out")

@@ -99,6 +99,12 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
         assert f"{flag} {value}: the run in {run} was trained with {trained}" in err, err
         assert "a model's shape cannot change as it resumes" in err
     assert sorted(p.name for p in run.iterdir()) == before
+    # the same model is no change: d_ff given as the default it was (4 · 16); an RNN's heads
+    assert cli.main(["train", "--resume", str(run), "--steps", "22", "--d-ff", "64"]) == 0
+    lstm = tmp_path / "lstm"
+    assert train(text, "--steps", "2", "--model", "lstm", "--out", str(lstm)) == 0
+    assert cli.main(["train", "--resume", str(lstm), "--steps", "3", "--n-heads", "4",
+                     "--no-progress"]) == 0
 
 
 
@@ -129,7 +135,8 @@ def test_a_finished_run_continued_to_40_steps_is_one_run_of_40(text, tmp_path):
     _same_run(default_once, default_twice)
 
 
-def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path, capsys):
+def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path, capsys,
+                                                                  monkeypatch):
     run, straight = tmp_path / "run", tmp_path / "straight"
     assert train(text, "--steps", "25", "--save-every", "10", "--out", str(run)) == 0
     assert sorted(p.name for p in run.glob("step-*")) == ["step-000010", "step-000020",
@@ -144,6 +151,10 @@ def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path
     assert cli.main(["train", "--resume", str(run / "step-000020"), "--no-progress"]) == 2
     assert f"--resume {run / 'step-000020'} is one checkpoint of the run in {run}" in (
         capsys.readouterr().err)
+    with monkeypatch.context() as inside:                         # and from inside it, as .
+        inside.chdir(run / "step-000020")
+        assert cli.main(["train", "--resume", ".", "--no-progress"]) == 2
+    assert f"is one checkpoint of the run in {run.resolve()}" in capsys.readouterr().err
     assert sorted(p.name for p in (run / "step-000020").iterdir()) == ["checkpoint.json",
                                                                      "weights.npz"]
     assert cli.main(["train", "--resume", str(run / "step-000020"), "--out",
