@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
 import os
 import threading
 
@@ -204,8 +205,8 @@ def check_probability(p: float, name: str, where: str) -> None:
 def _numpy_hint(value, name: str, plain: str = "float") -> str:
     """For a NumPy number (np.int64(10) read off an array, np.float32(0.1)), which a check of a
     plain Python number refuses, what to pass instead; else nothing."""
-    if type(value).__module__ != "numpy" or getattr(value, "ndim", None) != 0:
-        return ""
+    if type(value).__module__ != "numpy" or not isinstance(value, numbers.Real):
+        return ""                       # (a NumPy string, date or complex number is no number)
     return f", a NumPy {type(value).__name__}: pass {plain}({name})"
 
 

@@ -156,7 +156,15 @@ def test_a_tokenizer_save_that_fails_part_way_leaves_the_saved_one(tmp_path, mon
     def disk_full(fd):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr("os.fsync", disk_full)
-    with raises(OSError, "CharTokenizer.save:", "cannot write", "No space left on device"):
+    with raises(OSError, "CharTokenizer.save:", "cannot write", "No space left on device") as err:
+        tokenizer().save(path)
+    assert err.value.errno == 28
+    assert path.read_bytes() == saved and [p.name for p in tmp_path.iterdir()] == ["tok.json"]
+
+    def interrupted(fd):
+        raise KeyboardInterrupt
+    monkeypatch.setattr("os.fsync", interrupted)          # Ctrl-C: no temporary left either
+    with pytest.raises(KeyboardInterrupt):
         tokenizer().save(path)
     assert path.read_bytes() == saved and [p.name for p in tmp_path.iterdir()] == ["tok.json"]
     monkeypatch.undo()

@@ -275,7 +275,9 @@ def test_a_numpy_number_is_told_what_to_pass_instead():
         with raises(ValueError, *fragments):
             call()
     for call in (lambda: models.DecoderLM(np.int64(-1), 8, 2, 1),     # int() would not do
-                 lambda: AdamW(lm, np.float32(-1)), lambda: F.dropout(x, np.float32(2))):
+                 lambda: AdamW(lm, np.float32(-1)), lambda: F.dropout(x, np.float32(2)),
+                 lambda: F.dropout(x, np.str_("0.5")), lambda: F.dropout(x, np.complex128(0.5)),
+                 lambda: AdamW(lm, np.datetime64("2020"))):          # no numbers: no advice
         with pytest.raises(ValueError) as caught:
             call()
         assert "NumPy" not in str(caught.value)

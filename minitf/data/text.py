@@ -169,10 +169,14 @@ def write_utf8(path, text: str, where: str) -> None:
         if path.exists():
             os.chmod(temporary, path.stat().st_mode & 0o7777)      # the old file's permissions
         os.replace(temporary, path)
-    except OSError as err:
+    except BaseException as err:         # a full disk, Ctrl-C: no temporary left behind
         temporary.unlink(missing_ok=True)
-        raise type(err)(f"{where} cannot write {path} ({err.strerror or err}); wanted a file in "
-                        f"an existing folder you can write to") from None
+        if not isinstance(err, OSError):
+            raise
+        refused = type(err)(f"{where} cannot write {path} ({err.strerror or err}); wanted a "
+                            f"file in an existing folder you can write to")
+        refused.errno = err.errno        # ENOSPC and the like, for a caller that asks
+        raise refused from None
 
 
 def read_text(path) -> str:
