@@ -172,9 +172,10 @@ class Trainer:
         check_int(steps, "steps", "Trainer.fit", low=0, what="the step to train until")
         check_flags("Trainer.fit", progress=progress)
         if self.step > 0 and steps <= self.step:    # fit(3) run again after fit(3) trained nothing
+            more = max(steps, 1)
             raise ValueError(f"Trainer.fit: steps={steps} is the step to train until, and "
-                             f"{self.step} are done; wanted more, e.g. fit({self.step + steps}) "
-                             f"for {steps} more")
+                             f"{self.step} are done; wanted more, e.g. fit({self.step + more}) "
+                             f"for {more} more")
         if self.batches is None and self.step < steps:
             raise ValueError("Trainer.fit: batches is None; wanted a function returning "
                              "(inputs…, targets), given when the Trainer was made")

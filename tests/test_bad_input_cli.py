@@ -297,7 +297,9 @@ def test_a_warning_is_one_line_and_minitf_s_own_sample_prompt_gives_none(run, ca
 
 def test_sizes_beyond_the_machine_are_one_line(capsys, tmp_path):
     """NumPy's MemoryError came as a 47-line traceback."""
-    assert cli.main(["train", "--fast", "--no-progress", "--d-model", "1000000", "--n-heads", "1",
+    # the first table alone hundreds of TiB, beyond any address space: refused at once, even
+    # where memory is overcommitted (a size that merely exceeds the memory could be granted)
+    assert cli.main(["train", "--fast", "--no-progress", "--d-model", str(10**12), "--n-heads", "1",
                      "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("minitf train: out of memory: Unable to "

@@ -98,17 +98,19 @@ def _published(tensors, n_layers: int, where: str) -> dict:
     wanted = [published for _, published in _EMBEDDINGS] + [
         f"encoder.layer.{i}.{name}" for i in range(n_layers) for name in per_block]
     missing = [name for name in wanted if name not in t]
-    held = len({name.split(".")[2] for name in t if name.startswith("encoder.layer.")})
+    held = _blocks_held(t)
     if missing:
         listed = ", ".join(missing[:3]) + (f", … ({len(missing)} in all)" if len(missing) > 3
                                            else "")
         raise ValueError(f"{where}: the weights have no {listed}; wanted the tensors of a BERT "
                          f"encoder of {n_layers} block{'s' * (n_layers != 1)} (these weights "
                          f"hold {held}: they do not fit the model)")
-    if held > n_layers:             # the model would run only the first n_layers, and say nothing
-        raise ValueError(f"{where}: the weights hold {held} blocks; wanted {n_layers}, the "
-                         f"model's (num_hidden_layers in config.json): the others would go unread")
     return t
+
+
+def _blocks_held(tensors) -> int:
+    """How many encoder blocks the published tensors hold ("bert." prefixes dropped)."""
+    return len({name.split(".")[2] for name in tensors if name.startswith("encoder.layer.")})
 
 
 def bert_weights(tensors: dict, n_layers: int) -> dict:
@@ -181,7 +183,13 @@ def load(path=None):
     folder = find_model_dir(path)
     config = _read_config(folder / "config.json")
     encoder = encoder_from_config(config)
-    load_weights(encoder, read_safetensors(folder / "model.safetensors"))
+    tensors = read_safetensors(folder / "model.safetensors")
+    held = _blocks_held({name.removeprefix("bert."): array for name, array in tensors.items()})
+    if held > config["num_hidden_layers"]:     # the first ones would run, the rest unread, silently
+        raise ValueError(f"load: {folder / 'model.safetensors'} holds {held} blocks; "
+                         f"config.json's num_hidden_layers is {config['num_hidden_layers']}: "
+                         f"wanted the same")
+    load_weights(encoder, tensors)
     tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
                                              max_len=config["max_position_embeddings"])
     # the tokenizer pads with its [PAD] id and the model masks its pad_token_id: were they two
