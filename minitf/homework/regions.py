@@ -146,8 +146,8 @@ def restore(starter: str, edits: list[Edit]) -> str:
 def splice(ours: str, theirs: str, where: str) -> str | None:
     """``ours`` (the homework's own file) with the insides of ``theirs``' regions put in, region
     by region: the student's answers in the instructor's frame, so that nothing outside the
-    regions -- a check_<name>() that grades them included -- is the student's. None when the two
-    do not have the same regions (a fence moved or lost: the file was edited outside them)."""
+    regions -- a check_<name>() that grades them included -- is the student's. Regions are paired
+    in order; None when the two do not have as many (a BEGIN or END line added or removed)."""
     our_lines, their_lines = ours.splitlines(keepends=True), theirs.splitlines(keepends=True)
     try:
         our_fences, their_fences = _fences(our_lines, where), _fences(their_lines, where)
