@@ -37,19 +37,9 @@ def _exercise(args) -> int:
     return status
 
 
-def _check_writable(path: Path, flag: str) -> None:
-    """A file ``flag`` will write, as far as can be told before writing: not a folder, and in a
-    folder that exists."""
-    if path.is_dir():
-        raise ValueError(f"{flag} {path} is a folder; wanted a file name")
-    if not path.absolute().parent.is_dir():
-        raise ValueError(f"{flag} {path}: the folder {path.parent} does not exist; wanted a file "
-                         f"in an existing folder")
-
-
 def _homework(args) -> int:
     from minitf import homework
-    from minitf.data.text import write_utf8
+    from minitf.data.text import check_file_name, write_utf8
 
     if args.action == "make":
         names = [n for n in (args.exercises or "").split(",") if n.strip()]
@@ -65,7 +55,7 @@ def _homework(args) -> int:
               f"and run_autograder at its root; it holds the reference, so keep it private)")
         return 0
     if args.json:                   # before grading, which takes a while: not after it
-        _check_writable(Path(args.json), "--json")
+        check_file_name(args.json, "--json")
     outcomes = homework.grade(args.dir, args.submission)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last

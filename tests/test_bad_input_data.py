@@ -138,7 +138,8 @@ def test_a_tokenizer_saved_where_it_cannot_be_is_named(tmp_path):
     for path, error, fragments in [
             (tmp_path, IsADirectoryError, [f"{tmp_path} is a folder", "wanted a file name"]),
             (tmp_path / "missing" / "tok.json", FileNotFoundError,
-             ["cannot write", "missing/tok.json", "wanted a file in an existing folder"])]:
+             ["missing/tok.json: the folder", "does not exist; wanted a file in an existing "
+                                              "folder"])]:
         with raises(error, "CharTokenizer.save:", *fragments) as caught:
             tokenizer().save(path)
         assert "\n" not in str(caught.value)

@@ -152,14 +152,24 @@ def read_utf8(path, where: str) -> str:
     return text
 
 
+def check_file_name(path, where: str) -> Path:
+    """A file about to be written, as far as can be told before writing: not a folder, and in a
+    folder that exists. ``where`` names it in the error: a flag, or a function and a colon."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{where} {path} is a folder; wanted a file name")
+    if not path.absolute().parent.is_dir():
+        raise FileNotFoundError(f"{where} {path}: the folder {path.parent} does not exist; "
+                                f"wanted a file in an existing folder")
+    return path
+
+
 def write_utf8(path, text: str, where: str) -> None:
     """Write ``text`` to the file ``path`` as UTF-8, whole or not at all: into a temporary file
     beside it, flushed to the disk, then renamed over it in one step. A full disk or a run killed
     part-way leaves the file that was there as it was. One line that names ``where`` and the path
     when it cannot be written: a folder, a folder that is missing, no permission."""
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{where} {path} is a folder; wanted a file name")
+    path = check_file_name(path, where)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(temporary, "w", encoding="utf-8") as f:

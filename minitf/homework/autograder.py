@@ -20,6 +20,7 @@ import importlib.metadata
 import zipfile
 from pathlib import Path
 
+from minitf.data.text import check_file_name
 from minitf.homework.autograde import manifest
 from minitf.homework.handout import MANIFEST, PACKAGE, SKIP
 from minitf.validate import check_path
@@ -108,9 +109,7 @@ def build(folder, out) -> Path:
     if out.suffix != ".zip" or out.exists():
         got = "already exists" if out.exists() else "does not end in .zip"
         raise ValueError(f"--out {out}: {got}; wanted a new file ending in .zip")
-    if not out.absolute().parent.is_dir():
-        raise ValueError(f"--out {out}: the folder {out.parent} does not exist; wanted a file in "
-                         f"an existing folder")
+    check_file_name(out, "--out")
     try:
         with zipfile.ZipFile(out, "w") as archive:
             _add(archive, "setup.sh", SETUP.format(
