@@ -275,33 +275,32 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
                 if n not in listed and not (directory / n).exists())
     staging = directory / f".{name}.{os.getpid()}.tmp"
     index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
-    renamed = False
+    new_list = [name, *listed][:KEEP]
     try:
         staging.mkdir()
         _write_file(staging / WEIGHTS, weights)
         _write_file(staging / META, json.dumps(meta, indent=1).encode())
         _fsync_directory(staging)
         # the new list first: killed after the rename, it names what clean may remove
-        _write_file(index_temporary, "".join(f"{n}\n" for n in [name, *listed][:KEEP]).encode())
+        _write_file(index_temporary, "".join(f"{n}\n" for n in new_list).encode())
         os.rename(staging, directory / name)
-        renamed = True
         _fsync_directory(directory)          # the step directory exists before it is named
         os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
         _fsync_directory(directory)
     except BaseException:           # a full disk, Ctrl-C: the previous checkpoint is untouched
         shutil.rmtree(staging, ignore_errors=True)
-        # renamed but not made current: never current, so it goes. Read from the disk, not a
-        # flag: a Ctrl-C just after the replace would leave current unset on a current checkpoint
-        if renamed and _listed(directory)[:1] != [name]:
+        # renamed (the name was free before) but not made current: never current, so it goes;
+        # read from the disk, as a Ctrl-C may land just after the replace that made it current
+        if (directory / name).exists() and _listed(directory)[:1] != [name]:
             shutil.rmtree(directory / name, ignore_errors=True)
         index_temporary.unlink(missing_ok=True)
         raise
     # The checkpoints beyond KEEP, which this save took off the list: step directories of this
     # run only (an edited line may name '../best'). A process killed here leaves one on the
     # disk, unlisted: it loads by its own path, and is never removed.
-    kept = {name, *listed[:KEEP - 1]}
-    for old in dict.fromkeys(listed[KEEP - 1:]):
-        if old not in kept and _STEP.fullmatch(old) and _holds_only_a_checkpoint(directory / old):
+    for old in dict.fromkeys(listed):
+        if (old not in new_list and _STEP.fullmatch(old)
+                and _holds_only_a_checkpoint(directory / old)):
             shutil.rmtree(directory / old)
     return directory / name
 
