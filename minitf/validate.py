@@ -196,18 +196,21 @@ def check_broadcast(x, name: str, target_shape, target_text: str, where: str,
 
 def check_probability(p: float, name: str, where: str) -> None:
     """ValueError unless ``0 <= p < 1`` (a dropout rate, a smoothing weight)."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
-        hint = _numpy_hint(p, name)
-        hint = hint if hint and 0.0 <= p < 1.0 else ""   # only where the plain number would do
-        raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}{hint}")
+    def fits(x):
+        return 0.0 <= x < 1.0
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not fits(p):
+        raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}"
+                         f"{_numpy_hint(p, name, float, fits)}")
 
 
-def _numpy_hint(value, name: str, plain: str = "float") -> str:
-    """For a NumPy number (np.int64(10) read off an array, np.float32(0.1)), which a check of a
-    plain Python number refuses, what to pass instead; else nothing."""
-    if type(value).__module__ != "numpy" or not isinstance(value, numbers.Real):
-        return ""                       # (a NumPy string, date or complex number is no number)
-    return f", a NumPy {type(value).__name__}: pass {plain}({name})"
+def _numpy_hint(value, name: str, plain, fits) -> str:
+    """For a NumPy number (np.int64(10) read off an array, np.float32(0.1)) that a check of a
+    plain Python number refused, but whose plain number, ``plain(value)``, ``fits``: what to
+    pass instead. Else nothing (a NumPy string, date or complex number is no number)."""
+    kind = numbers.Integral if plain is int else numbers.Real
+    if type(value).__module__ != "numpy" or not isinstance(value, kind) or not fits(plain(value)):
+        return ""
+    return f", a NumPy {type(value).__name__}: pass {plain.__name__}({name})"
 
 
 def check_int(value, name: str, where: str, low: int = 1, high: int | None = None,
@@ -216,11 +219,11 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
     what the number is, e.g. "the number of heads"."""
     wanted = (f"an integer in [{low}, {high}]" if high is not None else
               "a positive integer" if low == 1 else f"an integer ≥ {low}")
-    if (isinstance(value, bool) or not isinstance(value, int) or value < low
-            or (high is not None and value > high)):
-        fits = is_int(value) and value >= low and (high is None or value <= high)
+    def fits(n):
+        return n >= low and (high is None or n <= high)
+    if isinstance(value, bool) or not isinstance(value, int) or not fits(value):
         raise ValueError(f"{where}: {name} must be {wanted}{', ' + what if what else ''}; "
-                         f"got {value!r}{_numpy_hint(value, name, 'int') if fits else ''}")
+                         f"got {value!r}{_numpy_hint(value, name, int, fits)}")
 
 
 def plain_int(size):
@@ -298,17 +301,12 @@ def check_real(value, name: str, where: str, low: float | None = None,
     right = "" if high is None else f"≤ {high:g}"
     wanted = "a finite number" + (" " if left or right else "") + " and ".join(
         t for t in (left, right) if t)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (low is None or (value > low if low_open else value >= low))
-    ok = ok and (high is None or value <= high)
-    if not ok:
-        hint = _numpy_hint(value, name)
-        if hint:                         # only where the plain number would have done
-            try:
-                check_real(float(value), name, where, low, high, low_open)
-            except ValueError:
-                hint = ""
-        raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}{hint}")
+    def fits(x):
+        return (math.isfinite(x) and (low is None or (x > low if low_open else x >= low))
+                and (high is None or x <= high))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not fits(value):
+        raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}"
+                         f"{_numpy_hint(value, name, float, fits)}")
 
 
 @at_the_boundary
