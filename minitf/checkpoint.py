@@ -43,6 +43,7 @@ from minitf.backend import rng_state, seed, set_rng_state
 from minitf.data import CharTokenizer
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
+from minitf.rundir import fsync_directory, write_durably
 from minitf.validate import check_path, not_real_numbers
 
 FORMAT = "minitf-checkpoint"
@@ -110,6 +111,15 @@ def _run_directory(directory, where: str) -> Path:
     return directory
 
 
+def _json_keeps(value) -> bool:
+    """Whether JSON gives ``value`` back as it is: string keys and lists, all the way down."""
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _json_keeps(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return isinstance(value, list) and all(map(_json_keeps, value))
+    return True
+
+
 def _rebuilt(meta: dict, arrays: dict, where: str, fits: str = "") -> Model:
     """The saved model, built from its kind and config and given its weights, as load builds
     it; CheckpointError where it cannot be."""
@@ -150,25 +160,12 @@ def _check_loadable(meta: dict, arrays: dict) -> None:
         raise CheckpointError(f"{where}: what rebuilds the run cannot be written as JSON "
                               f"({err}); extra must hold plain numbers, strings, lists and "
                               f"dicts") from None
+    if not _json_keeps(meta["extra"]):
+        raise CheckpointError(f"{where}: extra is {str(meta['extra'])[:60]}, which would load "
+                              f"back changed (a key 1 as '1', a tuple as a list); wanted string "
+                              f"keys and lists")
     with seed(0):           # a config edited by hand; the build's draws leave the run's alone
         _rebuilt(meta, arrays, where, fits="model.config does not describe the model's weights")
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())             # on the disk before anything points at it
-
-
-def _fsync_directory(path: Path) -> None:
-    """Make a rename inside ``path`` durable (POSIX; Windows has no directory handles to sync)."""
-    if os.name == "posix":
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _listed(directory: Path) -> list[str]:
@@ -278,15 +275,15 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     new_list = [name, *listed][:KEEP]
     try:
         staging.mkdir()
-        _write_file(staging / WEIGHTS, weights)
-        _write_file(staging / META, json.dumps(meta, indent=1).encode())
-        _fsync_directory(staging)
+        write_durably(staging / WEIGHTS, weights)
+        write_durably(staging / META, json.dumps(meta, indent=1).encode())
+        fsync_directory(staging)
         # the new list first: killed after the rename, it names what clean may remove
-        _write_file(index_temporary, "".join(f"{n}\n" for n in new_list).encode())
+        write_durably(index_temporary, "".join(f"{n}\n" for n in new_list).encode())
         os.rename(staging, directory / name)
-        _fsync_directory(directory)          # the step directory exists before it is named
+        fsync_directory(directory)          # the step directory exists before it is named
         os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
-        _fsync_directory(directory)
+        fsync_directory(directory)
     except BaseException:           # a full disk, Ctrl-C: the previous checkpoint is untouched
         shutil.rmtree(staging, ignore_errors=True)
         # renamed (the name was free before) but not made current: never current, so it goes;

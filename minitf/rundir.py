@@ -5,6 +5,10 @@ written by one run at a time.
                          one line now, not a lost run after an hour of training
     with RunLock(out):   DIR/lock holds the PID of the run writing there; a second run refuses,
                          a lock left by a run that died (SIGKILL, power cut) is taken over
+
+and the two writes every save of minitf is built from (a checkpoint, a tokenizer, a grade report):
+    write_durably(path, data)    a new file, on the disk when the call returns
+    fsync_directory(directory)   a rename inside ``directory``, on the disk when the call returns
 """
 from __future__ import annotations
 
@@ -13,6 +17,25 @@ from pathlib import Path
 
 PROBE_BYTES = 1 << 16       # written and fsynced: a full disk fails this, not the first save
 LOCK = "lock"
+
+
+def write_durably(path, data: bytes) -> None:
+    """Write ``data`` to the new file ``path`` and wait until the disk holds it: only then may a
+    rename or a list point at it (a power cut after a plain write can leave it empty)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def fsync_directory(path) -> None:
+    """Make a rename inside ``path`` durable (POSIX; Windows has no directory handles to sync)."""
+    if os.name == "posix":
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 class RunDirectoryError(ValueError):
@@ -29,10 +52,7 @@ def probe(directory, flag: str = "--out") -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            with open(temporary, "wb") as f:
-                f.write(bytes(PROBE_BYTES))
-                f.flush()
-                os.fsync(f.fileno())
+            write_durably(temporary, bytes(PROBE_BYTES))
         finally:
             temporary.unlink(missing_ok=True)
     except OSError as err:

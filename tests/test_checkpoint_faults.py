@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from minitf import backend, checkpoint
+from minitf import backend, checkpoint, rundir
 from minitf.data import CharTokenizer
 from minitf.models import DecoderLM
 from minitf.optim import AdamW
@@ -151,7 +151,8 @@ def test_a_disk_that_fills_during_a_save_leaves_the_previous_checkpoint(tmp_path
     size = sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
     lost, leftovers = [], set()
     for budget in [0, 1, 100, size // 4, size // 2, size - 100, size - 1]:
-        monkeypatch.setattr(checkpoint, "open", FullDisk(budget).open, raising=False)
+        # every file a save writes goes through rundir.write_durably
+        monkeypatch.setattr(rundir, "open", FullDisk(budget).open, raising=False)
         with pytest.raises(OSError) as err:
             _save_step(directory, trainer, 2)
         monkeypatch.undo()
@@ -305,6 +306,11 @@ def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp
         (lambda: checkpoint.save(directory, model, rng="abc"), ["rng is 'abc'"]),
         (lambda: checkpoint.save(directory, model, extra={"x": {1, 2}}),
          ["cannot be written as JSON", "set"]),
+        # JSON would give these back changed: extra[1] as extra["1"], a tuple as a list
+        (lambda: checkpoint.save(directory, model, extra={"epochs": {1: 0.5}}),
+         ["extra is {'epochs': {1: 0.5}}", "wanted string keys and lists"]),
+        (lambda: checkpoint.save(directory, model, extra={"best": [{"at": (3, 1.2)}]}),
+         ["extra is {'best': [{'at': (3, 1.2)}]}", "a tuple as a list"]),
     ]:
         with raises(checkpoint.CheckpointError, "checkpoint.save:", *fragments):
             call()

@@ -221,7 +221,7 @@ def test_a_refused_run_leaves_no_folder_behind_and_a_full_disk_names_the_run(tex
 
     def full_disk(*args, **kwargs):                     # the probe fit; the first save does not
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(checkpoint, "_write_file", full_disk)
+    monkeypatch.setattr(checkpoint, "write_durably", full_disk)
     assert train(text, "--steps", "10", "--save-every", "5", "--out", str(tmp_path / "run")) == 2
     assert one_line(capsys).endswith(
         f"the run directory {tmp_path / 'run'} (--out): could not save the checkpoint of step 5 "

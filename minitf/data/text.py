@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from minitf.backend import is_array, randint, to_device, to_numpy
+from minitf.rundir import write_durably
 from minitf.validate import check_ids, check_int, check_path, check_probability, check_real
 
 
@@ -172,10 +173,7 @@ def write_utf8(path, text: str, where: str) -> None:
     path = check_file_name(path, where)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())         # on the disk before it takes the old file's place
+        write_durably(temporary, text.encode("utf-8"))    # whole before it takes the old one's place
         if path.exists():
             os.chmod(temporary, path.stat().st_mode & 0o7777)      # the old file's permissions
         os.replace(temporary, path)
