@@ -41,9 +41,13 @@ def _sample(logits, temperature, top_k, top_p, greedy):
     """sample_next without its checks: generate checked the settings once, and the logits are
     its model's own."""
     xp = get_array_module(logits)
-    if greedy:
+    # τ → 0 is greedy: a τ below the smallest normal number of the logits' dtype takes that
+    # limit (float32 holds no 1e-300; dividing by it as 0 gave NaN, then token 0)
+    if greedy or temperature < xp.finfo(logits.dtype).tiny:
         return logits.argmax(axis=-1)
-    logits = logits / temperature
+    # shifted so that the largest is 0: a small τ then sends the others towards −∞ and none to
+    # +∞, where softmax would take inf − inf = NaN (the shift does not change softmax)
+    logits = (logits - logits.max(axis=-1, keepdims=True)) / temperature
     if top_k is not None:
         kth = xp.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]   # (b, 1)
         logits = xp.where(logits < kth, -math.inf, logits)

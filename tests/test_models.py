@@ -131,6 +131,10 @@ def test_sampling_rules():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert set(backend.to_numpy(sample_next(likely_2, top_p=1e-46))) == {2}
+        # τ → 0 is greedy: logits / 1e-30 overflowed to −∞ everywhere (NaN in softmax), and a τ
+        # that is 0 in float32 divided by 0; both gave token 0
+        for tau in (1e-30, 1e-40, 1e-300):
+            assert set(backend.to_numpy(sample_next(likely_2 * 1000, temperature=tau))) == {2}
     counts = np.bincount(backend.to_numpy(sample_next(logits)), minlength=4) / 2000
     assert np.abs(counts - [0.5, 0.3, 0.15, 0.05]).max() < 0.05
     cold = np.bincount(backend.to_numpy(sample_next(logits, temperature=0.1)), minlength=4)
