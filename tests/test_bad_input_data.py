@@ -41,6 +41,11 @@ CASES = {
     "pad_batch to a negative length": (lambda: data.pad_batch([[1, 2], [3]], length=-1),
                                        ValueError, ["pad_batch:", "length must be an integer ≥ 0",
                                                     "got -1"]),
+    # the padding mask would later hide the real 0 in [3, 0, 5]
+    "pad_batch with a pad_id a sequence uses": (
+        lambda: data.pad_batch([[3, 0, 5], [4]]), ValueError,
+        ["pad_batch:", "sequences[0] holds the id 0 at position 1, and pad_id is 0",
+         "wanted a pad_id that no sequence uses"]),
     "WordVocabulary of None": (lambda: data.WordVocabulary(None), TypeError,
                                ["WordVocabulary:", "sentences must be a list of strings",
                                 "got NoneType"]),

@@ -39,6 +39,10 @@ def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
                              f"(n,), one sequence of ids")
         if seq.size and seq.dtype.kind not in "iu":      # ids, not numbers that would be truncated
             raise TypeError(f"{where}: a sequence holds {seq.dtype} values; wanted integer ids")
+        if (seq == pad_id).any():   # masked as padding later: a real token silently dropped
+            raise ValueError(f"{where}: sequences[{i}] holds the id {pad_id} at position "
+                             f"{int(np.argmax(seq == pad_id))}, and pad_id is {pad_id}; wanted a "
+                             f"pad_id that no sequence uses")
     lengths = np.array([len(s) for s in arrays], dtype=np.int64)
     n = int(lengths.max()) if length is None else length
     if lengths.max() > n:
