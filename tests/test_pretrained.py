@@ -3,6 +3,7 @@ pooling of the BERT encoder, and the error when the model files are missing. The
 files; the tests against the real all-MiniLM-L6-v2 are in test_pretrained_reference.py."""
 import json
 import struct
+import warnings
 
 import numpy as np
 import pytest
@@ -239,7 +240,11 @@ def test_the_wordpiece_tokenizer_refuses_what_it_would_misread():
         tokenizer.tokens([-1])                                  # it read the last token
     with raises(TypeError, "WordPieceTokenizer.tokens: ids has dtype float64"):
         tokenizer.tokens([1.7])
-    assert tokenizer.encode("a b a b a b") == [2, 4, 5, 4, 3], "cut to max_len, [SEP] kept"
+    with pytest.warns(UserWarning, match=r"a text of more than 3 pieces is cut to its first 3 "):
+        assert tokenizer.encode("a b a b a b") == [2, 4, 5, 4, 3], "cut to max_len, [SEP] kept"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                          # a text that fits: no warning
+        assert tokenizer.encode("a b a") == [2, 4, 5, 4, 3]
 
 
 def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):

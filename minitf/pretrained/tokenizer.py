@@ -12,6 +12,7 @@ and unknown words.
 from __future__ import annotations
 
 import unicodedata
+import warnings
 from collections.abc import Iterable
 
 from minitf.backend import to_device, to_numpy
@@ -128,6 +129,11 @@ class WordPieceTokenizer:
     def encode(self, text: str) -> list:
         """[CLS] pieces [SEP] as ids, cut to max_len (the model's number of positions)."""
         ids = [self.index.get(piece, self.unk_id) for piece in self.tokenize(text)]
+        if len(ids) > self.max_len - 2:     # the rest would be missing from its embedding, unsaid
+            # one message for every such text: Python shows it once, not once per text
+            warnings.warn(f"WordPieceTokenizer: a text of more than {self.max_len - 2} pieces "
+                          f"is cut to its first {self.max_len - 2} (the model's {self.max_len} "
+                          f"positions less [CLS] and [SEP])", stacklevel=2)
         return [self.cls_id] + ids[:self.max_len - 2] + [self.sep_id]
 
     def batch(self, texts):
