@@ -2,6 +2,8 @@
 parameters), float64 within 1e-9 and float32 within 1e-4 relative error (the whole-tensor
 relative error of minitf.gradcheck). Needs the optional ``torch`` extra."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -30,6 +32,10 @@ def torch_tensor(a, requires_grad=False):
 def assert_close(ours, theirs, dtype, what):
     theirs = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else theirs
     error = relative_error(backend.to_numpy(ours), theirs)
+    if os.environ.get("MINITF_PARITY_LOG"):   # every comparison's error: benchmarks/parity_errors.py
+        with open(os.environ["MINITF_PARITY_LOG"], "a", encoding="utf-8") as log:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+            log.write(f"{test}\t{what}\t{np.dtype(dtype).name}\t{error!r}\n")
     assert error <= TOLERANCE[dtype], f"{what}: relative error {error:.2e} > {TOLERANCE[dtype]:.0e}"
 
 
