@@ -150,3 +150,20 @@ def test_the_header_warns_when_two_thread_pools_fill_every_core(bench, monkeypat
         monkeypatch.setattr(bench.torch, "get_num_threads", lambda: threads)
         monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: cores, raising=False)
         assert not any(line.startswith("note:") for line in bench.environment(10, 3, 100))
+
+
+@pytest.mark.slow            # the parity tests once more, in a process of their own
+def test_the_parity_errors_are_every_comparison_by_group_and_under_the_tests_tolerance():
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "parity_errors.py")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split(" | ")[0].strip("|* "): line.strip("| ").split(" | ")[1:]
+            for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+    groups = ("DecoderLM, whole model", "EncoderLM (BERT), whole model",
+              "recurrent layers and RNNLM", "layers, attention and blocks")
+    tests = [name for name in rows if name.startswith("test_")]
+    # every comparison lands in exactly one group
+    assert sum(int(rows[g][0]) for g in groups) == sum(int(rows[t][0]) for t in tests) > 600
+    for name in (*groups, *tests):
+        f64, f32 = (float(e) if e != "—" else 0.0 for e in rows[name][1:])
+        assert 0 < f64 <= 1e-9 and f32 <= 1e-4, f"{name}: {rows[name]}"
