@@ -108,7 +108,7 @@ def run(config: RunConfig, log=print) -> dict:
                          f"continue from it into a new --out DIR, or continue the run itself "
                          f"with --resume {run_dir}")
     out = Path(config.out or config.resume or DEFAULT_OUT)
-    made = not out.exists()
+    new = [p for p in (out, *out.parents) if not p.exists()]    # what probe creates, deepest first
     try:
         rundir.probe(out)                                               # fail before training
         with rundir.RunLock(out):
@@ -116,8 +116,9 @@ def run(config: RunConfig, log=print) -> dict:
             _refuse_to_overwrite(out, config.resume)
             return _train(config, out, log)
     except BaseException:
-        if made and out.is_dir() and not any(out.iterdir()):    # a refused run leaves no folder
-            out.rmdir()
+        for folder in new:                   # a refused run leaves no folder, nor its parents
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
         raise
 
 

@@ -93,7 +93,8 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
     # the same shapes re-read as another model (2 heads as 4), or a long list of mismatches
     before = sorted(p.name for p in run.iterdir())
     for flag, value, trained in [("--n-heads", "4", "2"), ("--positional", "alibi", "rope"),
-                                 ("--d-model", "64", "16"), ("--model", "lstm", "transformer")]:
+                                 ("--d-model", "64", "16"), ("--n-layers", "2", "1"),
+                                 ("--d-ff", "32", "64"), ("--model", "lstm", "transformer")]:
         assert cli.main(["train", "--resume", str(run), "--steps", "30", flag, value]) == 2
         err = one_line(capsys)
         assert f"{flag} {value}: the run in {run} was trained with {trained}" in err, err
@@ -218,6 +219,12 @@ def test_a_refused_run_leaves_no_folder_behind_and_a_full_disk_names_the_run(tex
     empty.write_text("")
     assert train(str(empty), "--out", str(tmp_path / "new")) == 2
     assert "only 0 characters" in one_line(capsys) and not (tmp_path / "new").exists()
+    # nor the parents it made: a/ and a/b/ of --out a/b/c, runs/ of the default runs/lm
+    assert train(str(empty), "--out", str(tmp_path / "a" / "b" / "c")) == 2
+    monkeypatch.chdir(tmp_path)
+    assert train(str(empty)) == 2
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
 
     def full_disk(*args, **kwargs):                     # the probe fit; the first save does not
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
