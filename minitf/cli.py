@@ -49,7 +49,11 @@ def _generate(args) -> int:
     if saved.tokenizer is None or saved.meta["kind"] not in ("lm", "rnn"):
         raise ValueError(f"--checkpoint {args.checkpoint}: not a character language model")
     backend.seed(args.seed)
-    prompt = saved.tokenizer.encode(args.prompt)
+    try:
+        prompt = saved.tokenizer.encode(args.prompt)
+    except ValueError as err:     # the flag named: the default prompt, a newline, is one too
+        raise ValueError(f"--prompt {args.prompt!r}: {str(err).split(': ', 1)[-1]}; wanted "
+                         f"characters of the text the run was trained on") from None
     print(args.prompt, end="", flush=True)             # then each character as it is drawn
     generate(saved.model, prompt, args.max_new_tokens, temperature=args.temperature,
              top_k=args.top_k, top_p=args.top_p, greedy=args.greedy, use_cache=not args.no_cache,

@@ -7,7 +7,8 @@ import warnings
 
 import pytest
 
-from minitf import backend, cli, gradcheck_cases
+from minitf import backend, checkpoint, cli, gradcheck_cases
+from minitf.data import CharTokenizer
 from minitf.gradcheck import FunctionCase
 
 
@@ -125,10 +126,19 @@ def test_generate_errors_are_one_line(capsys, tmp_path):
     assert "corrupt" in capsys.readouterr().err
 
 
-def test_a_prompt_with_unknown_characters_is_one_line(fast_run, capsys):
+def test_a_prompt_with_unknown_characters_is_one_line(fast_run, capsys, tmp_path):
     out, _ = fast_run
     assert cli.main(["generate", "--checkpoint", str(out), "--prompt", "naïve ☃"]) == 2
     assert "is not in the vocabulary" in capsys.readouterr().err
+    # the default prompt, a newline, on a run whose text had none: the flag it came from named
+    saved = checkpoint.load(out)
+    chars = [c for c in saved.tokenizer.chars if c != "\n"] + ["¤"]        # as many characters
+    checkpoint.save(tmp_path / "no-newline", saved.model, tokenizer=CharTokenizer(chars))
+    assert cli.main(["generate", "--checkpoint", str(tmp_path / "no-newline")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "minitf generate: --prompt '\\n': character '\\n' at position 0 is not in the "
+        f"vocabulary of {len(chars)} characters this tokenizer was fitted on; "
+        "wanted characters of the text the run was trained on")
 
 
 def test_info_prints_the_cost_model(capsys, fast_run):
