@@ -24,6 +24,7 @@ def test_an_optimizer_refuses_a_parameter_twice_and_a_gradient_of_another_shape(
     with raises(ValueError, "SGD: params holds the same Parameter more than once"):
         SGD(layer.parameters() * 2, lr=1.0)
     optimizer = Adam(layer)
+    weights = [backend.to_numpy(p.data).copy() for p in layer.parameters()]
     layer.W.grad = backend.to_device(np.ones((1, 2)))            # would broadcast over W's rows
     with raises(ValueError, "Adam.step: parameter 0 (3, 2) has a gradient of shape (1, 2)"):
         optimizer.step()
@@ -33,6 +34,8 @@ def test_an_optimizer_refuses_a_parameter_twice_and_a_gradient_of_another_shape(
         optimizer.lr = lr
         with raises(ValueError, "Adam.step: lr must be a finite number ≥ 0", repr(lr)):
             optimizer.step()
+    for before, p in zip(weights, layer.parameters()):          # no weight moved
+        np.testing.assert_array_equal(backend.to_numpy(p.data), before)
 
 
 @pytest.mark.parametrize("change, fragments", [
