@@ -151,7 +151,7 @@ def test_exercise_start_writes_the_file_and_refuses_to_overwrite(tmp_path, capsy
 
 def test_exercise_bad_names_are_one_line(tmp_path, capsys):
     assert cli.main(["exercise", "start", "nope"]) == 2
-    assert capsys.readouterr().err.strip() == ("minitf exercise: no exercise named 'nope'; see "
+    assert capsys.readouterr().err.strip() == ("minitf exercise start: no exercise named 'nope'; see "
                                                "the names with 'minitf exercise list'")
     assert cli.main(["exercise", "check", str(tmp_path / "missing.py")]) == 2
     err = capsys.readouterr().err.strip()

@@ -345,7 +345,7 @@ def _one_line_error(args, capsys) -> str:
 def test_bad_input_is_one_line_and_exit_2(hw1, tmp_path, capsys):
     assert _one_line_error(["homework", "make", "--exercises", "nope", "--out",
                             str(tmp_path / "x")], capsys) == (
-        "minitf homework: --exercises: no exercise named 'nope'; see the names with 'minitf "
+        "minitf homework make: --exercises: no exercise named 'nope'; see the names with 'minitf "
         "exercise list'")
     assert "no exercise named 'sofmax_backward'; did you mean 'softmax_backward'?" in _one_line_error(
         ["homework", "make", "--exercises", "sofmax_backward", "--out", str(tmp_path / "x")], capsys)
