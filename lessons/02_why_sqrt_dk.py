@@ -165,6 +165,8 @@ for t in (0, 1, 2, 4, 6, 8, 16, 24, 32):
 peak = multipliers[path_grad.argmax()]
 still_above = multipliers[path_grad >= path_grad[at[1]]].max()
 print(f"the gradient peaks at t = {peak} and is at least its t = 1 size up to t = {still_above}")
+assert peak == 2 and still_above >= 4, \
+    f"a sharper softmax should first be more sensitive (peak at t = 2, above t = 1 up to t = 4)"
 top_two = np.sort(row)[-2:]
 gap = top_two[1] - top_two[0]
 rate = np.log(path_grad[at[24]] / path_grad[at[32]]) / (32 - 24)

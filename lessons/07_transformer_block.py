@@ -185,11 +185,15 @@ for name, make in stacks.items():
         act_size[name].append(net(x).std())
         grad_size[name].append(np.abs(net.backward(g)).mean())
 plain, residual = grad_size["plain FFN stack"], grad_size["pre-LN residual: x + FFN(LN(x))"]
+post, post_act = grad_size["post-LN residual: LN(x + FFN(x))"], act_size["post-LN residual: LN(x + FFN(x))"]
 for depth in (1, 8, 16, 24):
     print(f"depth {depth:>2}: mean |dL/dx| plain {plain[depth - 1]:.1e}, "
-          f"pre-LN residual {residual[depth - 1]:.2f}")
+          f"pre-LN residual {residual[depth - 1]:.2f}, post-LN residual {post[depth - 1]:.2f} "
+          f"(its output's std {post_act[depth - 1]:.2f})")
 assert plain[-1] < 1e-3 and residual[-1] > 1.0, "24 plain layers vanish, residual ones do not"
 assert plain[-1] < 1e-3 * residual[-1], "at depth 24 the plain stack's gradient is > 1000× smaller"
+assert all(0.1 < g < 10 and abs(a - 1) < 0.05 for g, a in zip(post, post_act)), \
+    "post-LN re-normalises after every sum: activations of size 1, gradients of order 1"
 print("✓ without residuals the gradient vanishes with depth; the identity path keeps it")
 
 fig, axes = viz.figure(1, 2, size=(10, 3.8))

@@ -93,7 +93,10 @@ print("✓ attention is a set operator over its (key, value) pairs")
 
 # %%
 word = backend.to_numpy(embed.W.data[vocab["kid"]])
-print(f"|word| = {np.linalg.norm(word):.2f},  |raw position 50| = {np.linalg.norm(np.full(d, 50.)):.0f}")
+raw_50 = np.full(d, 50.)                              # position 50 added to every feature
+print(f"|word| = {np.linalg.norm(word):.2f},  |raw position 50| = {np.linalg.norm(raw_50):.0f}")
+assert np.linalg.norm(raw_50) > 100 * np.linalg.norm(word), \
+    "by position 50 the raw index should be hundreds of times longer than a word vector"
 print(f"position 5 divided by the last index: {5 / (11 - 1):.2f} (n = 11) vs "
       f"{5 / (101 - 1):.2f} (n = 101)")
 

@@ -138,11 +138,13 @@ print("✓ ALiBi: −m_h |i − j|, no parameters, one slope per head")
 # only through their offset: RoPE stamps absolute positions on q and k, and the score reads a
 # relative one.
 #
-# Deck 003 praises RoPE for extrapolating well: a model trained on short inputs still works on
-# longer ones, where a learned table of absolute positions has no row at all for a position it
-# never saw. That, and its cost (no parameters, one rotation of q and k), is why LLaMA-family
-# models use it. Some positional scheme, absolute or relative, sits in every large language
-# model, because attention on its own cannot tell which token came first (lesson 08).
+# Deck 003 praises RoPE for extrapolating well: a model trained on short inputs should still
+# work on longer ones, where a learned table of absolute positions has no row at all for a
+# position it never saw. Lesson 10 puts that to the test on a small model and finds less: its
+# loss rises past the training length. RoPE's relative score and its cost (no parameters, one
+# rotation of q and k) are why LLaMA-family models use it. Some positional scheme, absolute or
+# relative, sits in every large language model, because attention on its own cannot tell which
+# token came first (lesson 08).
 
 # %%
 d = 16
@@ -294,8 +296,9 @@ viz.save(fig, "09_relative_biases")
 #   −m_h ``|i − j|`` with geometric slopes. minitf adds both *after* the 1/√d scale, as ALiBi
 #   does (T5 has no scale at all), not inside it as deck 003 writes.
 # * RoPE rotates q and k by position-dependent angles; R_mᵀR_n = R_{n−m} turns absolute
-#   rotations into a relative score, and norms are preserved. It copes with longer inputs than
-#   it was trained on and is what LLaMA-family models use.
+#   rotations into a relative score, and norms are preserved. LLaMA-family models use it; the
+#   lectures credit it with handling longer inputs than it was trained on, which lesson 10
+#   tests and, on a small model, does not find.
 # * Every large language model carries positions in some form: without them attention is blind
 #   to order.
 #
