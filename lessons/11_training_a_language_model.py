@@ -94,6 +94,9 @@ assert math.isclose(float(total), N * float(mean), rel_tol=1e-12), "sum = N × m
 assert np.allclose(F.cross_entropy_backward(1.0, sum_cache),
                    N * F.cross_entropy_backward(1.0, mean_cache), rtol=1e-12), \
     "the summed loss's gradient is N times the mean's"
+log_V = math.log(vocab.vocab_size)
+assert per_position.min() < log_V < per_position.max() and float(mean) > log_V, \
+    "an untrained model's L_t scatter around log V, and on average pay more than a uniform guess"
 print("✓ one distribution and one loss per position; the sum is N × the mean, gradients too "
       "(the lectures sum, minitf averages by default)")
 
@@ -169,7 +172,7 @@ def train_on_noise(causal):
     return model, history
 
 
-with backend.precision("float32"):                                # twice as fast; ample here
+with backend.precision("float32"):                                # faster; ample here
     causal, causal_history = train_on_noise(True)
     leaky, leaky_history = train_on_noise(False)
 causal.to(dtype="float64"), leaky.to(dtype="float64")

@@ -81,9 +81,10 @@ print("✓ softmax → argmax → index 5 → 'am'; each chosen word is fed back
 # ---------------------
 #
 # For the rest of the lesson we want distributions with some spread, so we train a small
-# character model on Python's own documentation (the corpus every CPython ships): two blocks,
-# d = 48, RoPE positions, 300 steps on 32-character windows. It is trained in float32, which is
-# twice as fast, and then converted to float64 for the exact checks. A few seconds of training
+# character model on Python's own documentation (CPython 3.11's pydoc topics, which come with
+# minitf): two blocks, d = 48, RoPE positions, 300 steps on 32-character windows. It is trained
+# in float32, which is faster (half the bytes to move), and then converted to float64 for the
+# exact checks. A few seconds of training
 # already beat the character-bigram baseline, which looks one character back.
 
 # %%
@@ -344,7 +345,7 @@ print(f"200 tokens: {total_c:.2f} s with the cache, {total_u:.2f} s without "
       f"{late:.1f}× over the last 50")
 assert max(gaps) <= 1e-9, "every replayed step gives the same logits with and without the cache"
 assert total_u > 1.5 * total_c, "for 200 new tokens the uncached loop should be clearly slower"
-assert late > early, "the longer the context, the more the cache saves"
+assert late > 1.5 * early, "the longer the context, the more the cache saves"
 print("✓ cached steps stay cheap; uncached ones grow with n, and their total with n²")
 
 generated = np.arange(steps)                             # 0 … 199; the context is start + this

@@ -126,8 +126,9 @@ print("✓ 2·n·m·k FLOPs and n·m + m·k + n·k numbers moved; the slide's n�
 # memory however fast its arithmetic is. That is the second bottleneck of the lectures.
 #
 # For the whole sequence the totals are O(b·n·d² + b·n²·d) FLOPs and O(b·n·d + b·h·n² + d²)
-# IO. The projections and the FFN (16·b·n·d² with d_ff = 4d) have high intensity. Softmax has
-# almost none: it reads and writes every one of the b·h·n² scores for a handful of FLOPs each.
+# IO. The projections (8·b·n·d²) and the FFN (16·b·n·d² with d_ff = 4d) have high intensity.
+# Softmax has almost none: it reads and writes every one of the b·h·n² scores for a handful of
+# FLOPs each.
 #
 # Generating one token with a KV cache (lesson 12), every cell loses one factor of n: the new
 # query meets n cached keys, O(b·d² + b·n·d) FLOPs. The matmuls become matrix-vector products
@@ -335,6 +336,9 @@ assert shape["parameters"] == rnn_lm.num_parameters(), "rnn_cost counts the mode
 assert max(sizes) < 1.25 * min(sizes), "the two models should be of about the same size"
 assert all(np.mean(run["loss"][-10:]) < np.log(V) - 1.5 for run in runs.values()), \
     "both models should learn far below chance, log V, in 120 steps"
+final = {name: float(np.mean(run["loss"][-10:])) for name, run in runs.items()}
+assert final["RNN"] <= final["Transformer"] + 0.1, \
+    f"at this size the RNN should learn as well as the Transformer: {final}"
 print("✓ same data, same loop, similar size: both learn; only the RNN needs 64 steps in a row")
 
 # %% [markdown]

@@ -278,8 +278,9 @@ print("✓ every decoder block reads the top of the encoder: the quiz's 'correct
 # anti-diagonal. Below, one held-out source: keys are the source symbols; each query row is
 # labelled with the decoder's input and the token it predicts there. In the top decoder block
 # both heads draw the anti-diagonal. The bottom block's queries know only the target tokens so
-# far, not where the source ends, so they cannot point at N − 1 − t yet and attend more
-# loosely; the top block's queries have already read the source once.
+# far, not where the source ends; its keys, from the top of the encoder, can carry that, so it
+# finds N − 1 − t about half the time (counted below) and attends more loosely. The top block's
+# queries have already read the source once, and find it almost always.
 
 # %%
 pick = next(i for i, s in enumerate(s6) if len(set(s)) == 6)     # six different symbols

@@ -145,6 +145,10 @@ inputs, targets = data.mask_tokens(corpus_ids[:4], MASK, V, special_ids=(0,), se
 for row_in, row_target in zip(inputs, targets):
     print(" ".join(words.words[i] for i in row_in).ljust(34),
           "targets:", [words.words[t] if t >= 0 else "·" for t in row_target])
+chosen = backend.to_numpy(targets) >= 0
+shown, hidden = backend.to_numpy(inputs)[chosen], backend.to_numpy(targets)[chosen]
+assert (shown == MASK).any() and ((shown != MASK) & (shown != hidden)).any() \
+    and (shown == hidden).any(), "the four rows should show a [MASK], a swap and a word kept"
 
 bert = EncoderLM(V, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=corpus_ids.shape[1])
 
@@ -319,7 +323,7 @@ sets = SetEncoder(2, 3, d_model=16, n_heads=2, n_layers=1, d_ff=32)
 train(sets, sampler(points[:1000].astype("float64"), shapes[:1000], batch_size=32), 150, 1e-2)
 held_out = backend.to_device(points[1000:].astype("float64"))
 set_accuracy = (backend.to_numpy(sets(held_out).argmax(axis=-1)) == shapes[1000:]).mean()
-reordered = held_out[:, np.array([3, 6, 0, 5, 1, 2, 4, 7])[::-1]]     # every point moves
+reordered = held_out[:, np.roll(np.arange(8), 1)]          # every point moves one place on
 moved = np.abs(backend.to_numpy(sets(held_out) - sets(reordered))).max()
 ordered = SetEncoder(2, 3, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=8)
 ordered.pos_emb.W.data = backend.randn(*ordered.pos_emb.W.shape)   # as large as the points

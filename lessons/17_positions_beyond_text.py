@@ -20,7 +20,7 @@ import numpy as np
 import minitf.functional as F
 from minitf import backend, nn, optim, viz
 
-# Two trainings of 500 full-batch steps: float32 runs them twice as fast as float64, and the
+# Two trainings of 500 full-batch steps: float32 runs them faster than float64, and the
 # gap this lesson measures (over 20 dB) is far larger than anything float32 rounding could move.
 backend.precision("float32")
 backend.seed(0)

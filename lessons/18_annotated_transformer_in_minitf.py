@@ -7,8 +7,8 @@ original Transformer, one small PyTorch class at a time. This lesson takes those
 the same order and puts each next to the piece of minitf that does the same job, then checks
 with numbers that the two really agree: the same outputs, the same parameter counts, and,
 where they differ (a mask of −1e9 against −inf, a fused projection against four), exactly how.
-At the end you build the paper's base configuration with attention dropout and Xavier
-initialisation switched on, as that re-implementation trains it.
+At the end you build a block of the paper's base width (d_model 512, 8 heads, d_ff 2048) with
+attention dropout and Xavier initialisation switched on, as that re-implementation trains it.
 
 Run it: ``python lessons/18_annotated_transformer_in_minitf.py`` or ``minitf lesson 18``
 (a few seconds).

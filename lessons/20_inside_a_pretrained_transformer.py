@@ -69,11 +69,12 @@ print("✓ six post-LN encoder blocks of width 384 with 12 heads, built from min
 
 # %%
 template = "The animal didn't cross the street because it was too {}."
-maps = {}
+maps, tokens_of = {}, {}                      # per word: (6, 12, n, n) weights, the n tokens
 for word in ("tired", "wide"):
-    probs, tokens = attention_maps(model, tokenizer, template.format(word))   # (6, 12, n, n)
-    maps[word] = probs
+    maps[word], tokens_of[word] = attention_maps(model, tokenizer, template.format(word))
+tokens = tokens_of["tired"]
 print(" ".join(tokens))
+assert len(tokens_of["wide"]) == len(tokens), "the two sentences differ in one token, at the end"
 it, animal, street = tokens.index("it"), tokens.index("animal"), tokens.index("street")
 to_animal = {w: p[:, :, it, animal] for w, p in maps.items()}                # (layers, heads)
 to_street = {w: p[:, :, it, street] for w, p in maps.items()}
@@ -136,7 +137,7 @@ print("mean weight on [SEP] per layer:", np.round(on_sep, 2))
 assert on_cls[1:].min() > 0.3 and on_sep.max() < 0.1, \
     "layers 2–6 should park a third or more of their attention on [CLS], little on [SEP]"
 print("✓ [CLS] is the attention sink of this model")
-viz.save(attention_figure(tired, tokens, "all-MiniLM-L6-v2, every layer and head: "
+viz.save(attention_figure(tired, tokens_of["tired"], "all-MiniLM-L6-v2, every layer and head: "
                                          + template.format("tired")),
          "20_attention_grid")
 
@@ -174,8 +175,8 @@ viz.save(fig, "20_similarity")
 # sentiment set (data.sentiment, after the deck's movie-review examples) is built on exactly
 # that: positive and negative verbs, with and without negation. We put a two-class linear head
 # on the mean-pooled vector and train the whole model: every gradient comes from minitf's own
-# backward passes, through the head, the pooling and all six pretrained blocks (a float64 gradient check of the whole model, in the test suite,
-# confirms them). Fine-tuning runs in float32; the pretrained blocks get a small learning rate,
+# backward passes, through the head, the pooling and all six pretrained blocks (a float64
+# gradient check of the same architecture at a toy size, in the test suite, confirms them). Fine-tuning runs in float32; the pretrained blocks get a small learning rate,
 # the new head a larger one.
 
 # %%
