@@ -8,7 +8,7 @@ sublayer, and a LayerNorm. We recompute a block from its four equations, watch w
 a gradient reaches, stack blocks deep with and without residuals, and train the same six-layer
 Transformer twice: once with the original post-LN blocks, once with pre-LN blocks.
 
-Run it: ``python lessons/07_transformer_block.py`` or ``minitf lesson 7`` (about 7 seconds:
+Run it: ``python lessons/07_transformer_block.py`` or ``minitf lesson 7`` (about 8 seconds:
 two short trainings).
 """
 

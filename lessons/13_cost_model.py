@@ -9,7 +9,7 @@ minitf module or a stopwatch, and ends with the reason attention replaced recurr
 arithmetic, but no chain of sequential steps -- and a recurrent language model trained beside a
 Transformer to show what that chain costs and what it does not.
 
-Run it: ``python lessons/13_cost_model.py`` or ``minitf lesson 13`` (a few seconds).
+Run it: ``python lessons/13_cost_model.py`` or ``minitf lesson 13`` (about 9 seconds).
 """
 
 # %%
