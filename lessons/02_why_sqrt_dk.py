@@ -61,6 +61,9 @@ for d_k in widths:
     p_scaled, cache_scaled = F.softmax(scaled)
     _, att = F.attention(Q, K, V)                           # minitf's layer scales by itself
     assert np.allclose(att.probs, p_scaled, atol=1e-14), "F.attention should divide q·k by √d_k"
+    # the deck's slip (q and v): other values leave the weights as they were; only q·k scales
+    assert np.array_equal(F.attention(Q, K, 2 * V + 1)[1].probs, att.probs), \
+        "the weights come from q and k alone: v enters only after the softmax"
 
     # Backward: a random upstream gradient dp, pushed through the softmax's Jacobian.
     dp = backend.to_numpy(backend.randn(blocks, n, n))
@@ -166,7 +169,7 @@ peak = multipliers[path_grad.argmax()]
 still_above = multipliers[path_grad >= path_grad[at[1]]].max()
 print(f"the gradient peaks at t = {peak} and is at least its t = 1 size up to t = {still_above}")
 assert peak == 2 and still_above >= 4, \
-    f"a sharper softmax should first be more sensitive (peak at t = 2, above t = 1 up to t = 4)"
+    "a sharper softmax should first be more sensitive (peak at t = 2, above t = 1 up to t = 4)"
 top_two = np.sort(row)[-2:]
 gap = top_two[1] - top_two[0]
 rate = np.log(path_grad[at[24]] / path_grad[at[32]]) / (32 - 24)

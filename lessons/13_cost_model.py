@@ -68,7 +68,10 @@ assert block.num_parameters() == counts["exact"] == 3_152_384, \
     "the exact count adds 4608 biases and 2048 LayerNorm numbers to the formula"
 
 for mult in (2, 4, 8):                                  # d_ff = 2d, 4d, 8d
-    ratio = 4 * d * d / (2 * d * mult * d)              # attention / feed-forward weights
+    # counted on the layers themselves, weights only (bias=False), as the deck counts them
+    attention_weights = nn.MultiHeadAttention(d, h, bias=False).num_parameters()
+    ffn_weights = nn.FeedForward(d, mult * d, bias=False).num_parameters()
+    ratio = attention_weights / ffn_weights
     print(f"d_ff = {mult}d: attention / FFN parameters = {ratio:.3f} = 2d/d_ff")
     assert ratio == 2 / mult, "deck 000: the SA/FFN ratio is 2d/d_ff (1, ½, ¼)"
 print("✓ a block holds 4d² + 2·d·d_ff weights; with d_ff = 4d the FFN holds two thirds")
@@ -97,12 +100,16 @@ print(f"A {n_}×{m_} · B {m_}×{k_}: {ab['flops']:,} FLOPs, {ab['io']:,} number
 assert ab["flops"] == 2 * n_ * m_ * k_, "deck 000: AB costs ≈ 2·n·m·k FLOPs"
 assert ab["io"] == n_ * m_ + m_ * k_ + n_ * k_, "IO of AB: read A, read B, write the n×k AB"
 assert ab["io"] != n_ * m_ + m_ * k_ + n_ * m_, "erratum: writing AB moves n×k numbers, not n×m"
+assert cost.matmul_cost(n_, m_, 1)["flops"] == 2 * n_ * m_, \
+    "deck 000: a matrix-vector product costs 2·n·m FLOPs"
 
 b, n = 8, 1024
 per_head = cost.matmul_cost(b * n, d, d // h)           # x W_q,i for one head
 fused = cost.matmul_cost(b * n, d, d)                   # x W_q for all heads at once
 assert h * per_head["flops"] == fused["flops"] == 2 * b * n * d * d, "all heads: O(b·n·d²)"
 assert fused["io"] == 2 * b * n * d + d * d, "all heads, x read once: 2·b·n·d + d² (deck 000)"
+assert per_head["io"] == b * n * d + d * (d // h) + b * n * (d // h), \
+    "one head: read x and W_q,i, write its (b·n, d/h) queries"
 print(f"x W_q: per head {per_head['io']:,} numbers; all heads fused {fused['io']:,} "
       f"(h separate reads of x would move {h * per_head['io']:,})")
 

@@ -250,6 +250,11 @@ error = np.abs(as_tokens - embedded).max()
 print(f"patch embedding vs stride-{p} convolution: max difference {error:.1e}")
 assert error < 1e-12, "the ViT patch embedding should equal a stride-p convolution"
 print("✓ the linear projection of flattened patches is a convolution with stride = kernel size")
+# the paper's title in numbers: a 224 × 224 RGB image in 16 × 16 patches
+paper_words, _ = F.patches(np.zeros((1, 3, 224, 224)), 16)
+print(f"a 224 × 224 RGB image, 16 × 16 patches: {paper_words.shape[1]} words of "
+      f"{paper_words.shape[2]} numbers")
+assert paper_words.shape == (1, 14 * 14, 16 * 16 * 3), "ViT: 196 patch words of 768 numbers each"
 
 # %% [markdown]
 # With patches as words, the rest is the text classifier: [CLS], learned positions, the

@@ -84,7 +84,14 @@ assert table_error < 1e-14, "the log-space frequencies give minitf's table (E9)"
 long_table = by_hand_table[None]                                           # (1, max_len, d)
 print(f"slicing (1, {n}, {d}) for 5 tokens: right [:, :5] -> {long_table[:, :5].shape}, "
       f"wrong [:, :, :5] -> {long_table[:, :, :5].shape}")
-assert long_table[:, :, :5].shape[-1] != d, "H5: the feature-axis slice no longer adds to x"
+x_5 = np.zeros((1, 5, d))                                                   # 5 tokens' embeddings
+assert (x_5 + long_table[:, :5]).shape == (1, 5, d), "the position-axis slice adds to x"
+try:
+    x_5 + long_table[:, :, :5]
+    wrong_adds = True
+except ValueError:                                  # (1, 5, d) + (1, max_len, 5): no broadcast
+    wrong_adds = False
+assert not wrong_adds, "H5: the feature-axis slice no longer adds to x"
 
 src = np.array([[5, 9, 2, 17, 3, 0, 0], [8, 1, 1, 4, 12, 30, 6]])         # 0 = padding
 x = as_np(model.src_emb.W.data)[src] * math.sqrt(d) + by_hand_table         # (2, 7, d)
