@@ -157,6 +157,11 @@ assert min(full["rows"], key=lambda r: r["intensity"])["operation"].startswith("
 assert matmul_flops == n * sum(r["flops"] for r in step["rows"] if r["matmul"]), \
     "deck 000: decoding with a KV cache has one less n in every cell"
 assert step["intensity"] < full["intensity"] / 10, "one token at a time is memory-bound"
+assert rows["softmax(S / √(d/h))"]["io"] == 2 * b * h * n * n, \
+    "softmax reads and writes every one of the b·h·n² scores"
+decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"] for m in (n, 2 * n, 4 * n)]
+assert decode_io[2] - decode_io[1] == 2 * (decode_io[1] - decode_io[0]), \
+    "deck 000: a decoded token's IO, O(b·n·d + d²), is linear in n: each cached key read once"
 print(f"intensity: full sequence {full['intensity']:.0f}, one token {step['intensity']:.1f} "
       f"FLOPs per number moved")
 
