@@ -231,3 +231,19 @@ def test_an_exit_in_the_learner_s_code_fails_the_check_instead_of_ending_it(tmp_
     path.write_text("import sys\nsys.exit(0)\n" + starter)            # at the top of the file
     report, status = exercises.check_file(path)
     assert status == 1 and "raised an error as it was loaded" in report and "SystemExit" in report
+
+
+def test_an_answer_that_never_returns_is_stopped_where_it_loops(tmp_path, monkeypatch):
+    """A loop that never ends hung 'minitf exercise check' for good, with no word."""
+    monkeypatch.setattr("minitf.exercises.time_limit.EXERCISE_SECONDS", 1)
+    path = tmp_path / "relu_backward.py"
+    path.write_text(starter_text(find("relu_backward")).replace(
+        'raise NotImplementedError("relu_backward: not written yet")',
+        "while True:\n        dy = dy + 0"))
+    report, status = exercises.check_file(path)
+    assert status == 1 and report.startswith("relu_backward.py could not be graded:"), report
+    # where it was: the loop's line (the one Python checks for signals at) or its body's
+    assert "relu_backward.py, line" in report
+    assert "    while True:" in report or "    dy = dy + 0" in report, report
+    assert report.endswith("TookTooLong: your relu_backward.py ran for more than 1 s and was "
+                           "stopped (a loop that never ends?)")

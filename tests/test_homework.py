@@ -289,6 +289,45 @@ def test_an_answer_that_calls_exit_fails_and_the_grading_goes_on(hw1, tmp_path):
     assert len(outcomes) == 3                                  # the others were graded too
 
 
+def test_an_answer_that_never_returns_costs_its_own_exercise_only(hw1, tmp_path, monkeypatch):
+    """A loop that never ends hung the whole grade: on Gradescope, no score for any exercise."""
+    monkeypatch.setattr("minitf.exercises.time_limit.EXERCISE_SECONDS", 2)
+    begin = "    # BEGIN SOLUTION layer_norm_backward\n"
+    folder, _, _ = _layer_norm_answered_but(hw1, tmp_path, begin,
+                                            begin + "    while True:\n        pass\n")
+    outcomes = {o.name: o for o in homework.grade(folder)}
+    stopped = outcomes["layer_norm_backward"]
+    assert stopped.score == 0.0 and stopped.seconds < 10
+    assert "layer_norm_backward ran for more than 2 s and was stopped" in stopped.report
+    assert "    while True:" in stopped.report or "    pass" in stopped.report   # where it was
+    assert len(outcomes) == 3                                  # the others were graded too
+
+
+def test_a_renamed_function_is_named_in_one_line(hw1, tmp_path):
+    folder, _, _ = _layer_norm_answered_but(hw1, tmp_path, "def layer_norm_backward(",
+                                            "def layernorm_backward(")
+    report = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].report
+    assert "layer_norm.py defines no layer_norm_backward (renamed or deleted?)" in report, report
+
+
+def test_a_wrong_answer_in_a_students_own_copy_fails_only_itself(hw1, tmp_path):
+    """Graded in the folder, on the student's copy of minitf, every case is first traced once:
+    a softmax_backward that raised stopped the tracing, and every exercise failed, blamed on
+    softmax.py; now it fails its own exercise and layer_norm_backward passes."""
+    folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py",
+                                            "minitf/functional/layer_norm.py"})
+    answer = folder / "minitf/functional/softmax.py"
+    right = "return p * (dp - row_dot(dp, p, axis))"
+    answer.write_text(answer.read_text().replace(right, "return p * dp.sum(axis=-1)"))  # raises
+    code = "import sys, minitf.cli; sys.exit(minitf.cli.main(['homework', 'grade', '.']))"
+    run = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True,
+                         text=True, timeout=300)
+    rows = {line.split()[0]: line.split() for line in run.stdout.splitlines()
+            if line.split() and line.split()[0].endswith("_backward")}
+    assert rows["layer_norm_backward"][2:4] == ["passed", "1/1"], run.stdout
+    assert rows["softmax_backward"][3] == "0/1", run.stdout
+
+
 def test_grade_prints_a_table_and_writes_gradescope_json(hw1, tmp_path, capsys):
     results = tmp_path / "results.json"
     folder = _answered(hw1, tmp_path, only={"minitf/functional/softmax.py"})

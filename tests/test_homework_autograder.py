@@ -185,3 +185,17 @@ def test_the_requirements_are_read_from_a_checkout_that_was_never_installed(monk
     with pytest.raises(RuntimeError, match=r"it is not installed, and .*pyproject.toml gave "
                                            r"FileNotFoundError; install it \(pip install \.\)"):
         autograder.requirements()
+
+
+def test_the_handout_says_what_to_upload_and_warns_of_two_files_of_one_name(tmp_path):
+    """Two exercise files called positional.py uploaded one by one cannot both arrive: the one
+    that did was graded for both exercises (an AttributeError, a KeyError)."""
+    shared = homework.make(tmp_path / "shared", ["rope_backward",
+                                                 "LearnedPositionalEmbedding.backward"])
+    text = " ".join((shared / "README.md").read_text(encoding="utf-8").split())
+    assert ("What to hand in: the 2 files of the table's second column, with your bodies. Two of "
+            "them share a name (`positional.py`): upload the folder `minitf` itself") in text
+    alone = homework.make(tmp_path / "alone", ["softmax_backward"])
+    text = " ".join((alone / "README.md").read_text(encoding="utf-8").split())
+    assert "What to hand in: `minitf/functional/softmax.py`, with your bodies. Upload it" in text
+    assert "one that runs for more than 60 s is stopped and fails" in text

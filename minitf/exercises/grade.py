@@ -21,7 +21,8 @@ from minitf import gradcheck_cases
 from minitf.backend import backend_name, precision, randn, seed
 from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import shape_problem, value_problem
-from minitf.exercises.tracing import grading_cases
+from minitf.exercises.time_limit import TookTooLong, time_limit
+from minitf.exercises.tracing import grading_cases, traces
 from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, relative_error, \
     run_backward
 
@@ -228,9 +229,13 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
 def check_file(path) -> tuple:
     """(report, exit status) for the learner's file at ``path``: 0 only when everything passes."""
     path = Path(path).resolve()
+    traces()                # every case traced first, each under its own limit, not this one's
     try:
-        exercise, function = load(path)
+        with time_limit(f"your {path.name}"):
+            exercise, function = load(path)
+            result = grade(exercise, function, path)
     except StudentError as err:
         return str(err), 1
-    result = grade(exercise, function, path)
+    except TookTooLong as err:              # stopped where it was: the lines show which loop
+        return "\n".join([f"{path.name} could not be graded:", *_their_lines(err, path)]), 1
     return report(exercise, result, path), 0 if result.passed else 1

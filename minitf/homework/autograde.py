@@ -29,6 +29,8 @@ from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
+from minitf.exercises.time_limit import TookTooLong, time_limit
+from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.handout import MANIFEST, check_name
@@ -128,18 +130,30 @@ def _grade_one(entry: dict, path: Path) -> tuple:
     catalogue = entry["source"] == "minitf"
     exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
     try:
-        module = _load(path)
-        if catalogue:
-            owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method else module
-            result = grade_exercise(exercise, vars(owner)[exercise.attribute], path)
-        else:
-            with precision("float64"), _registered(_file_cases(module, exercise.name)) as cases:
-                result = run_cases(exercise, cases, path)
-    except (Exception, SystemExit) as err:    # their file does not load, lost the function,
-        #                                        or calls exit(), which ended the grading with 0
+        with time_limit(exercise.name):   # a loop that never ends costs one
+            module = _load(path)
+            if catalogue:
+                owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
+                    else module
+                result = grade_exercise(exercise, _defined(owner, exercise, path), path)
+            else:
+                with precision("float64"), _registered(_file_cases(module, exercise.name)) \
+                        as cases:
+                    result = run_cases(exercise, cases, path)
+    except (Exception, SystemExit, TookTooLong) as err:  # their file does not load, lost the
+        #             function, calls exit() (which ended the grading with 0), or never returns
         result = _stopped("\n".join([f"{path.name} could not be graded:",
                                      *_their_lines(err, path)]))
     return result, report(exercise, result, path)
+
+
+def _defined(owner, exercise, path: Path):
+    """The exercise's function as the submitted file defines it; one line when it does not."""
+    function = vars(owner).get(exercise.attribute)
+    if function is None:
+        raise ValueError(f"{path.name} defines no {exercise.attribute} (renamed or deleted?); "
+                         f"wanted the file as the homework gave it, with its regions filled in")
+    return function
 
 
 def check_own_file(path: Path, names) -> None:
@@ -187,6 +201,8 @@ def grade(folder, submission=None) -> list[Outcome]:
         got = "is a file" if Path(submission).exists() else "no such folder"
         raise ValueError(f"--submission {submission}: {got}; wanted the folder of a student's "
                          f"files")
+    if any(entry["source"] == "minitf" for entry in data["exercises"]):
+        traces()            # every case traced first, each under its own limit, not an exercise's
     outcomes = []
     for entry in data["exercises"]:
         start = time.perf_counter()

@@ -16,11 +16,13 @@ import ast
 import importlib
 import json
 import os
+import textwrap
 from pathlib import Path
 
 import minitf
 from minitf.exercises import EXERCISES, find
 from minitf.exercises.starter import _docstring
+from minitf.exercises.time_limit import EXERCISE_SECONDS
 from minitf.homework import regions as R
 from minitf.validate import check_flags, check_path
 
@@ -40,7 +42,7 @@ def _message(exercise, region: R.Region) -> str:
     if region.function != exercise.name:     # a helper that holds part of the exercise's work
         return (f"{exercise.name}: {region.function} is part of this exercise; its docstring "
                 f"says what it returns")
-    return f"{exercise.name}: {exercise.hint}"
+    return f"{exercise.name}: {' '.join(exercise.hint.split())}"    # one line: no docstring wrap
 
 
 def plan(text: str, where: str, names: set, catalogue: bool) -> list[R.Edit]:
@@ -101,6 +103,18 @@ def _own_file(path: Path) -> tuple[str, list]:
 
 def _readme(entries: list, solutions: bool) -> str:
     rows = "\n".join(f"| `{e['name']}` | `{e['file']}` |" for e in entries)
+    files = sorted({e["file"] for e in entries})
+    names = [Path(f).name for f in files]
+    shared = sorted({n for n in names if names.count(n) > 1})
+    # Gradescope cannot hold two uploaded files of one name side by side: only a folder can
+    upload = (f"Two of them share a name ({', '.join(f'`{n}`' for n in shared)}): upload the "
+              f"folder `minitf` itself (or a zip of it), not the files one by one, or the grader "
+              f"cannot tell them apart." if shared else
+              f"Upload {'them one by one' if len(files) > 1 else 'it'}, or the folder `minitf` "
+              f"itself (or a zip of it).")
+    what = f"the {len(files)} files of the table's second column" if len(files) > 1 else \
+        f"`{files[0]}`"
+    hand_in = textwrap.fill(f"What to hand in: {what}, with your bodies. {upload}", width=99)
     key = ("\n**The key**: every body below is answered, and the folder passes every check. Keep "
            "it from the students; what follows is what their copy says.\n" if solutions else "")
     return f"""# Homework
@@ -115,17 +129,22 @@ Each body sits between a `# BEGIN SOLUTION` and an `# END SOLUTION` line. Keep t
 they are and change nothing outside them: the grader reads them, and reports a file edited
 elsewhere. The docstring above each body says what comes in and what must come out.
 
+{hand_in}
+
 Check your work from this folder (it holds its own copy of minitf; you need NumPy):
 
     python -m minitf homework grade .
 
 Each exercise is graded by minitf's gradient checks (float64, central differences, a random
-upstream gradient), with your function standing in for minitf's own. One exercise at a time:
+upstream gradient), with your function standing in for minitf's own; one that runs for more
+than {EXERCISE_SECONDS} s is stopped and fails. What each exercise teaches, and its classic mistake:
 
-    python -m minitf exercise list       # what each exercise teaches, its classic mistake
+    python -m minitf exercise list
 
-Your instructor grades the same way, against minitf's reference, so an exercise that calls
-another one you have not finished is graded on its own there.
+Here the rest of minitf is your copy: an exercise that calls another one is graded with your
+version of it, so a wrong answer can fail an exercise that calls it (pass them in the table's
+order). Your instructor grades the same way, against minitf's reference, so there each exercise
+is graded on its own.
 """
 
 
