@@ -319,8 +319,10 @@ def check_entries(name: str, case, per_tensor: int = 2, seed_value: int = 1) -> 
     return rows
 
 
-def format_table(rows: list[Row]) -> str:
-    """The report a learner reads: check, tensor, shape, max relative error, ok/FAIL."""
+def format_table(rows: list[Row], failing_only: bool = False) -> str:
+    """The report a learner reads: check, tensor, shape, max relative error, ok/FAIL; with
+    ``failing_only``, the FAIL rows alone (a whole model's 180 rows would bury its 6 failures),
+    still counted against all of them."""
     if not isinstance(rows, (list, tuple)):
         raise TypeError(f"format_table: rows must be a list of Row, as check returns; got "
                         f"{_what(rows)}")
@@ -330,12 +332,13 @@ def format_table(rows: list[Row]) -> str:
                             f"a list holding {_what(row)}")
     header = ("check", "tensor", "shape", "max rel error", "result")
     lines = [(r.check, r.tensor, str(r.shape), f"{r.error:.2e}", "ok" if r.passed else "FAIL")
-             for r in rows]
+             for r in rows if not (failing_only and r.passed)]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
     out += [fmt.format(*line) for line in lines]
     failed = sum(not r.passed for r in rows)
     out.append(f"\n{len(rows) - failed} of {len(rows)} tensors within {TOLERANCE:.0e}"
-               + (f"; {failed} FAILED" if failed else ""))
+               + (f"; {failed} FAILED" if failed else "")
+               + (" (only those are shown)" if failing_only and failed < len(rows) else ""))
     return "\n".join(out)

@@ -247,3 +247,16 @@ def test_an_answer_that_never_returns_is_stopped_where_it_loops(tmp_path, monkey
     assert "    while True:" in report or "    dy = dy + 0" in report, report
     assert report.endswith("TookTooLong: your relu_backward.py ran for more than 1 s and was "
                            "stopped (a loop that never ends?)")
+
+
+def test_a_long_failing_table_shows_its_failing_rows_only():
+    """A whole model's report listed some 180 rows, its few failures somewhere among them."""
+    from minitf.exercises.grade import Result, report
+    from minitf.gradcheck import Row
+    result = Result(rows=[Row("case", f"param p{i}", (2,), 0.5 if i == 7 else 1e-9)
+                          for i in range(40)])
+    text = report(find("relu_backward"), result)
+    assert "param p7 " in text and "param p8 " not in text
+    assert "39 of 40 tensors within 1e-06; 1 FAILED (only those are shown)" in text
+    short = report(find("relu_backward"), Result(rows=result.rows[:20]))    # every row
+    assert "param p8 " in short and "only those" not in short

@@ -199,6 +199,9 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None) ->
         return run_cases(exercise, cases, path)
 
 
+LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only
+
+
 def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
     """What a learner reads: the table, then what went wrong and where, then the verdict."""
     if result.stopped and not result.rows and "not written yet" in result.stopped:
@@ -210,8 +213,9 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
     lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) {stands_in}",
              f"minitf {minitf.__version__} ({Path(minitf.__file__).parent}), "
              f"{backend_name()}, float64, central differences, a random upstream gradient"]
-    if result.rows:
-        lines += ["", format_table(result.rows)]
+    if result.rows:         # a whole model's long table: its failures, not 180 rows to scan
+        long = len(result.rows) > LONG_TABLE and any(not r.passed for r in result.rows)
+        lines += ["", format_table(result.rows, failing_only=long)]
     if result.problems:
         lines += ["", "what went wrong:"]
         shown = set()                    # a hint repeated case after case is said once
