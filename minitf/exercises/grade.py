@@ -233,10 +233,11 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
 def check_file(path) -> tuple:
     """(report, exit status) for the learner's file at ``path``: 0 only when everything passes."""
     path = Path(path).resolve()
-    traces()                # every case traced first, each under its own limit, not this one's
     try:
-        with time_limit(f"your {path.name}"):
+        with time_limit(f"your {path.name}"):          # its module-level code runs here
             exercise, function = load(path)
+        traces()            # every case traced once, each under its own limit (limits never nest)
+        with time_limit(f"your {path.name}"):
             result = grade(exercise, function, path)
     except StudentError as err:
         return str(err), 1
