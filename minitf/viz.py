@@ -190,6 +190,11 @@ def attention_grid(probs, *, queries=None, keys=None, title: str = "", row_names
                             ylabel="query" if head == 0 else "")
             if head:                       # one set of query labels per row is enough
                 ax.set_yticklabels([])
+            if layer < layers - 1:         # and one set of key labels per column
+                ax.set_xticklabels([])
+            # many tokens in a small panel: labels as small as keeps them apart (at most 10 pt,
+            # matplotlib's own size), a slot being panel_size / n inches of 72 points
+            ax.tick_params(labelsize=min(10.0, 0.7 * 72 * panel_size / max(n_q, n_k)))
     fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
     if title:
         fig.suptitle(title)

@@ -43,6 +43,20 @@ def test_attention_grid_draws_one_panel_per_head_and_layer(shape, panels):
     assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in heatmaps), "one fixed [0, 1] scale"
 
 
+def test_attention_grid_labels_keys_once_per_column_and_keeps_many_labels_apart():
+    """Every panel of lesson 20's 6 × 12 grid carried its 15 key labels, overlapping."""
+    tokens = [f"t{i}" for i in range(15)]
+    fig = viz.attention_grid(np.full((2, 3, 15, 15), 1 / 15), keys=tokens, queries=tokens,
+                             panel_size=1.9)
+    heatmaps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    labelled = [[t.get_text() for t in ax.get_xticklabels()] for ax in heatmaps]
+    assert labelled[3:] == [tokens] * 3 and all(not any(row) for row in labelled[:3])
+    size = heatmaps[0].get_yticklabels()[0].get_fontsize()
+    assert size <= 72 * 1.9 / 15, "a label no taller than its slot of the panel"
+    few = viz.attention_grid(np.full((2, 4, 4), 0.25), keys=list("abcd"))
+    assert few.axes[0].get_xticklabels()[0].get_fontsize() == 10, "few tokens: the usual size"
+
+
 def test_attention_grid_leaves_masked_cells_empty(backend_name):
     probs = backend.to_device(np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])   # causal rows
     fig = viz.attention_grid(probs)
