@@ -176,7 +176,9 @@ def test_attention_maps_give_every_layer_and_head_a_labelled_panel():
     figure = attention_figure(probs, tokens, "tiny")
     panels = [ax for ax in figure.axes if ax.get_title().startswith("layer")]
     assert [ax.get_title() for ax in panels][-1] == "layer 2, head 1" and len(panels) == 4
-    assert [label.get_text() for label in panels[0].get_xticklabels()] == tokens
+    # the keys labelled under the bottom layer's panels, the queries beside the first head's
+    assert [label.get_text() for label in panels[2].get_xticklabels()] == tokens
+    assert [label.get_text() for label in panels[0].get_yticklabels()] == tokens
 
 
 def test_bad_input_is_one_line_naming_the_argument():
