@@ -120,10 +120,10 @@ def test_a_correct_submission_scores_full_however_it_was_uploaded(made, tmp_path
 def test_a_wrong_or_missing_file_scores_zero_for_its_exercise_only(made, tmp_path):
     _, key, zip_path = made
 
-    def wrong_softmax(folder):
+    def wrong_softmax(folder):             # and prints, as a student debugging it does
         text = (key / FILES[0]).read_text(encoding="utf-8")
         wrong = text.replace("return p * (dp - row_dot(dp, p, axis))",
-                             "return p * dp")
+                             "print('my dp:', dp.shape); return p * dp")
         assert wrong != text, "the softmax_backward line this test breaks has changed"
         (folder / "softmax.py").write_text(wrong, encoding="utf-8")
 
@@ -134,6 +134,34 @@ def test_a_wrong_or_missing_file_scores_zero_for_its_exercise_only(made, tmp_pat
     assert "softmax_backward" in outputs["softmax_backward"]
     assert "missing from the submission" not in outputs["softmax_backward"]
     assert "FAIL" in outputs["softmax_backward"] or "failed" in outputs["softmax_backward"]
+    # Gradescope shows a student results.json alone: their prints are in their exercise's output
+    printed = outputs["softmax_backward"].split("\n\nyour code printed, while it was graded:\n")
+    assert len(printed) == 2 and printed[1].startswith("my dp: ("), outputs["softmax_backward"]
+    assert "printed" not in outputs["layer_norm_backward"]
+
+
+def test_a_print_in_a_loop_keeps_its_first_lines_in_results_json(made, tmp_path, capsys):
+    """Printed lines still reach the grader's output; results.json keeps the first 40, each cut
+    to 200 characters, and counts the rest."""
+    hw, key, _ = made
+    submission = tmp_path / "submission"
+    text = (key / FILES[0]).read_text(encoding="utf-8")
+    chatty = text.replace("return p * (dp - row_dot(dp, p, axis))",
+                          "[print(i, 'x' * 300) for i in range(1000)]; print('last', end='')\n"
+                          "    return p * (dp - row_dot(dp, p, axis))")
+    assert chatty != text
+    (submission / "minitf/functional").mkdir(parents=True)
+    (submission / FILES[0]).write_text(chatty, encoding="utf-8")
+    outcomes = homework.grade(hw, submission)
+    terminal = capsys.readouterr().out
+    assert terminal.startswith("0 " + "x" * 300 + "\n1 x") and terminal.endswith("last")
+    output = homework.gradescope(outcomes)["tests"][0]["output"]
+    shown = output.split("your code printed, while it was graded:\n")[1].splitlines()
+    assert outcomes[0].result.passed                                   # the prints broke nothing
+    assert shown[0] == "0 " + "x" * 198 + " …" and shown[39].startswith("39 x")
+    assert len(shown) == 41 and shown[40].startswith("… and ") and shown[40].endswith(" more lines")
+    calls = terminal.count("last")          # a call's unended last line runs into the next's
+    assert int(shown[40].split()[2]) + 40 == 1000 * calls + 1 == terminal.count("\n") + 1
 
 
 def test_two_files_of_one_name_are_one_clear_error(tmp_path):

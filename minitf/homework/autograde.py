@@ -16,12 +16,14 @@ Each exercise scores 1 when every tensor of every case is within minitf's tolera
 from __future__ import annotations
 
 import importlib.util
+import io
 import itertools
 import json
 import reprlib
+import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +39,11 @@ from minitf.homework.handout import MANIFEST, check_name
 from minitf.validate import check_path
 
 _loaded = itertools.count()
+
+# What results.json keeps of what an exercise's code printed: on Gradescope a student sees
+# results.json alone, never the grader's own output, where their print() calls went.
+PRINTED_LINES = 40
+PRINTED_LINE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class Outcome:
     report: str
     seconds: float
     edited: bool        # the file was changed outside its regions (reported, still graded)
+    printed: str = ""   # what the exercise's code printed, as results.json shows it
 
     @property
     def score(self) -> float:
@@ -147,6 +155,40 @@ def _grade_one(entry: dict, path: Path) -> tuple:
     return result, report(exercise, result, path)
 
 
+class _Copied(io.TextIOBase):
+    """Standard output that still reaches the terminal, with a copy of its first lines kept:
+    what a submitted file prints while it is graded, for its test's output in results.json."""
+
+    def __init__(self, through):
+        self.through, self.kept, self.lines, self.last = through, [], 0, "\n"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.through.write(text)
+        if text:
+            if self.lines < PRINTED_LINES:      # a print in a loop: keep a bounded head only
+                self.kept.append(text[:PRINTED_LINES * (PRINTED_LINE_CHARS + 1)])
+            self.lines += text.count("\n")
+            self.last = text[-1]
+        return len(text)
+
+    def flush(self) -> None:
+        self.through.flush()
+
+    def shown(self) -> str:
+        """The first PRINTED_LINES lines, each cut to PRINTED_LINE_CHARS, and how many more."""
+        total = self.lines + (self.last != "\n")        # a last line without its newline
+        if not total:
+            return ""
+        lines = "".join(self.kept).splitlines()[:PRINTED_LINES]
+        cut = [line if len(line) <= PRINTED_LINE_CHARS else line[:PRINTED_LINE_CHARS] + " …"
+               for line in lines]
+        more = f"\n… and {total - len(cut)} more lines" if total > len(cut) else ""
+        return "\n".join(cut) + more
+
+
 def _defined(owner, exercise, path: Path):
     """The exercise's function as the submitted file defines it; one line when it does not."""
     function = vars(owner).get(exercise.attribute)
@@ -205,7 +247,7 @@ def grade(folder, submission=None) -> list[Outcome]:
         traces()            # every case traced first, each under its own limit, not an exercise's
     outcomes = []
     for entry in data["exercises"]:
-        start = time.perf_counter()
+        start, printed = time.perf_counter(), _Copied(sys.stdout)
         try:
             path = (folder / entry["file"] if submission is None
                     else find_submitted(Path(submission), entry["file"]))
@@ -218,7 +260,8 @@ def grade(folder, submission=None) -> list[Outcome]:
             result, text, edited = _stopped(missing), "", False
         else:
             try:
-                with _in_our_frame(folder / entry["file"], path, entry, submission) as graded:
+                with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
+                        redirect_stdout(printed):
                     result, text = _grade_one(entry, graded)
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
@@ -228,7 +271,7 @@ def grade(folder, submission=None) -> list[Outcome]:
             except ValueError:          # a fence moved or removed: the frame is broken
                 edited = True
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
-                                time.perf_counter() - start, edited))
+                                time.perf_counter() - start, edited, printed.shown()))
     return outcomes
 
 
@@ -298,7 +341,9 @@ def gradescope(outcomes: list[Outcome]) -> dict:
     tests = [{"name": o.name, "score": o.score, "max_score": 1.0,
               "status": "passed" if o.result.passed else "failed",
               "output": o.report + ("\n\nthis file was edited outside its solution regions"
-                                    if o.edited else "")} for o in outcomes]
+                                    if o.edited else "") +
+              (f"\n\nyour code printed, while it was graded:\n{o.printed}" if o.printed
+               else "")} for o in outcomes]
     return {"score": sum(o.score for o in outcomes),
             "execution_time": round(sum(o.seconds for o in outcomes)),
             "output": f"{len(outcomes)} exercises, each graded on its own by minitf's gradient "

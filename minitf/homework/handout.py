@@ -144,7 +144,7 @@ than {EXERCISE_SECONDS} s is stopped and fails. What each exercise teaches, and 
 Here the rest of minitf is your copy: an exercise that calls another one is graded with your
 version of it, so a wrong answer can fail an exercise that calls it (pass them in the table's
 order). Your instructor grades the same way, against minitf's reference, so there each exercise
-is graded on its own.
+is graded on its own; what your code prints there is shown under its exercise's result.
 """
 
 
