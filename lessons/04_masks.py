@@ -237,9 +237,13 @@ viz.save(fig, "04_padding")
 # ``nn.MultiHeadAttention`` and run its backward pass: the gradient on every input after t is
 # exactly 0. Equivalently, change the tokens after t, and the outputs up to t do not move.
 #
-# *No time is saved.* minitf, like most implementations, computes all n × n dot products and
-# then masks about half of them. Poison one future key with NaN: even query 0, which may not
-# look at it, returns NaN, because q_0 · k_11 was computed and NaN + (−∞) is still NaN.
+# *The mask saves no time.* It is added to scores already computed: ``F.attention`` with
+# ``F.causal_mask`` computes all n × n dot products and then masks about half of them. Poison
+# one future key with NaN: even query 0, which may not look at it, returns NaN, because
+# q_0 · k_11 was computed and NaN + (−∞) is still NaN. (Skipping work takes more than a mask:
+# a causal ``nn.MultiHeadAttention`` calls ``F.causal_attention``, which on NumPy cuts a long
+# sequence into blocks of 64 queries and never computes the scores wholly in a block's future;
+# lesson 13 measures what that saves. Inside a block, the masked scores are still computed.)
 
 # %%
 T, d_model = 12, 16
@@ -294,8 +298,8 @@ viz.save(fig, "04_no_future")
 #
 # * A mask is an additive matrix, 0 where a query may look and −∞ where it may not; the
 #   softmax then gives forbidden keys weight exactly 0 and renormalizes over the rest.
-# * Causal masks keep a decoder from reading the future (quiz answer B). They save no work:
-#   every score is computed, then masked.
+# * Causal masks keep a decoder from reading the future (quiz answer B). A mask saves no work
+#   by itself: every score is computed, then masked (skipping scores takes blocks, lesson 13).
 # * Padding masks hide the filler tokens of short sentences: a padded sentence gives the same
 #   outputs as the sentence alone. ``F.combine_masks`` adds masks together.
 # * −1e9 and −∞ agree except on a fully masked row: uniform weights with −1e9, zeros in minitf.

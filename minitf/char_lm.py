@@ -36,7 +36,12 @@ MODEL_CHOICES = ("transformer", "rnn", "lstm")
 
 @dataclass
 class RunConfig:
-    """Everything that defines a run (the defaults are the measured ones in the README)."""
+    """Everything that defines a run (the defaults are the measured ones in the README).
+
+    A field is the ``minitf train`` flag of its name (``--d-model`` sets ``d_model``,
+    ``--no-progress`` clears ``progress``); ``weight_decay``, ``clip``, ``samples`` and
+    ``sample_length`` have no flag and are set here only. ``run(RunConfig(steps=200))`` is
+    ``minitf train --steps 200`` from Python."""
     text: str | None = None          # a text file; None: the default corpus
     steps: int = 800
     batch_size: int = 32

@@ -4,9 +4,12 @@ An optimizer holds a list of parameters and whatever per-parameter state its rul
 velocity, two moment estimates); ``step()`` reads every ``p.grad`` and updates ``p.data`` in place.
 The learning rate lives in ``optimizer.lr``; a schedule sets it before each step:
 
-    model.zero_grad(); loss, backward = model.loss(x, y); backward()
-    clip_grad_norm(model.parameters(), 1.0)
-    optimizer.lr = schedule(step); optimizer.step()
+    for step in range(1, steps + 1):          # a schedule counts steps from 1, as Trainer does
+        model.zero_grad(); loss, backward = model.loss(x, y); backward()
+        clip_grad_norm(model.parameters(), 1.0)
+        optimizer.lr = schedule(step); optimizer.step()
+
+Counted from 0, a warm-up's first step would have a learning rate of 0 and change nothing.
 """
 from __future__ import annotations
 
@@ -253,6 +256,8 @@ class WarmupCosine:
 
         lr(t) = lr · t / warmup                                          t ≤ warmup
         lr(t) = min_lr + (lr − min_lr) · ½ (1 + cos(π (t − warmup) / (total − warmup)))
+    t is the step about to be taken, counted from 1: lr(0) = 0 would be a step that changes
+    nothing (with warmup = 0 there is no ramp, and lr(0) is the full lr).
     """
 
     def __init__(self, lr: float, warmup: int, total: int, min_lr: float = 0.0):
@@ -277,6 +282,8 @@ class Noam:
     """The schedule of "Attention is all you need": linear warm-up, then decay as 1/√t.
 
         lr(t) = factor · d_model^(−½) · min(t^(−½), t · warmup^(−3/2))
+    t is the step about to be taken, counted from 1; t = 0, where t^(−½) is infinite, is taken
+    as t = 1.
     """
 
     def __init__(self, d_model: int, warmup: int = 4000, factor: float = 1.0):

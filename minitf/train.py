@@ -64,7 +64,11 @@ class TrainingDiverged(RuntimeError):
 class Trainer:
     """Train ``model`` with ``optimizer`` on ``batches()``, a function returning (inputs…, targets).
 
-    schedule      step -> learning rate (see minitf.optim); None keeps optimizer.lr
+    batches       () -> (inputs…, targets), a new batch at each call, passed to
+                  ``model.loss(*inputs, targets)``; for a language model, e.g.
+                  ``lambda: data.random_windows(train_ids, 32, 64)``
+    schedule      step -> learning rate (see minitf.optim), asked for steps 1, 2, …;
+                  None keeps optimizer.lr
     evaluate      () -> validation loss (float), run every ``eval_every`` steps and at the end
     save          () -> None, a checkpoint, run every ``save_every`` steps before the last
                   (a run killed at any moment loses at most save_every steps)
@@ -150,6 +154,8 @@ class Trainer:
         return f"training diverged at step {self.step}: the loss is {loss}"
 
     def validate(self) -> float:
+        """The validation loss: ``evaluate()`` run with the model in eval mode (dropout off; the
+        next ``train_step`` turns it back on), recorded in ``history``."""
         if self.evaluate is None:
             raise ValueError("Trainer.validate: evaluate is None; wanted a function returning the "
                              "validation loss, given when the Trainer was made")
@@ -168,7 +174,11 @@ class Trainer:
 
     def fit(self, steps: int, progress: bool = True) -> dict:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
-        until ``stop_requested`` is set."""
+        until ``stop_requested`` is set; ``progress`` shows a bar (loss, lr, tokens/s, and the
+        validation loss when there is one).
+        -> ``self.history``, a dict of lists: ``step``, ``loss`` and ``lr`` have an entry per
+        training step; ``val_step`` and ``val_loss`` one per validation (every ``eval_every``
+        steps and at the last)."""
         check_int(steps, "steps", "Trainer.fit", low=0, what="the step to train until")
         check_flags("Trainer.fit", progress=progress)
         if self.step > 0 and steps <= self.step:    # fit(3) run again after fit(3) trained nothing
