@@ -231,10 +231,10 @@ print("✓ the report, rebuilt: the error is p_i times one row sum s, the same i
 
 # %%
 slips = {
-    "p ⊙ (1 − p)": ("p, axis = cache\nreturn p * (1 - p)", "it ignores dy"),
+    "p ⊙ (1 − p)": ("p, axis = cache\nreturn p * (1 - p)", "it ignores dp"),
     "sign flipped": ("p, axis = cache\n"
                      "return p * ((dp * p).sum(axis=axis, keepdims=True) - dp)",
-                     "the sign is flipped"),
+                     "the sign flipped"),
 }
 slip_results = {}
 for label, (body, expected) in slips.items():
@@ -370,7 +370,7 @@ workdir.cleanup()
 # * Grading is lesson 05's check: float64, central differences, a random upstream gradient,
 #   different sizes on every axis, one relative error per tensor, passing at 1e-6.
 # * Read the report from the worst entry: yours vs numeric, how many entries are off, and the
-#   hint, which names a signature (ignores dy, a constant factor, a transpose) or the classic slip.
+#   hint, which names a signature (ignores dp, a constant factor, a transpose) or the classic slip.
 # * Softmax's backward is p ⊙ (dp − Σ dp·p), the sum taken with keepdims: p ⊙ dp alone misses
 #   the path through the normalising sum.
 #

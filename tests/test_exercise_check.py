@@ -95,7 +95,16 @@ def test_nan_in_a_fully_masked_row():
 
 def test_a_gradient_that_ignores_dout():
     result = grade(find("relu_backward"), lambda dy, cache: cache.astype(dy.dtype))
-    assert "it ignores dy" in _hints(result)
+    assert "it ignores dy (every gradient is a product with the upstream one)" in _hints(result)
+    result = grade(find("softmax_backward"), lambda dp, cache: cache[0] * (1 - cache[0]))
+    assert "it ignores dp (every" in _hints(result)                 # the function's own name
+
+
+def test_a_flipped_sign_is_named_as_such_not_as_a_missing_factor():
+    result = grade(find("softmax_backward"), lambda dp, cache: -softmax_backward(dp, cache))
+    hints = _hints(result)
+    assert "your gradient is the right one with the sign flipped: a minus sign lost" in hints
+    assert "constant factor" not in hints
 
 
 def test_a_negative_zero_prints_as_zero():
@@ -204,6 +213,22 @@ def test_an_error_in_the_learner_s_code_shows_their_lines_only(tmp_path):
     places = re.findall(r"^\s+(\S+), line \d+, in (\S+)$", report, flags=re.M)
     assert places == [("softmax_backward.py", "softmax_backward")]     # not minitf's frames
     assert "Traceback" not in report
+
+
+def test_a_gradient_minitf_cannot_use_gets_a_shape_hint_not_numpy_alone(tmp_path):
+    """In the module case a transposed dW raises in minitf's Linear, after the learner's function
+    returned: NumPy's broadcast error names no gradient, so the report says where to look."""
+    path = tmp_path / "linear_backward.py"
+    right = "dW = x_rows.T @ dy_rows"
+    text = starter_text(find("linear_backward"), solution=True)
+    assert right in text, "the linear_backward line this test breaks has changed"
+    path.write_text(text.replace(right, "dW = dy_rows.T @ x_rows"))
+    report, status = exercises.check_file(path)
+    assert status == 1 and "W: your gradient has shape (5, 4), wanted (4, 5)" in report, report
+    assert ("in case 'Linear', your linear_backward raised an error (raised in minitf, after it "
+            "returned):\nValueError: operands could not be broadcast together") in report
+    assert ("hint: minitf could not use what your linear_backward returned: is each gradient "
+            "the shape of its input?") in report
 
 
 def test_a_syntax_error_and_a_missing_function_are_one_clear_message(tmp_path):

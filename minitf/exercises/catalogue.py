@@ -46,6 +46,12 @@ class Exercise:
         return inspect.unwrap(vars(self.owner)[self.attribute])
 
     @property
+    def upstream(self) -> str:
+        """The name of the backward's upstream gradient, its first argument: dy, dp, dout, …"""
+        names = [n for n in inspect.signature(self.reference).parameters if n != "self"]
+        return names[0] if names else "the upstream gradient"
+
+    @property
     def filename(self) -> str:
         return self.name.replace(".", "_") + ".py"
 

@@ -70,20 +70,23 @@ def _constant_factor(dx, numeric):
     return c
 
 
-def _hint(dx, numeric, dx_other, mistake: str) -> str:
-    """The signature of the mistake, most specific first; the exercise's classic mistake last."""
+def _hint(dx, numeric, dx_other, mistake: str, upstream: str) -> str:
+    """The signature of the mistake, most specific first; the exercise's classic mistake last.
+    ``upstream`` names the upstream gradient as the function does (dy, dp, dout)."""
     xp = get_array_module(dx)
     if not xp.any(dx):
         return ("your gradient is all zeros: did you return it -- or, for a parameter, add it "
                 "into its .grad (+=)?")
     if dx_other is not None and relative_error(dx, dx_other) < 1e-12:
-        return ("your gradient is the same for two different upstream gradients: it ignores dy "
-                "(every gradient is a product with the upstream one)")
+        return (f"your gradient is the same for two different upstream gradients: it ignores "
+                f"{upstream} (every gradient is a product with the upstream one)")
     c = _constant_factor(dx, numeric)
+    if c is not None and abs(c + 1.0) < 1e-3:
+        return ("your gradient is the right one with the sign flipped: a minus sign lost or "
+                "added (a − b written as b − a?)")
     if c is not None:
-        sign = " -- the sign is flipped" if abs(c + 1.0) < 1e-3 else ""
         return (f"your gradient is {c:.4g}{_scale_name(c)} times the right one: a constant factor "
-                f"is missing or extra (a scale such as 1/√d_k, 1/N or 1/(1 − p)?){sign}")
+                f"is missing or extra (a scale such as 1/√d_k, 1/N or 1/(1 − p)?)")
     if dx.ndim >= 2 and dx.shape[-1] == dx.shape[-2] and \
             relative_error(dx.swapaxes(-1, -2), numeric) <= TOLERANCE:
         return "the right numbers, transposed in the last two axes"
@@ -92,10 +95,12 @@ def _hint(dx, numeric, dx_other, mistake: str) -> str:
     return f"perhaps the classic mistake here: {mistake}"
 
 
-def value_problem(name: str, x, dx, numeric, dx_other, mistake: str) -> list[str]:
+def value_problem(name: str, x, dx, numeric, dx_other, mistake: str,
+                  upstream: str = "the upstream gradient") -> list[str]:
     """Lines locating and explaining a wrong gradient: the worst entry, analytic vs numeric
     there, how many entries are off, the shapes and a hint. ``dx_other`` is the learner's
-    gradient for another upstream gradient (to catch one that ignores dy), or None."""
+    gradient for another upstream gradient (to catch one that ignores it), or None;
+    ``upstream`` is the upstream gradient's name in the function (dy, dp, dout)."""
     xp = get_array_module(dx)
     bad = ~xp.isfinite(dx)
     if xp.any(bad):
@@ -112,4 +117,4 @@ def value_problem(name: str, x, dx, numeric, dx_other, mistake: str) -> list[str
     return [f"{name}: worst entry {name}{_index(worst)}: yours {float(dx[worst]) + 0.0:.6g}, "
             f"numeric {float(numeric[worst]) + 0.0:.6g}",
             f"{off} of {dx.size} entries off; {name} and your gradient have shape {tuple(x.shape)}",
-            "hint: " + _hint(dx, numeric, dx_other, mistake)]
+            "hint: " + _hint(dx, numeric, dx_other, mistake, upstream)]

@@ -26,7 +26,7 @@ from minitf.exercises.tracing import grading_cases, traces
 from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, relative_error, \
     run_backward
 
-OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores dy
+OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores it
 
 
 class StudentError(Exception):
@@ -156,7 +156,7 @@ def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
                         g = randn(*run.g.shape, dtype=run.g.dtype)
                     other = run_backward(gradcheck_cases.build(name), g=g)
                 problem = value_problem(tensor, x, dx, numeric, other.tensors[tensor][1],
-                                        exercise.mistake)
+                                        exercise.mistake, exercise.upstream)
         result.rows.append(Row(name, tensor, tuple(x.shape), error))
         if problem:
             result.problems.append((name, problem))
@@ -175,9 +175,11 @@ def run_cases(exercise, cases, path: Path | None = None) -> Result:
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
-            result.stopped = "\n".join([where + (":" if len(lines) > 1 else
-                                                 " (raised in minitf, after it returned):"),
-                                        *lines])
+            after = len(lines) == 1       # none of their lines: minitf choked on what they gave
+            hint = [f"  hint: minitf could not use what your {exercise.attribute} returned: is "
+                    f"each gradient the shape of its input?"] if after and path else []
+            result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
+                                                 if after else ":"), *lines, *hint])
             break
     return result
 
