@@ -58,7 +58,9 @@ def _exercise_of(path: Path, source: str) -> Exercise:
 
 def _their_lines(err: BaseException, path: Path) -> list[str]:
     """The traceback of ``err``, cut down to the frames in the learner's file."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == path]
+    # resolved: a file loaded by a relative path runs under its absolute name
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if Path(f.filename).resolve() == Path(path).resolve()]
     lines = [f"  {path.name}, line {f.lineno}, in {f.name}\n    {f.line}" for f in frames]
     message = str(err).splitlines()[0] if str(err) else ""
     return lines + [f"{type(err).__name__}: {message}".rstrip(": ")]
