@@ -234,6 +234,25 @@ def test_homework_from_python_names_what_the_flags_would_have_refused(tmp_path):
         find(None)
 
 
+def test_homework_make_refuses_names_with_spaces_and_a_homework_copy(tmp_path, capsys,
+                                                                      monkeypatch):
+    """"relu_backward softmax_backward" was answered with "did you mean 'log_softmax_backward'";
+    make run inside a student folder took its blanked copy as the reference and wrote a "key" of
+    stubs, as autograder already refused to."""
+    from minitf.homework import handout
+    out = tmp_path / "hw"
+    assert cli.main(["homework", "make", "--exercises", "relu_backward softmax_backward",
+                     "--out", str(out)]) == 2
+    assert ("--exercises: 'relu_backward softmax_backward' holds a space; wanted names "
+            "separated by commas") in capsys.readouterr().err
+    student = handout.make(tmp_path / "student", ["relu_backward"])
+    monkeypatch.setattr(handout, "PACKAGE", student / "minitf")        # run from inside it
+    assert cli.main(["homework", "make", "--exercises", "relu_backward", "--solutions",
+                     "--out", str(out)]) == 2
+    assert "the minitf running this is a homework copy" in capsys.readouterr().err
+    assert not out.exists(), "nothing was written"
+
+
 @pytest.mark.parametrize("where, wanted", [
     ("folder", "is a folder; wanted a file name"),
     ("missing/results.json", "does not exist; wanted a file in an existing folder")])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from minitf import cli, homework
-from minitf.homework import autograder
+from minitf.homework import autograder, handout
 from minitf.homework.autograde import find_submitted
 
 EXERCISES = ["softmax_backward", "layer_norm_backward"]
@@ -193,7 +193,7 @@ def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatc
         assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "z.zip")]) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert not (tmp_path / "z.zip").exists(), "half a zip, which the next try would refuse"
-    monkeypatch.setattr(autograder, "PACKAGE", hw / "minitf")      # run from inside a copy
+    monkeypatch.setattr(handout, "PACKAGE", hw / "minitf")         # run from inside a copy
     assert cli.main(["homework", "autograder", str(hw), "--out", str(tmp_path / "y.zip")]) == 2
     assert "is a homework copy" in capsys.readouterr().err
 
@@ -226,4 +226,19 @@ def test_the_handout_says_what_to_upload_and_warns_of_two_files_of_one_name(tmp_
     alone = homework.make(tmp_path / "alone", ["softmax_backward"])
     text = " ".join((alone / "README.md").read_text(encoding="utf-8").split())
     assert "What to hand in: `minitf/functional/softmax.py`, with your bodies. Upload it" in text
-    assert "one that runs for more than 60 s is stopped and fails" in text
+    assert "one that runs for more than 60 seconds is stopped and fails" in text
+
+
+def test_a_relative_submission_folder_shows_the_student_s_own_lines(made, tmp_path, monkeypatch):
+    """A file loaded by a relative path runs under its absolute name: the report lost the
+    student's lines, and an exit they called was blamed on minitf ("after it returned")."""
+    hw, key, _ = made
+    text = (key / FILES[0]).read_text(encoding="utf-8")
+    exits = text.replace("return p * (dp - row_dot(dp, p, axis))", "raise SystemExit(0)")
+    assert exits != text
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "softmax.py").write_text(exits, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    report = homework.grade(hw, "sub")[0].report
+    assert "softmax.py, line" in report and "    raise SystemExit(0)" in report, report
+    assert "after it returned" not in report

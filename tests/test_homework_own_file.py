@@ -90,3 +90,39 @@ def test_a_submission_is_graded_by_the_instructors_frame_not_its_own_copy(hw2, t
         # one more region (or one fewer) cannot be spliced: not graded in the student's frame
         assert ("its solution regions are not the homework's" in outcome.report) == (
             answer is padded)
+
+
+def test_a_file_that_imports_a_module_of_its_own_folder_is_refused(tmp_path, monkeypatch):
+    """Graded where it was written, `from helpers import denom` found helpers.py beside it and
+    the key passed; the homework copies the file alone, so every student scored 0."""
+    (tmp_path / "helpers.py").write_text("def denom():\n    return 2.0\n")
+    ops = tmp_path / "withhelper.py"
+    ops.write_text(OPS.read_text(encoding="utf-8").replace(
+        "from minitf.backend import", "from helpers import denom  # noqa\nfrom minitf.backend "
+        "import", 1))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))             # python -m minitf, run from there
+    with pytest.raises(ValueError, match=r"--file .*withhelper.py: it imports helpers from "
+                                         r".*, which the homework does not copy \(every "
+                                         r"student's grading would fail\)"):
+        homework.make(tmp_path / "out", files=[ops])
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_exercise_name_given_twice_is_refused(tmp_path):
+    """Two rows called relu_backward in the results, which no one could tell apart."""
+    twin = tmp_path / "twin.py"
+    twin.write_text(OPS.read_text(encoding="utf-8").replace("rmsnorm_backward", "relu_backward"))
+    with pytest.raises(ValueError, match=r"--file .*twin.py: its exercise relu_backward has the "
+                                         r"name of another exercise of this homework"):
+        homework.make(tmp_path / "out", ["relu_backward"], files=[twin])
+
+
+def test_the_readme_of_a_homework_with_an_instructors_file_says_to_upload_the_folder(hw2):
+    """The file sits beside minitf/, not in it: uploading minitf/ alone, as the README said,
+    left it out; and minitf's exercise list holds none of the instructor's exercises."""
+    text = " ".join((hw2 / "README.md").read_text(encoding="utf-8").split())
+    assert f"What to hand in: `{OPS.name}`, with your bodies. Upload it, or this whole folder" \
+        in text
+    assert "standing in for your instructor's, in the checks their file defines" in text
+    assert "exercise list" not in text and "folder `minitf`" not in text

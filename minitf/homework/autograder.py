@@ -22,7 +22,7 @@ from pathlib import Path
 
 from minitf.data.text import check_file_name
 from minitf.homework.autograde import manifest
-from minitf.homework.handout import MANIFEST, PACKAGE, SKIP
+from minitf.homework.handout import MANIFEST, PACKAGE, SKIP, refuse_a_homework_copy
 from minitf.validate import check_path
 
 # A fixed timestamp for every entry, so the same homework gives the same zip byte for byte.
@@ -103,9 +103,7 @@ def build(folder, out) -> Path:
     check_path(out, "out", "autograder.build")
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
-    if (PACKAGE.parent / MANIFEST).is_file():
-        raise ValueError(f"the minitf running this is a homework copy ({PACKAGE}); wanted the "
-                         f"reference, so run the command outside any homework directory")
+    refuse_a_homework_copy()
     if out.suffix != ".zip" or out.exists():
         got = "already exists" if out.exists() else "does not end in .zip"
         raise ValueError(f"--out {out}: {got}; wanted a new file ending in .zip")

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.machinery
 import json
 import os
+import sys
 import textwrap
 from pathlib import Path
 
@@ -31,14 +33,44 @@ PACKAGE = Path(minitf.__file__).parent
 SKIP = {"__pycache__"}
 
 
+def refuse_a_homework_copy() -> None:
+    """One line when the minitf running is a homework folder's copy, not the reference: its
+    exercises are blanked, so a key made from it would hold stubs, and a grader would grade
+    against them."""
+    if (PACKAGE.parent / MANIFEST).is_file():
+        raise ValueError(f"the minitf running this is a homework copy ({PACKAGE}); wanted the "
+                         f"reference, so run the command outside any homework directory")
+
+
+def _local_imports(path: Path, text: str) -> None:
+    """One line when the instructor's file imports a module of their own folder: the homework
+    copies the file alone, so the import that works here fails for every student."""
+    here = {Path.cwd().resolve(), path.resolve().parent}
+    nodes = list(ast.walk(ast.parse(text)))
+    tops = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import)
+            for alias in node.names}
+    tops |= {node.module.split(".")[0] for node in nodes
+             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+    for top in sorted(tops - {"minitf"}):
+        for entry in sys.path:      # the entry Python would find it in: the first that has it
+            if importlib.machinery.PathFinder.find_spec(top, [entry or "."]) is not None:
+                if Path(entry or ".").resolve() in here:
+                    raise ValueError(f"--file {path}: it imports {top} from "
+                                     f"{Path(entry or '.').resolve()}, which the homework does "
+                                     f"not copy (every student's grading would fail); wanted "
+                                     f"imports of minitf and installed packages only (copy what "
+                                     f"it uses from {top} into the file)")
+                break
+
+
 def check_name(name: str) -> str:
     """The function a --file exercise is graded by: check_<name>, dots as underscores."""
     return "check_" + name.replace(".", "_")
 
 
 def _message(exercise, region: R.Region) -> str:
-    if exercise is None:
-        return f"{region.name}: not written yet (the docstring says what to return)"
+    if exercise is None:                    # an instructor's function: it may have no docstring
+        return f"{region.name}: not written yet"
     if region.function != exercise.name:     # a helper that holds part of the exercise's work
         return (f"{exercise.name}: {region.function} is part of this exercise; its docstring "
                 f"says what it returns")
@@ -93,6 +125,7 @@ def _own_file(path: Path) -> tuple[str, list]:
     names = sorted({r.name for r in found})
     if not names:
         raise ValueError(f"--file {path}: no '# BEGIN SOLUTION' region to blank")
+    _local_imports(path, text)
     defined = {n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
     for name in names:
         if check_name(name) not in defined:
@@ -106,15 +139,34 @@ def _readme(entries: list, solutions: bool) -> str:
     files = sorted({e["file"] for e in entries})
     names = [Path(f).name for f in files]
     shared = sorted({n for n in names if names.count(n) > 1})
+    own = any(e["source"] == "file" for e in entries)        # an instructor's file, at the top
+    folder = "this whole folder" if own else "the folder `minitf` itself"
     # Gradescope cannot hold two uploaded files of one name side by side: only a folder can
-    upload = (f"Two of them share a name ({', '.join(f'`{n}`' for n in shared)}): upload the "
-              f"folder `minitf` itself (or a zip of it), not the files one by one, or the grader "
-              f"cannot tell them apart." if shared else
-              f"Upload {'them one by one' if len(files) > 1 else 'it'}, or the folder `minitf` "
-              f"itself (or a zip of it).")
+    upload = (f"Two of them share a name ({', '.join(f'`{n}`' for n in shared)}): upload "
+              f"{folder} (or a zip of it), not the files one by one, or the grader cannot tell "
+              f"them apart." if shared else
+              f"Upload {'them one by one' if len(files) > 1 else 'it'}, or {folder} (or a zip "
+              f"of it).")
     what = f"the {len(files)} files of the table's second column" if len(files) > 1 else \
         f"`{files[0]}`"
     hand_in = textwrap.fill(f"What to hand in: {what}, with your bodies. {upload}", width=99)
+    catalogue = any(e["source"] == "minitf" for e in entries)
+    graded = textwrap.fill(
+        "Each exercise is graded by minitf's gradient checks (float64, central differences, a "
+        "random upstream gradient), with your function standing in for " +
+        ("minitf's own" if not own else "your instructor's, in the checks their file defines"
+         if not catalogue else "minitf's own (or, in your instructor's file, theirs)") +
+        f"; one that runs for more than {EXERCISE_SECONDS} seconds is stopped and fails." +
+        (" What each of minitf's exercises teaches, and its classic mistake:" if catalogue
+         else ""), width=99)
+    listing = "\n    python -m minitf exercise list\n" if catalogue else ""
+    regions = textwrap.fill(
+        "Each body sits between a `# BEGIN SOLUTION` and an `# END SOLUTION` line. Keep those "
+        "two lines as they are and change nothing outside them: the grader reads them, and "
+        "reports a file edited elsewhere. " +
+        ("The docstring above each body says what comes in and what must come out." if not own
+         else "The docstring above each body, where there is one, and your instructor say what "
+              "comes in and what must come out."), width=99)
     key = ("\n**The key**: every body below is answered, and the folder passes every check. Keep "
            "it from the students; what follows is what their copy says.\n" if solutions else "")
     return f"""# Homework
@@ -125,9 +177,7 @@ Write the body of each function below, in place of its `raise NotImplementedErro
 |---|---|
 {rows}
 
-Each body sits between a `# BEGIN SOLUTION` and an `# END SOLUTION` line. Keep those two lines as
-they are and change nothing outside them: the grader reads them, and reports a file edited
-elsewhere. The docstring above each body says what comes in and what must come out.
+{regions}
 
 {hand_in}
 
@@ -135,12 +185,8 @@ Check your work from this folder (it holds its own copy of minitf; you need NumP
 
     python -m minitf homework grade .
 
-Each exercise is graded by minitf's gradient checks (float64, central differences, a random
-upstream gradient), with your function standing in for minitf's own; one that runs for more
-than {EXERCISE_SECONDS} s is stopped and fails. What each exercise teaches, and its classic mistake:
-
-    python -m minitf exercise list
-
+{graded}
+{listing}
 Here the rest of minitf is your copy: an exercise that calls another one is graded with your
 version of it, so a wrong answer can fail an exercise that calls it (pass them in the table's
 order). Your instructor grades the same way, against minitf's reference, so there each exercise
@@ -202,6 +248,11 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
         raise ValueError(f"--out {out}: {got}; wanted a new folder")
     if not exercises and not files:
         raise ValueError("nothing to blank: give --exercises NAME,... or --file FILE.py")
+    refuse_a_homework_copy()
+    for name in exercises:
+        if len(name.split()) > 1:
+            raise ValueError(f"--exercises: {name!r} holds a space; wanted names separated by "
+                             f"commas, e.g. relu_backward,softmax_backward")
     try:
         names = list(dict.fromkeys(find(n).name for n in exercises))
     except ValueError as err:
@@ -210,6 +261,13 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
     own = [(Path(f), *_own_file(Path(f))) for f in files]
     if len({p.name for p, _, _ in own}) < len(own) or {p.name for p, _, _ in own} & {"minitf"}:
         raise ValueError("--file: two files of the same name (or one called minitf)")
+    taken = set(names)                      # an exercise is a row of the results, by its name
+    for path, _, own_names in own:
+        twice = sorted(taken & set(own_names))
+        if twice:
+            raise ValueError(f"--file {path}: its exercise {twice[0]} has the name of another "
+                             f"exercise of this homework; wanted each name once (rename one)")
+        taken |= set(own_names)
     from minitf.homework.autograde import check_own_file    # (it imports this module)
     for path, _, own_names in own:
         check_own_file(path, own_names)
