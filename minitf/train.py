@@ -21,6 +21,7 @@ a step cut in half, some parameters updated and others not, could not be resumed
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Callable
 
@@ -55,6 +56,13 @@ def _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, cl
                          f"that writes a checkpoint (or save_every=0)")
     if clip is not None:
         check_real(clip, "clip", where, low=0)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):      # no isatty, or closed
+        return False
 
 
 class TrainingDiverged(RuntimeError):
@@ -174,8 +182,10 @@ class Trainer:
 
     def fit(self, steps: int, progress: bool = True) -> dict:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
-        until ``stop_requested`` is set; ``progress`` shows a bar (loss, lr, tokens/s, and the
-        validation loss when there is one).
+        until ``stop_requested`` is set. ``progress`` shows the loss, lr, tokens/s and the
+        validation loss, if any: on a terminal as a bar redrawn in place; written to a file or a
+        pipe (``minitf train > log``), where a redrawn bar is one endless line, as a line every
+        ``eval_every`` steps.
         -> ``self.history``, a dict of lists: ``step``, ``loss`` and ``lr`` have an entry per
         training step; ``val_step`` and ``val_loss`` one per validation (every ``eval_every``
         steps and at the last)."""
@@ -190,7 +200,8 @@ class Trainer:
             raise ValueError("Trainer.fit: batches is None; wanted a function returning "
                              "(inputs…, targets), given when the Trainer was made")
         from tqdm import tqdm    # here, not at the top: grading a homework needs only NumPy
-        bar = tqdm(total=steps, initial=self.step, disable=not progress, unit="step",
+        live = progress and _is_terminal(sys.stderr)
+        bar = tqdm(total=steps, initial=self.step, disable=not live, unit="step",
                    dynamic_ncols=True)
         tokens, start = 0, time.perf_counter()
         while self.step < steps and not self.stop_requested:
@@ -198,8 +209,13 @@ class Trainer:
             tokens += n_tokens
             postfix = {"loss": f"{loss:.3f}", "lr": f"{self.optimizer.lr:.2e}",
                        "tok/s": f"{tokens / (time.perf_counter() - start):,.0f}"}
-            if self.evaluate is not None and (self.step % self.eval_every == 0 or self.step == steps):
+            due = self.step % self.eval_every == 0 or self.step == steps
+            if self.evaluate is not None and due:
                 postfix["val"] = f"{self.validate():.3f}"
+            if progress and not live and due:
+                print(f"step {self.step}/{steps}  " + "  ".join(f"{k} {v}" for k, v in
+                                                               postfix.items()),
+                      file=sys.stderr, flush=True)
             if self.save is not None and self.save_every and self.step % self.save_every == 0 \
                     and self.step < steps:      # the last step's checkpoint is the caller's
                 self.save()

@@ -168,3 +168,18 @@ def test_a_model_of_ones_own_is_refused_before_anything_is_written(tmp_path):
                                         r"minitf's models \(DecoderLM, .*state_dict\(\)"):
         checkpoint.save(tmp_path / "run", nn.Linear(2, 2))
     assert not (tmp_path / "run").exists()
+
+
+def test_progress_written_to_a_file_is_a_line_per_validation_not_a_redrawn_bar(capsys):
+    """`minitf train > log 2>&1` wrote the bar's every redraw, each after a carriage return:
+    one line of thousands of characters. Off a terminal, progress is a line every eval_every
+    steps (and at the last)."""
+    backend.seed(0)
+    _trainer().fit(7, progress=True)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert [line.split()[:2] for line in lines] == [["step", "3/7"], ["step", "6/7"],
+                                                    ["step", "7/7"]], err
+    assert all(" loss " in line and " lr " in line and " tok/s " in line and " val 0.000" in line
+               for line in lines)
