@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue the run saved in DIR with its settings (flags given here "
                             "override them)")
     train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
-    train.add_argument("--no-progress", action="store_true", help="no progress: no bar, no line per --eval-every steps")
+    train.add_argument("--no-progress", action="store_true",
+                       help="no progress bar (nor, into a file, a line per --eval-every steps)")
     _add_backend(train)
     train.set_defaults(run=_train)
 
