@@ -242,3 +242,16 @@ def test_a_relative_submission_folder_shows_the_student_s_own_lines(made, tmp_pa
     report = homework.grade(hw, "sub")[0].report
     assert "softmax.py, line" in report and "    raise SystemExit(0)" in report, report
     assert "after it returned" not in report
+
+
+def test_prints_without_a_newline_keep_a_bounded_copy():
+    """print(x, end="") in a loop is one line that never ends: the copy stops growing all the
+    same, and results.json shows that line cut to 200 characters."""
+    import io
+
+    from minitf.homework.autograde import PRINTED_LINE_CHARS, _Copied
+    copy = _Copied(io.StringIO())
+    for _ in range(100_000):
+        copy.write("ab")
+    assert copy.chars == copy.LIMIT and sum(map(len, copy.kept)) == copy.LIMIT
+    assert copy.shown() == "ab" * (PRINTED_LINE_CHARS // 2) + " …"

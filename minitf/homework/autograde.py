@@ -160,8 +160,10 @@ class _Copied(io.TextIOBase):
     """Standard output that still reaches the terminal, with a copy of its first lines kept:
     what a submitted file prints while it is graded, for its test's output in results.json."""
 
+    LIMIT = PRINTED_LINES * (PRINTED_LINE_CHARS + 1)      # characters kept, at most
+
     def __init__(self, through):
-        self.through, self.kept, self.lines, self.last = through, [], 0, "\n"
+        self.through, self.kept, self.chars, self.lines, self.last = through, [], 0, 0, "\n"
 
     def writable(self) -> bool:
         return True
@@ -169,8 +171,9 @@ class _Copied(io.TextIOBase):
     def write(self, text: str) -> int:
         self.through.write(text)
         if text:
-            if self.lines < PRINTED_LINES:      # a print in a loop: keep a bounded head only
-                self.kept.append(text[:PRINTED_LINES * (PRINTED_LINE_CHARS + 1)])
+            if self.lines < PRINTED_LINES and self.chars < self.LIMIT:   # a print in a loop:
+                self.kept.append(text[:self.LIMIT - self.chars])          # a bounded head only
+                self.chars += len(self.kept[-1])
             self.lines += text.count("\n")
             self.last = text[-1]
         return len(text)
