@@ -158,24 +158,24 @@ def _grade_one(entry: dict, path: Path) -> tuple:
 
 class _Copied(io.TextIOBase):
     """Standard output that still reaches the terminal, with a copy of its first lines kept:
-    what a submitted file prints while it is graded, for its test's output in results.json."""
-
-    LIMIT = PRINTED_LINES * (PRINTED_LINE_CHARS + 1)      # characters kept, at most
+    what a submitted file prints while it is graded, for its test's output in results.json.
+    The copy holds at most PRINTED_LINES lines of PRINTED_LINE_CHARS (+1, to know one was cut),
+    however much is printed; the lines after them are only counted."""
 
     def __init__(self, through):
-        self.through, self.kept, self.chars, self.lines, self.last = through, [], 0, 0, "\n"
+        self.through, self.head, self.partial, self.lines = through, [], "", 0
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
         self.through.write(text)
-        if text:
-            if self.lines < PRINTED_LINES and self.chars < self.LIMIT:   # a print in a loop:
-                self.kept.append(text[:self.LIMIT - self.chars])          # a bounded head only
-                self.chars += len(self.kept[-1])
-            self.lines += text.count("\n")
-            self.last = text[-1]
+        *ended, rest = text.split("\n")                 # the lines this text ends, then the rest
+        for piece in ended:
+            if len(self.head) < PRINTED_LINES:
+                self.head.append((self.partial + piece)[:PRINTED_LINE_CHARS + 1])
+            self.partial, self.lines = "", self.lines + 1
+        self.partial = (self.partial + rest)[:PRINTED_LINE_CHARS + 1]
         return len(text)
 
     def flush(self) -> None:
@@ -183,10 +183,8 @@ class _Copied(io.TextIOBase):
 
     def shown(self) -> str:
         """The first PRINTED_LINES lines, each cut to PRINTED_LINE_CHARS, and how many more."""
-        total = self.lines + (self.last != "\n")        # a last line without its newline
-        if not total:
-            return ""
-        lines = "".join(self.kept).splitlines()[:PRINTED_LINES]
+        lines = (self.head + [self.partial] if self.partial else self.head)[:PRINTED_LINES]
+        total = self.lines + bool(self.partial)          # a last line without its newline
         cut = [line if len(line) <= PRINTED_LINE_CHARS else line[:PRINTED_LINE_CHARS] + " …"
                for line in lines]
         more = f"\n… and {total - len(cut)} more lines" if total > len(cut) else ""
