@@ -47,7 +47,8 @@ def _sample(logits, temperature, top_k, top_p, greedy):
         return logits.argmax(axis=-1)
     # shifted so that the largest is 0: a small τ then sends the others towards −∞ and none to
     # +∞, where softmax would take inf − inf = NaN (the shift does not change softmax)
-    logits = (logits - logits.max(axis=-1, keepdims=True)) / temperature
+    logits = logits - logits.max(axis=-1, keepdims=True)          # a new array: divided in place
+    logits /= temperature
     if top_k is not None:
         kth = xp.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]   # (b, 1)
         logits = xp.where(logits < kth, -math.inf, logits)

@@ -96,7 +96,7 @@ def _hint(dx, numeric, dx_other, mistake: str, upstream: str) -> str:
 
 
 def value_problem(name: str, x, dx, numeric, dx_other, mistake: str,
-                  upstream: str = "the upstream gradient") -> list[str]:
+                  upstream: str) -> list[str]:
     """Lines locating and explaining a wrong gradient: the worst entry, analytic vs numeric
     there, how many entries are off, the shapes and a hint. ``dx_other`` is the learner's
     gradient for another upstream gradient (to catch one that ignores it), or None;

@@ -42,11 +42,11 @@ def refuse_a_homework_copy() -> None:
                          f"reference, so run the command outside any homework directory")
 
 
-def _local_imports(path: Path, text: str) -> None:
+def _local_imports(path: Path, tree: ast.Module) -> None:
     """One line when the instructor's file imports a module of their own folder: the homework
     copies the file alone, so the import that works here fails for every student."""
     here = {Path.cwd().resolve(), path.resolve().parent}
-    nodes = list(ast.walk(ast.parse(text)))
+    nodes = list(ast.walk(tree))
     tops = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import)
             for alias in node.names}
     tops |= {node.module.split(".")[0] for node in nodes
@@ -54,12 +54,12 @@ def _local_imports(path: Path, text: str) -> None:
     for top in sorted(tops - {"minitf"}):
         for entry in sys.path:      # the entry Python would find it in: the first that has it
             if importlib.machinery.PathFinder.find_spec(top, [entry or "."]) is not None:
-                if Path(entry or ".").resolve() in here:
-                    raise ValueError(f"--file {path}: it imports {top} from "
-                                     f"{Path(entry or '.').resolve()}, which the homework does "
-                                     f"not copy (every student's grading would fail); wanted "
-                                     f"imports of minitf and installed packages only (copy what "
-                                     f"it uses from {top} into the file)")
+                folder = Path(entry or ".").resolve()
+                if folder in here:
+                    raise ValueError(f"--file {path}: it imports {top} from {folder}, which the "
+                                     f"homework does not copy (every student's grading would "
+                                     f"fail); wanted imports of minitf and installed packages "
+                                     f"only (copy what it uses from {top} into the file)")
                 break
 
 
@@ -125,8 +125,9 @@ def _own_file(path: Path) -> tuple[str, list]:
     names = sorted({r.name for r in found})
     if not names:
         raise ValueError(f"--file {path}: no '# BEGIN SOLUTION' region to blank")
-    _local_imports(path, text)
-    defined = {n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)}
+    tree = ast.parse(text)
+    _local_imports(path, tree)
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     for name in names:
         if check_name(name) not in defined:
             raise ValueError(f"--file {path}: exercise {name} has no {check_name(name)}() to "
@@ -140,6 +141,7 @@ def _readme(entries: list, solutions: bool) -> str:
     names = [Path(f).name for f in files]
     shared = sorted({n for n in names if names.count(n) > 1})
     own = any(e["source"] == "file" for e in entries)        # an instructor's file, at the top
+    catalogue = any(e["source"] == "minitf" for e in entries)
     folder = "this whole folder" if own else "the folder `minitf` itself"
     # Gradescope cannot hold two uploaded files of one name side by side: only a folder can
     upload = (f"Two of them share a name ({', '.join(f'`{n}`' for n in shared)}): upload "
@@ -150,12 +152,15 @@ def _readme(entries: list, solutions: bool) -> str:
     what = f"the {len(files)} files of the table's second column" if len(files) > 1 else \
         f"`{files[0]}`"
     hand_in = textwrap.fill(f"What to hand in: {what}, with your bodies. {upload}", width=99)
-    catalogue = any(e["source"] == "minitf" for e in entries)
+    if not own:
+        stands_in = "minitf's own"
+    elif not catalogue:
+        stands_in = "your instructor's, in the checks their file defines"
+    else:
+        stands_in = "minitf's own (or, in your instructor's file, theirs)"
     graded = textwrap.fill(
         "Each exercise is graded by minitf's gradient checks (float64, central differences, a "
-        "random upstream gradient), with your function standing in for " +
-        ("minitf's own" if not own else "your instructor's, in the checks their file defines"
-         if not catalogue else "minitf's own (or, in your instructor's file, theirs)") +
+        f"random upstream gradient), with your function standing in for {stands_in}"
         f"; one that runs for more than {EXERCISE_SECONDS} seconds is stopped and fails." +
         (" What each of minitf's exercises teaches, and its classic mistake:" if catalogue
          else ""), width=99)
