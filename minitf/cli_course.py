@@ -2,7 +2,6 @@
 parser beside what it runs. minitf.cli adds them to the one ``minitf`` command."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -39,7 +38,7 @@ def _exercise(args) -> int:
 
 def _homework(args) -> int:
     from minitf import homework
-    from minitf.data.text import check_file_name, write_utf8
+    from minitf.data.text import check_file_name
 
     if args.action == "make":
         names = [n for n in (args.exercises or "").split(",") if n.strip()]
@@ -54,16 +53,23 @@ def _homework(args) -> int:
         print(f"wrote {out}: upload it as the assignment's autograder on Gradescope (setup.sh "
               f"and run_autograder at its root; it holds the reference, so keep it private)")
         return 0
+    journal = None
+    if args.resume and not args.json:
+        raise ValueError("--resume goes with --json: it takes up the grading that a --json run "
+                         "left unfinished")
     if args.json:                   # before grading, which takes a while: not after it
+        from minitf.homework.journal import Journal
         check_file_name(args.json, "--json")
-    outcomes = homework.grade(args.dir, args.submission)
+        names = [entry["name"] for entry in homework.manifest(args.dir)["exercises"]]
+        journal = Journal(args.json, names, resume=args.resume)
+    outcomes = homework.grade(args.dir, args.submission, journal)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))
-    if args.json:
-        write_utf8(args.json, json.dumps(homework.gradescope(outcomes), indent=2,
-                                         ensure_ascii=False) + "\n", "--json")
-    return 0 if all(o.result.passed for o in outcomes) else 1
+    if journal is None:
+        return 0 if all(o.result.passed for o in outcomes) else 1
+    journal.close()                 # every exercise's, those a process that ended had graded too
+    return 0 if all(test["status"] == "passed" for test in journal.tests) else 1
 
 
 def add_course_commands(commands, add_backend, path) -> None:
@@ -126,7 +132,12 @@ def add_course_commands(commands, add_backend, path) -> None:
     mark = steps.add_parser("grade", help="grade a homework directory (a submission)")
     mark.add_argument("dir", metavar="DIR", type=path, help="a directory written by 'make'")
     mark.add_argument("--json", metavar="FILE", type=path,
-                      help="also write Gradescope's results.json here")
+                      help="also write Gradescope's results.json here, kept up to date before "
+                           "each exercise (a FILE.progress beside it while grading runs)")
+    mark.add_argument("--resume", action="store_true",
+                      help="with --json, take up a grading whose process ended inside an "
+                           "exercise (FILE.progress left behind): that exercise scores 0, the "
+                           "ones already graded are kept, the rest are graded")
     mark.add_argument("--submission", metavar="DIR", type=path,
                       help="take each exercise's file from this folder (a student's upload: the "
                            "same paths, or the files side by side) instead of from DIR")

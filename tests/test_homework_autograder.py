@@ -14,6 +14,7 @@ import pytest
 from minitf import cli, homework
 from minitf.homework import autograder, handout
 from minitf.homework.autograde import find_submitted
+from minitf.homework.journal import Journal
 
 EXERCISES = ["softmax_backward", "layer_norm_backward"]
 FILES = ["minitf/functional/softmax.py", "minitf/functional/layer_norm.py"]
@@ -255,3 +256,65 @@ def test_prints_without_a_newline_keep_a_bounded_copy():
         copy.write("ab")
     assert copy.head == [] and len(copy.partial) == PRINTED_LINE_CHARS + 1
     assert copy.shown() == "ab" * (PRINTED_LINE_CHARS // 2) + " …"
+
+
+ENDS_THE_PROCESS = {
+    "os._exit": "import os; os._exit(0)",      # status 0: only the progress file tells
+    "a segfault": "import ctypes; ctypes.string_at(0)",
+}
+
+
+@pytest.mark.parametrize("how", ENDS_THE_PROCESS)
+def test_code_that_ends_the_grading_process_costs_its_own_exercise(made, tmp_path, how):
+    """On Gradescope, a process that never wrote results.json scored every exercise 0: each one
+    is now written down before it runs, and the exercises after the one that ended the process
+    are graded in a new one."""
+    _, key, zip_path = made
+
+    def crashing_softmax(folder):
+        for file in FILES:
+            shutil.copy(key / file, folder / Path(file).name)
+        text = (folder / "softmax.py").read_text(encoding="utf-8")
+        crashing = text.replace("return p * (dp - row_dot(dp, p, axis))",
+                                ENDS_THE_PROCESS[how] + "\n    return p * (dp - row_dot(dp, p, axis))")
+        assert crashing != text
+        (folder / "softmax.py").write_text(crashing, encoding="utf-8")
+
+    run, root = _run_autograder(zip_path, tmp_path, crashing_softmax)
+    assert run.returncode == 0, run.stderr
+    assert "the grading process ended inside an exercise" in run.stderr
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 1.0}
+    assert results["score"] == 1 and [t["name"] for t in results["tests"]] == EXERCISES
+    assert "the grading process ended while it ran" in results["tests"][0]["output"]
+    assert "ended inside softmax_backward" in results["output"]
+    assert not (root / "results" / "results.json.progress").exists()
+
+
+def test_results_json_stands_at_every_exercise_and_resume_takes_it_up(made, tmp_path, capsys):
+    """What a process that ends inside an exercise leaves, and --resume's one-line refusals."""
+    hw, _, _ = made
+    out = tmp_path / "results.json"
+    journal = Journal(out, EXERCISES)
+    journal.starting(EXERCISES[0])                       # ... and the process ends here
+    left = json.loads(out.read_text(encoding="utf-8"))
+    assert [t["score"] for t in left["tests"]] == [0.0, 0.0] and left["score"] == 0
+    assert "ended while it ran" in left["tests"][0]["output"]
+    assert "was not graded: the grading process ended inside softmax_backward" in \
+        left["tests"][1]["output"]
+    progress = out.with_name("results.json.progress")
+    assert json.loads(progress.read_text(encoding="utf-8"))["running"] == EXERCISES[0]
+
+    taken = Journal(out, EXERCISES, resume=True)
+    assert taken.graded == {EXERCISES[0]}
+    with pytest.raises(ValueError, match="ended outside any exercise"):   # it ended again,
+        Journal(out, EXERCISES, resume=True)              # before the next exercise: no one to blame
+    assert not progress.exists()
+    progress.write_text('{"tests": [], "running": "attention_backward", "seconds": 0, "note": ""}')
+    with pytest.raises(ValueError, match="not the progress of this homework's grading"):
+        Journal(out, EXERCISES, resume=True)
+    assert not progress.exists()
+    assert Journal(out, EXERCISES, resume=True).graded == set()      # nothing left: grade all
+
+    assert cli.main(["homework", "grade", str(hw), "--resume"]) == 2
+    assert "--resume goes with --json" in capsys.readouterr().err

@@ -8,6 +8,7 @@
     regions   the solution regions (# BEGIN SOLUTION / # END SOLUTION) and the edits that blank them
     handout   the student directory (make)
     autograde the grader (grade), its table and Gradescope's results.json
+    journal   a results.json written before each exercise, so a crash costs one (--resume)
     autograder the autograder zip (setup.sh, run_autograder, the reference that grades)
 """
 from minitf.homework.autograde import (Outcome, failing_reports, gradescope, grade, manifest,

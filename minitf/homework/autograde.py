@@ -233,9 +233,11 @@ def find_submitted(submission: Path, file: str) -> Path | None:
     return None
 
 
-def grade(folder, submission=None) -> list[Outcome]:
+def grade(folder, submission=None, journal=None) -> list[Outcome]:
     """Grade every exercise of the homework directory ``folder``, in the manifest's order; with
-    ``submission``, each exercise's file is taken from that folder instead (see find_submitted)."""
+    ``submission``, each exercise's file is taken from that folder instead (see find_submitted).
+    A ``journal`` (minitf.homework.journal) is told of each exercise before it runs and after,
+    and skips those it already holds: a results.json that outlives a crash of this process."""
     check_path(folder, "folder", "homework.grade")
     if submission is not None:
         check_path(submission, "submission", "homework.grade")
@@ -245,10 +247,14 @@ def grade(folder, submission=None) -> list[Outcome]:
         got = "is a file" if Path(submission).exists() else "no such folder"
         raise ValueError(f"--submission {submission}: {got}; wanted the folder of a student's "
                          f"files")
-    if any(entry["source"] == "minitf" for entry in data["exercises"]):
+    entries = [entry for entry in data["exercises"]
+               if journal is None or entry["name"] not in journal.graded]
+    if any(entry["source"] == "minitf" for entry in entries):
         traces()            # every case traced first, each under its own limit, not an exercise's
     outcomes = []
-    for entry in data["exercises"]:
+    for entry in entries:
+        if journal is not None:
+            journal.starting(entry["name"])
         start, printed = time.perf_counter(), _Copied(sys.stdout)
         try:
             path = (folder / entry["file"] if submission is None
@@ -274,6 +280,8 @@ def grade(folder, submission=None) -> list[Outcome]:
                 edited = True
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
                                 time.perf_counter() - start, edited, printed.shown()))
+        if journal is not None:
+            journal.finished(outcomes[-1])
     return outcomes
 
 
@@ -338,16 +346,27 @@ def failing_reports(outcomes: list[Outcome]) -> str:
                         if not o.result.passed and _verdict(o) in ("failed", "error"))
 
 
+def gradescope_test(outcome: Outcome) -> dict:
+    """One exercise as a test of Gradescope's results.json: its score, and its report (with what
+    the student's code printed) as the output the student reads."""
+    o = outcome
+    return {"name": o.name, "score": o.score, "max_score": 1.0,
+            "status": "passed" if o.result.passed else "failed",
+            "output": o.report + ("\n\nthis file was edited outside its solution regions"
+                                  if o.edited else "") +
+            (f"\n\nyour code printed, while it was graded:\n{o.printed}" if o.printed else "")}
+
+
+def gradescope_results(tests: list[dict], seconds: float, note: str = "") -> dict:
+    """Gradescope's results.json around its tests: the total score, the time, a summary line."""
+    return {"score": sum(t["score"] for t in tests),
+            "execution_time": round(seconds),
+            "output": f"{len(tests)} exercises, each graded on its own by minitf's gradient "
+                      f"checks" + note,
+            "tests": tests}
+
+
 def gradescope(outcomes: list[Outcome]) -> dict:
     """Gradescope's results.json: a test per exercise (its report as the output), the total."""
-    tests = [{"name": o.name, "score": o.score, "max_score": 1.0,
-              "status": "passed" if o.result.passed else "failed",
-              "output": o.report + ("\n\nthis file was edited outside its solution regions"
-                                    if o.edited else "") +
-              (f"\n\nyour code printed, while it was graded:\n{o.printed}" if o.printed
-               else "")} for o in outcomes]
-    return {"score": sum(o.score for o in outcomes),
-            "execution_time": round(sum(o.seconds for o in outcomes)),
-            "output": f"{len(outcomes)} exercises, each graded on its own by minitf's gradient "
-                      f"checks",
-            "tests": tests}
+    return gradescope_results([gradescope_test(o) for o in outcomes],
+                              sum(o.seconds for o in outcomes))

@@ -48,13 +48,23 @@ case "$root" in /*) ;; *) root="$PWD/$root" ;; esac
 case "$python" in /*) ;; */*) python="$PWD/$python" ;; esac
 mkdir -p "$root/results"
 cd "$root"      # not homework/: the minitf found there is the student's copy
-rm -f "$root/results/results.json"
-PYTHONPATH="$root/source/reference" "$python" -m minitf homework grade "$root/source/homework" \\
-    --submission "$root/submission" --json "$root/results/results.json"
-status=$?
+results="$root/results/results.json"
+rm -f "$results" "$results.progress"
+# A student's code that ends the grading process (os._exit(), a crash, the OOM killer) leaves
+# results.json.progress behind, naming the exercise it ended inside: that one scores 0 and the
+# rest are graded in a new process (--resume). Each resumed run blames one more exercise or stops.
+resume=""
+while :; do
+    PYTHONPATH="$root/source/reference" "$python" -m minitf homework grade "$root/source/homework" \\
+        --submission "$root/submission" --json "$results" $resume
+    status=$?
+    [ -e "$results.progress" ] || break
+    echo "run_autograder: the grading process ended inside an exercise (exit status $status); grading the rest in a new one" >&2
+    resume="--resume"
+done
 # A failed exercise is a score of 0 in results.json, not an error of the autograder; a grader that
 # wrote no results (it could not start) is one.
-if [ ! -s "$root/results/results.json" ]; then
+if [ ! -s "$results" ]; then
     echo "run_autograder: 'minitf homework grade' wrote no results.json (exit status $status)" >&2
     exit 1
 fi

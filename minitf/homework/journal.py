@@ -1,0 +1,109 @@
+"""A results.json that outlives the grading process: a student's code that ends it (``os._exit()``,
+a crash in compiled code, the out-of-memory killer) costs its own exercise, not every score.
+
+The grader runs each submission in its own process, so nothing can stop such code from ending
+that process; what it can do is never hold the results in memory alone. With ``--json FILE``,
+before each exercise is graded:
+
+    FILE           is rewritten as it would stand if the process ended now: the exercises graded
+                   so far, the one about to run at 0 and why, the rest at 0, not reached
+    FILE.progress  records the exercises graded so far and the one about to run
+
+and once all are graded FILE is written in full and FILE.progress removed. A FILE.progress left
+behind means the process ended inside the exercise it names. ``--resume`` (run_autograder adds it
+when it finds one) keeps the exercises already graded as they were, scores that one 0, saying
+why, and grades the rest in the new process. Every resumed run either blames one more exercise
+or removes FILE.progress and stops (the process ended between two exercises, with nothing to
+blame, or the file is not this grading's), so a loop of resumed runs ends after at most one run
+more than there are exercises.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from minitf.data.text import write_utf8
+from minitf.homework.autograde import Outcome, gradescope_results, gradescope_test
+
+
+def progress_file(path: Path) -> Path:
+    """Where the journal of ``--json path`` keeps its progress: beside it."""
+    return path.with_name(path.name + ".progress")
+
+
+def _ended_inside(name: str, resumed: bool) -> str:
+    return (f"{name} could not be graded: the grading process ended while it ran (a call of "
+            f"os._exit(), a crash in compiled code, or more memory than the grader has?), so it "
+            f"scores 0" + ("; the exercises after it were graded in a new process" if resumed
+                           else ""))
+
+
+class Journal:
+    """Told of each exercise by ``homework.grade`` before it runs (``starting``) and after
+    (``finished``); ``close()`` writes the results in full. ``graded`` holds the names already
+    graded, by this process or by one that ended, which ``grade`` skips."""
+
+    def __init__(self, path, names: list[str], resume: bool = False):
+        self.path, self.progress = Path(path), progress_file(Path(path))
+        self.names = list(names)
+        self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
+        if resume and self.progress.exists():
+            self._take_up()
+
+    @property
+    def graded(self) -> set[str]:
+        return {test["name"] for test in self.tests}
+
+    def _take_up(self) -> None:
+        """The tests a process that ended had graded, and a 0 for the one it ended inside."""
+        try:
+            left = json.loads(self.progress.read_text(encoding="utf-8"))
+            tests, running, seconds, note = (left["tests"], left["running"],
+                                             float(left["seconds"]), str(left["note"]))
+            names = [t["name"] for t in tests] + ([] if running is None else [running])
+            known = set(names) <= set(self.names) and len(set(names)) == len(names)
+        except (OSError, ValueError, KeyError, TypeError):
+            known = False
+        if not known:            # of no use, and removed: a loop of resumed runs ends here
+            self.progress.unlink(missing_ok=True)
+            raise ValueError(f"--resume: {self.progress} is not the progress of this homework's "
+                             f"grading (removed); wanted the one its --json run left behind")
+        if running is None:      # it ended between two exercises: no one to blame, and removed
+            self.progress.unlink()
+            raise ValueError(f"--resume: the grading process ended outside any exercise "
+                             f"({self.path} holds what it had graded); nothing to resume")
+        self.tests, self.seconds = tests, seconds
+        self.tests.append({"name": running, "score": 0.0, "max_score": 1.0, "status": "failed",
+                           "output": _ended_inside(running, resumed=True)})
+        self.note = note + f"; the grading process ended inside {running}"
+        self._write_progress(None)       # taken up: a crash before the next one blames no one
+
+    def _write_progress(self, running: str | None) -> None:
+        write_utf8(self.progress, json.dumps({"tests": self.tests, "running": running,
+                                              "seconds": self.seconds, "note": self.note},
+                                             ensure_ascii=False) + "\n", "--json")
+
+    def _write_results(self, tests: list[dict]) -> None:
+        write_utf8(self.path, json.dumps(gradescope_results(tests, self.seconds, self.note),
+                                         indent=2, ensure_ascii=False) + "\n", "--json")
+
+    def starting(self, name: str) -> None:
+        """Before ``name`` runs: the progress, and the results as they stand if it never ends."""
+        self._write_progress(name)
+        graded = self.graded
+        rest = [n for n in self.names if n not in graded and n != name]
+        self._write_results(self.tests + [
+            {"name": name, "score": 0.0, "max_score": 1.0, "status": "failed",
+             "output": _ended_inside(name, resumed=False)},
+            *({"name": n, "score": 0.0, "max_score": 1.0, "status": "failed",
+               "output": f"{n} was not graded: the grading process ended inside {name}, "
+                         f"before it reached {n}"} for n in rest)])
+
+    def finished(self, outcome: Outcome) -> None:
+        self.tests.append(gradescope_test(outcome))
+        self.seconds += outcome.seconds
+
+    def close(self) -> None:
+        """Every exercise graded: the results in full, and no progress left to take up."""
+        self._write_results(self.tests)         # in the manifest's order, as they were graded
+        self.progress.unlink(missing_ok=True)
