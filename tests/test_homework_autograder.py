@@ -261,6 +261,7 @@ def test_prints_without_a_newline_keep_a_bounded_copy():
 ENDS_THE_PROCESS = {
     "os._exit": "import os; os._exit(0)",      # status 0: only the progress file tells
     "a segfault": "import ctypes; ctypes.string_at(0)",
+    "KeyboardInterrupt": "raise KeyboardInterrupt",   # not an error of theirs to catch: Ctrl-C
 }
 
 

@@ -33,8 +33,8 @@ def progress_file(path: Path) -> Path:
 
 def _ended_inside(name: str, resumed: bool) -> str:
     return (f"{name} could not be graded: the grading process ended while it ran (a call of "
-            f"os._exit(), a crash in compiled code, or more memory than the grader has?), so it "
-            f"scores 0" + ("; the exercises after it were graded in a new process" if resumed
+            f"os._exit(), a crash in compiled code, more memory than the grader has, or a "
+            f"KeyboardInterrupt raised?), so it scores 0" + ("; the exercises after it were graded in a new process" if resumed
                            else ""))
 
 
