@@ -152,6 +152,9 @@ NEW_TOKENS = _checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
                       f"an integer in [0, {MAX_NEW_TOKENS}]")
 PROBABILITY = _checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
 DROPOUT = _checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
+# a homework's autograder stops grading a minute before the assignment's timeout on Gradescope
+TIMEOUT_MINUTES = _checked(int, lambda n: n >= 2, "a whole number of minutes ≥ 2 (the grading "
+                                                 "stops a minute before it)")
 # "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
 # started a new run, --out "" wrote to runs/lm
 PATH = _checked(str, lambda text: text != "", "a path (a file or folder name)")
@@ -274,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
     info.set_defaults(run=_info)
 
-    add_course_commands(commands, _add_backend, PATH)
+    add_course_commands(commands, _add_backend, PATH, POSITIVE_REAL, TIMEOUT_MINUTES)
 
     embed = commands.add_parser(
         "embed", help="cosine similarities of sentences by a pretrained encoder",

@@ -49,7 +49,7 @@ def _homework(args) -> int:
         return 0
     if args.action == "autograder":
         from minitf.homework import autograder
-        out = autograder.build(args.dir, args.out)
+        out = autograder.build(args.dir, args.out, args.timeout_minutes)
         print(f"wrote {out}: upload it as the assignment's autograder on Gradescope (setup.sh "
               f"and run_autograder at its root; it holds the reference, so keep it private)")
         return 0
@@ -62,7 +62,7 @@ def _homework(args) -> int:
         check_file_name(args.json, "--json")
         names = [entry["name"] for entry in homework.manifest(args.dir)["exercises"]]
         journal = Journal(args.json, names, resume=args.resume)
-    outcomes = homework.grade(args.dir, args.submission, journal)
+    outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))
@@ -72,10 +72,11 @@ def _homework(args) -> int:
     return 0 if all(test["status"] == "passed" for test in journal.tests) else 1
 
 
-def add_course_commands(commands, add_backend, path) -> None:
+def add_course_commands(commands, add_backend, path, seconds, minutes) -> None:
     """Add lesson, exercise and homework to ``commands`` (the subcommands of ``minitf``);
-    ``add_backend(parser)`` gives a parser minitf's --backend flag, and ``path`` is the argparse
-    type of a file or folder name (it refuses "")."""
+    ``add_backend(parser)`` gives a parser minitf's --backend flag, and ``path``, ``seconds`` and
+    ``minutes`` are the argparse types of a file or folder name (it refuses ""), a number > 0
+    and an autograder's timeout in minutes."""
     lesson = commands.add_parser(
         "lesson", help="list the lessons, or run one",
         description="The course: lesson scripts in lessons/, each a story with printed numbers, "
@@ -138,6 +139,11 @@ def add_course_commands(commands, add_backend, path) -> None:
                       help="with --json, take up a grading whose process ended inside an "
                            "exercise (FILE.progress left behind): that exercise scores 0, the "
                            "ones already graded are kept, the rest are graded")
+    mark.add_argument("--budget", metavar="SECONDS", type=seconds,
+                      help="stop grading after this long in all (counted from the start of the "
+                           "run --resume takes up): each exercise gets at most 60 s or what is "
+                           "left, and those reached after are not graded (run_autograder passes "
+                           "a minute under Gradescope's timeout)")
     mark.add_argument("--submission", metavar="DIR", type=path,
                       help="take each exercise's file from this folder (a student's upload: the "
                            "same paths, or the files side by side) instead of from DIR")
@@ -146,4 +152,9 @@ def add_course_commands(commands, add_backend, path) -> None:
                                                "homework directory")
     ship.add_argument("dir", metavar="DIR", type=path, help="a directory written by 'make'")
     ship.add_argument("--out", required=True, metavar="FILE.zip", type=path, help="a new .zip file")
+    ship.add_argument("--timeout-minutes", metavar="M", type=minutes,
+                      help="the assignment's autograder timeout on Gradescope, as set in its "
+                           "autograder settings (default: Gradescope's own default): the "
+                           "grading stops a minute before it, so a student whose answers never "
+                           "return still gets their scores")
     homework.set_defaults(run=_homework)

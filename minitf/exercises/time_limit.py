@@ -8,12 +8,15 @@ The limit is a POSIX alarm (SIGALRM): the interpreter stops the learner's Python
 its steps and raises TookTooLong where it was, so the traceback shows the line that loops. A
 single NumPy call that never returns cannot be interrupted this way, and where there is no alarm
 (Windows, or a thread other than the main one) the block runs without a limit. Limits do not
-nest: the grader sets one at a time.
+nest: the grader sets one at a time. A Budget bounds a whole grading, as Gradescope's own timeout
+does: what is left of it shortens the last exercises' limits.
 """
 from __future__ import annotations
 
+import math
 import signal
 import threading
+import time
 from contextlib import contextmanager
 
 EXERCISE_SECONDS = 60      # one exercise, every case: the slowest (a whole model) takes a few s
@@ -27,9 +30,10 @@ class TookTooLong(BaseException):
 
 
 @contextmanager
-def time_limit(what: str, seconds: float | None = None):
+def time_limit(what: str, seconds: float | None = None, why: str = ""):
     """Run the block for at most ``seconds`` (EXERCISE_SECONDS as it is when called); then
-    TookTooLong, naming ``what``."""
+    TookTooLong, naming ``what``, and ``why`` the limit is what it is where a caller set a
+    shorter one (what was left of a whole grading's budget)."""
     seconds = EXERCISE_SECONDS if seconds is None else seconds
     main = threading.current_thread() is threading.main_thread()
     if not hasattr(signal, "setitimer") or not main:       # an alarm reaches the main thread only
@@ -37,8 +41,8 @@ def time_limit(what: str, seconds: float | None = None):
         return
 
     def stop(signum, frame):
-        raise TookTooLong(f"{what} ran for more than {seconds:g} s and was stopped (a loop that "
-                          f"never ends?)")
+        raise TookTooLong(f"{what} ran for more than {seconds:.3g} s and was stopped " +
+                          (why or "(a loop that never ends?)"))
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -46,3 +50,32 @@ def time_limit(what: str, seconds: float | None = None):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+class Budget:
+    """The time a whole grading may take, counted from ``started`` (time.time(), so that a
+    grading taken up by a new process counts from the first one's start): on Gradescope, a run
+    past the assignment's timeout is killed and scores 0 with nothing shown, however many
+    exercises it had graded. Each exercise runs for at most EXERCISE_SECONDS or what is left,
+    whichever is less; once nothing is left, the rest are not graded. ``seconds`` None: no budget.
+    """
+
+    def __init__(self, seconds: float | None = None, started: float | None = None):
+        self.seconds = seconds
+        self.started = time.time() if started is None else started
+
+    def left(self) -> float:
+        if self.seconds is None:
+            return math.inf
+        return self.seconds - (time.time() - self.started)
+
+    def limit(self) -> tuple[float | None, str]:
+        """(seconds, why) for the next exercise's time_limit."""
+        left = self.left()
+        if left >= EXERCISE_SECONDS:
+            return None, ""
+        return max(left, 1e-3), f"when the grading's budget of {self.seconds:g} s ran out"
+
+    def not_reached(self, name: str) -> str:
+        return (f"{name} was not graded: the grading's budget of {self.seconds:g} s ran out before "
+                f"it (an answer that never returns takes up to {EXERCISE_SECONDS} s of it)")

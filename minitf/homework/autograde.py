@@ -31,7 +31,7 @@ from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
-from minitf.exercises.time_limit import TookTooLong, time_limit
+from minitf.exercises.time_limit import Budget, TookTooLong, time_limit
 from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
@@ -134,12 +134,13 @@ def _file_cases(module, name: str) -> dict:
             for label, case in built.items()}
 
 
-def _grade_one(entry: dict, path: Path) -> tuple:
-    """(result, report) for one exercise of the manifest, graded from the file at ``path``."""
+def _grade_one(entry: dict, path: Path, limit: tuple = (None, "")) -> tuple:
+    """(result, report) for one exercise of the manifest, graded from the file at ``path``
+    within ``limit``, time_limit's (seconds, why) (by default EXERCISE_SECONDS)."""
     catalogue = entry["source"] == "minitf"
     exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
     try:
-        with time_limit(exercise.name):   # a loop that never ends costs one
+        with time_limit(exercise.name, *limit):   # a loop that never ends costs one
             module = _load(path)
             if catalogue:
                 owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
@@ -233,11 +234,13 @@ def find_submitted(submission: Path, file: str) -> Path | None:
     return None
 
 
-def grade(folder, submission=None, journal=None) -> list[Outcome]:
+def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     """Grade every exercise of the homework directory ``folder``, in the manifest's order; with
     ``submission``, each exercise's file is taken from that folder instead (see find_submitted).
     A ``journal`` (minitf.homework.journal) is told of each exercise before it runs and after,
-    and skips those it already holds: a results.json that outlives a crash of this process."""
+    and skips those it already holds: a results.json that outlives a crash of this process.
+    ``budget``: seconds the whole grading may take (from the journal's start, if there is one);
+    exercises it leaves no time for are not graded (see time_limit.Budget)."""
     check_path(folder, "folder", "homework.grade")
     if submission is not None:
         check_path(submission, "submission", "homework.grade")
@@ -247,6 +250,7 @@ def grade(folder, submission=None, journal=None) -> list[Outcome]:
         got = "is a file" if Path(submission).exists() else "no such folder"
         raise ValueError(f"--submission {submission}: {got}; wanted the folder of a student's "
                          f"files")
+    budget = Budget(budget, journal.started if journal is not None else None)
     entries = [entry for entry in data["exercises"]
                if journal is None or entry["name"] not in journal.graded]
     if any(entry["source"] == "minitf" for entry in entries):
@@ -264,13 +268,15 @@ def grade(folder, submission=None, journal=None) -> list[Outcome]:
         else:
             missing = f"{entry['file']}: missing" + ("" if submission is None else
                                                      " from the submission")
-        if path is None or not path.is_file():
+        if budget.left() <= 0:
+            result, text, edited = _stopped(budget.not_reached(entry["name"])), "", False
+        elif path is None or not path.is_file():
             result, text, edited = _stopped(missing), "", False
         else:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
                         redirect_stdout(printed):
-                    result, text = _grade_one(entry, graded)
+                    result, text = _grade_one(entry, graded, budget.limit())
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
             try:
@@ -320,6 +326,8 @@ def _verdict(outcome: Outcome) -> str:
         return "passed"
     if result.stopped and result.stopped.startswith(f"{outcome.name} is not written yet"):
         return "not written"
+    if result.stopped and result.stopped.startswith(f"{outcome.name} was not graded:"):
+        return "not graded"             # the grading's --budget ran out before it
     if result.stopped and result.stopped.endswith(f"and {outcome.name} calls it"):
         return "blocked"                # by another exercise's blank, in a student's own copy
     return "error" if result.stopped and not result.rows else "failed"
@@ -343,7 +351,8 @@ def failing_reports(outcomes: list[Outcome]) -> str:
     """The full report of every exercise that ran and failed (the worst entry, both values, the
     hint), so a student grading their own folder sees what to fix, not only a verdict."""
     return "\n\n".join(o.report for o in outcomes
-                        if not o.result.passed and _verdict(o) in ("failed", "error"))
+                        if not o.result.passed and _verdict(o) in ("failed", "error",
+                                                                   "not graded"))
 
 
 def gradescope_test(outcome: Outcome) -> dict:

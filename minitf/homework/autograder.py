@@ -23,7 +23,7 @@ from pathlib import Path
 from minitf.data.text import check_file_name
 from minitf.homework.autograde import manifest
 from minitf.homework.handout import MANIFEST, PACKAGE, SKIP, refuse_a_homework_copy
-from minitf.validate import check_path
+from minitf.validate import check_int, check_path
 
 # A fixed timestamp for every entry, so the same homework gives the same zip byte for byte.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -41,6 +41,9 @@ RUN = """#!/usr/bin/env bash
 # Gradescope runs this once per submission. AUTOGRADER_ROOT and AUTOGRADER_PYTHON exist only so
 # that the same script can be tried on a machine of your own; Gradescope sets neither.
 set -u
+# Seconds the grading may take: a minute under the assignment's timeout (@MINUTES@ minutes), as
+# Gradescope scores a run it kills 0 and shows nothing of it. Change both together.
+budget=@BUDGET@
 root="${AUTOGRADER_ROOT:-/autograder}"
 python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
 # relative paths are read from where the script was started, before the cd below
@@ -56,7 +59,7 @@ rm -f "$results" "$results.progress"
 resume=""
 while :; do
     PYTHONPATH="$root/source/reference" "$python" -m minitf homework grade "$root/source/homework" \\
-        --submission "$root/submission" --json "$results" $resume
+        --submission "$root/submission" --json "$results" --budget "$budget" $resume
     status=$?
     [ -e "$results.progress" ] || break
     echo "run_autograder: the grading process ended inside an exercise (exit status $status); grading the rest in a new one" >&2
@@ -107,10 +110,20 @@ def _homework_files(folder: Path, data: dict) -> list[str]:
                   {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()})
 
 
-def build(folder, out) -> Path:
-    """Write the Gradescope autograder zip ``out`` for the homework directory ``folder``."""
+# Gradescope's timeout for an assignment unless it is raised in the assignment's settings (at most
+# 40 minutes there); a run it kills scores 0 and shows the student nothing
+TIMEOUT_MINUTES = 10
+
+
+def build(folder, out, timeout_minutes: int | None = None) -> Path:
+    """Write the Gradescope autograder zip ``out`` for the homework directory ``folder``, whose
+    run_autograder finishes a minute inside the assignment's timeout of ``timeout_minutes``
+    (None: Gradescope's default, TIMEOUT_MINUTES)."""
     check_path(folder, "folder", "autograder.build")
     check_path(out, "out", "autograder.build")
+    timeout_minutes = TIMEOUT_MINUTES if timeout_minutes is None else timeout_minutes
+    check_int(timeout_minutes, "timeout_minutes", "autograder.build", low=2,
+              what="the assignment's timeout on Gradescope, a minute of it kept in reserve")
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
     refuse_a_homework_copy()
@@ -123,7 +136,9 @@ def build(folder, out) -> Path:
             _add(archive, "setup.sh", SETUP.format(
                 requirements=" ".join(f'"{r}"' for r in requirements())).encode(),
                 executable=True)
-            _add(archive, "run_autograder", RUN.encode(), executable=True)
+            run = RUN.replace("@MINUTES@", str(timeout_minutes)).replace(
+                "@BUDGET@", str(60 * (timeout_minutes - 1)))
+            _add(archive, "run_autograder", run.encode(), executable=True)
             for name in _homework_files(folder, data):
                 _add(archive, f"homework/{name}", (folder / name).read_bytes())
             for path in sorted(PACKAGE.rglob("*")):

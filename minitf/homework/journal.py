@@ -20,6 +20,7 @@ more than there are exercises.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from minitf.data.text import write_utf8
@@ -47,6 +48,7 @@ class Journal:
         self.path, self.progress = Path(path), progress_file(Path(path))
         self.names = list(names)
         self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
+        self.started = time.time()          # the grading's start, for its budget: the first run's
         if resume and self.progress.exists():
             self._take_up()
 
@@ -58,8 +60,9 @@ class Journal:
         """The tests a process that ended had graded, and a 0 for the one it ended inside."""
         try:
             left = json.loads(self.progress.read_text(encoding="utf-8"))
-            tests, running, seconds, note = (left["tests"], left["running"],
-                                             float(left["seconds"]), str(left["note"]))
+            tests, running, seconds, note, started = (
+                left["tests"], left["running"], float(left["seconds"]), str(left["note"]),
+                float(left["started"]))
             names = [t["name"] for t in tests] + ([] if running is None else [running])
             known = set(names) <= set(self.names) and len(set(names)) == len(names)
         except (OSError, ValueError, KeyError, TypeError):
@@ -72,7 +75,7 @@ class Journal:
             self.progress.unlink()
             raise ValueError(f"--resume: the grading process ended outside any exercise "
                              f"({self.path} holds what it had graded); nothing to resume")
-        self.tests, self.seconds = tests, seconds
+        self.tests, self.seconds, self.started = tests, seconds, started
         self.tests.append({"name": running, "score": 0.0, "max_score": 1.0, "status": "failed",
                            "output": _ended_inside(running, resumed=True)})
         self.note = note + f"; the grading process ended inside {running}"
@@ -80,7 +83,8 @@ class Journal:
 
     def _write_progress(self, running: str | None) -> None:
         write_utf8(self.progress, json.dumps({"tests": self.tests, "running": running,
-                                              "seconds": self.seconds, "note": self.note},
+                                              "seconds": self.seconds, "note": self.note,
+                                              "started": self.started},
                                              ensure_ascii=False) + "\n", "--json")
 
     def _write_results(self, tests: list[dict]) -> None:
