@@ -11,6 +11,8 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
+from minitf.exercises.time_limit import seconds_for
+
 
 @dataclass(frozen=True)
 class Exercise:
@@ -50,6 +52,11 @@ class Exercise:
         """The name of the backward's upstream gradient, its first argument: dy, dp, dout, …"""
         names = [n for n in inspect.signature(self.reference).parameters if n != "self"]
         return names[0] if names else "the upstream gradient"
+
+    @property
+    def seconds(self) -> float:
+        """How long its grading may run before it is stopped as a loop that never ends."""
+        return seconds_for(self.level)
 
     @property
     def filename(self) -> str:

@@ -241,7 +241,7 @@ def check_file(path) -> tuple:
         with time_limit(f"your {path.name}"):          # its module-level code runs here
             exercise, function = load(path)
         traces()            # every case traced once, each under its own limit (limits never nest)
-        with time_limit(f"your {path.name}"):
+        with time_limit(f"your {path.name}", exercise.seconds):
             result = grade(exercise, function, path)
     except StudentError as err:
         return str(err), 1

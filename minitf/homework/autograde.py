@@ -31,7 +31,7 @@ from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
-from minitf.exercises.time_limit import Budget, TookTooLong, time_limit
+from minitf.exercises.time_limit import Budget, TookTooLong, seconds_for, time_limit
 from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
@@ -57,6 +57,10 @@ class FileExercise:
     @property
     def attribute(self) -> str:
         return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def seconds(self) -> float:
+        return seconds_for(None)
 
 
 @dataclass
@@ -134,13 +138,13 @@ def _file_cases(module, name: str) -> dict:
             for label, case in built.items()}
 
 
-def _grade_one(entry: dict, path: Path, limit: tuple = (None, "")) -> tuple:
+def _grade_one(entry: dict, path: Path, budget: Budget | None = None) -> tuple:
     """(result, report) for one exercise of the manifest, graded from the file at ``path``
-    within ``limit``, time_limit's (seconds, why) (by default EXERCISE_SECONDS)."""
+    within its own time limit, or what is left of ``budget`` if that is less."""
     catalogue = entry["source"] == "minitf"
     exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
     try:
-        with time_limit(exercise.name, *limit):   # a loop that never ends costs one
+        with time_limit(exercise.name, *(budget or Budget()).limit(exercise.seconds)):
             module = _load(path)
             if catalogue:
                 owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
@@ -276,7 +280,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
                         redirect_stdout(printed):
-                    result, text = _grade_one(entry, graded, budget.limit())
+                    result, text = _grade_one(entry, graded, budget)
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
             try:

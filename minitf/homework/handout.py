@@ -24,7 +24,7 @@ from pathlib import Path
 import minitf
 from minitf.exercises import EXERCISES, find
 from minitf.exercises.starter import _docstring
-from minitf.exercises.time_limit import EXERCISE_SECONDS
+from minitf.exercises.time_limit import seconds_for
 from minitf.homework import regions as R
 from minitf.validate import check_flags, check_path
 
@@ -142,6 +142,8 @@ def _readme(entries: list, solutions: bool) -> str:
     shared = sorted({n for n in names if names.count(n) > 1})
     own = any(e["source"] == "file" for e in entries)        # an instructor's file, at the top
     catalogue = any(e["source"] == "minitf" for e in entries)
+    longest = max((find(e["name"]).seconds for e in entries if e["source"] == "minitf"),
+                  default=seconds_for(None))               # a whole model's limit is longer
     folder = "this whole folder" if own else "the folder `minitf` itself"
     # Gradescope cannot hold two uploaded files of one name side by side: only a folder can
     upload = (f"Two of them share a name ({', '.join(f'`{n}`' for n in shared)}): upload "
@@ -161,7 +163,9 @@ def _readme(entries: list, solutions: bool) -> str:
     graded = textwrap.fill(
         "Each exercise is graded by minitf's gradient checks (float64, central differences, a "
         f"random upstream gradient), with your function standing in for {stands_in}"
-        f"; one that runs for more than {EXERCISE_SECONDS} seconds is stopped and fails." +
+        f"; one that runs for more than {seconds_for(None):g} seconds "
+        f"{f'({longest:g} for a whole model) ' if longest > seconds_for(None) else ''}is "
+        f"stopped and fails." +
         (" What each of minitf's exercises teaches, and its classic mistake:" if catalogue
          else ""), width=99)
     listing = "\n    python -m minitf exercise list\n" if catalogue else ""
