@@ -69,6 +69,11 @@ def _homework(args) -> int:
     if journal is None:
         return 0 if all(o.result.passed for o in outcomes) else 1
     journal.close()                 # every exercise's, those a process that ended had graded too
+    taken_up = len(journal.tests) - len(outcomes)
+    if taken_up:                    # the table above holds this process's exercises alone
+        print(f"with the {taken_up} graded before the grading process ended: score "
+              f"{sum(test['score'] for test in journal.tests):g} of {len(journal.tests)} in all "
+              f"({args.json})")
     return 0 if all(test["status"] == "passed" for test in journal.tests) else 1
 
 

@@ -14,7 +14,6 @@ import pytest
 from minitf import cli, homework
 from minitf.homework import autograder, handout
 from minitf.homework.autograde import find_submitted
-from minitf.homework.journal import Journal
 
 EXERCISES = ["softmax_backward", "layer_norm_backward"]
 FILES = ["minitf/functional/softmax.py", "minitf/functional/layer_norm.py"]
@@ -292,37 +291,6 @@ def test_code_that_ends_the_grading_process_costs_its_own_exercise(made, tmp_pat
     assert not (root / "results" / "results.json.progress").exists()
 
 
-def test_results_json_stands_at_every_exercise_and_resume_takes_it_up(made, tmp_path, capsys):
-    """What a process that ends inside an exercise leaves, and --resume's one-line refusals."""
-    hw, _, _ = made
-    out = tmp_path / "results.json"
-    journal = Journal(out, EXERCISES)
-    journal.starting(EXERCISES[0])                       # ... and the process ends here
-    left = json.loads(out.read_text(encoding="utf-8"))
-    assert [t["score"] for t in left["tests"]] == [0.0, 0.0] and left["score"] == 0
-    assert "ended while it ran" in left["tests"][0]["output"]
-    assert "was not graded: the grading process ended inside softmax_backward" in \
-        left["tests"][1]["output"]
-    progress = out.with_name("results.json.progress")
-    assert json.loads(progress.read_text(encoding="utf-8"))["running"] == EXERCISES[0]
-
-    taken = Journal(out, EXERCISES, resume=True)
-    assert taken.graded == {EXERCISES[0]}
-    assert taken.started == journal.started         # a --budget counts from the first run's start
-    with pytest.raises(ValueError, match="ended outside any exercise"):   # it ended again,
-        Journal(out, EXERCISES, resume=True)              # before the next exercise: no one to blame
-    assert not progress.exists()
-    progress.write_text('{"tests": [], "running": "attention_backward", "seconds": 0, '
-                        '"note": "", "started": 0}')
-    with pytest.raises(ValueError, match="not the progress of this homework's grading"):
-        Journal(out, EXERCISES, resume=True)
-    assert not progress.exists()
-    assert Journal(out, EXERCISES, resume=True).graded == set()      # nothing left: grade all
-
-    assert cli.main(["homework", "grade", str(hw), "--resume"]) == 2
-    assert "--resume goes with --json" in capsys.readouterr().err
-
-
 def test_the_zip_s_budget_is_a_minute_under_the_assignment_s_timeout(made, tmp_path, capsys):
     hw = made[0]
     with zipfile.ZipFile(made[2]) as archive:
@@ -339,3 +307,45 @@ def test_the_zip_s_budget_is_a_minute_under_the_assignment_s_timeout(made, tmp_p
         capsys.readouterr().err
     with pytest.raises(ValueError, match="timeout_minutes must be an integer ≥ 2"):
         autograder.build(hw, tmp_path / "one.zip", timeout_minutes=1)
+
+
+def test_a_resumed_grading_that_changes_nothing_ends_the_loop(made, tmp_path):
+    """Each resumed run must blame one more exercise; one that could not write its progress
+    (a full disk) would leave it as it was, run after run, until Gradescope's timeout."""
+    stuck = tmp_path / "python"
+    stuck.write_text('#!/usr/bin/env bash\n'        # the same progress, whatever it is asked
+                     'while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done\n'
+                     'echo "{}" > "$json"; echo "stuck" > "$json.progress"; exit 2\n')
+    stuck.chmod(0o755)
+    run, root = _run_autograder(made[2], tmp_path, lambda folder: None, python=str(stuck))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("grading the rest in a new one") == 1
+    assert "run_autograder: a resumed grading changed nothing (exit status 2); stopping" in \
+        run.stderr
+
+
+@pytest.mark.slow
+def test_one_call_past_the_budget_is_killed_and_the_rest_said(made, tmp_path):
+    """A single NumPy call runs on past every alarm; run_autograder kills it when the budget is
+    spent (at the least 10 s a run, to write the rest), and the journal says what happened."""
+    _, key, zip_path = made
+
+    def one_long_call(folder):
+        script = folder.parent / "run_autograder"
+        script.write_text(script.read_text().replace(   # one BLAS thread: no alarm stops it
+            "\nbudget=540\n", "\nbudget=4\nexport OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1\n"))
+        shutil.copytree(key / "minitf", folder / "minitf")
+        path = folder / FILES[0]
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("return p * (dp - row_dot(dp, p, axis))",
+                                     "import numpy; a = numpy.ones((10000, 10000)); a @ a\n"
+                                     "    return p * (dp - row_dot(dp, p, axis))"),
+                        encoding="utf-8")
+
+    run, root = _run_autograder(zip_path, tmp_path, one_long_call)
+    assert run.returncode == 0, run.stderr
+    assert "ended inside an exercise (exit status 137)" in run.stderr          # killed
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 0.0}
+    assert "held one call past the grading's time" in results["tests"][0]["output"]
+    assert "was not graded: the grading's budget of 4 s ran out" in results["tests"][1]["output"]

@@ -55,13 +55,24 @@ results="$root/results/results.json"
 rm -f "$results" "$results.progress"
 # A student's code that ends the grading process (os._exit(), a crash, the OOM killer) leaves
 # results.json.progress behind, naming the exercise it ended inside: that one scores 0 and the
-# rest are graded in a new process (--resume). Each resumed run blames one more exercise or stops.
-resume=""
+# rest are graded in a new process (--resume). Each resumed run blames one more exercise, and so
+# changes the progress, or stops; one that changed nothing (it could not write, say) ends it.
+# A run still going when the budget is spent (one NumPy call no alarm can stop) is killed.
+resume="" before=""
 while :; do
-    PYTHONPATH="$root/source/reference" "$python" -m minitf homework grade "$root/source/homework" \\
-        --submission "$root/submission" --json "$results" --budget "$budget" $resume
+    left=$(( budget - SECONDS )); [ "$left" -ge 10 ] || left=10     # time to write the rest
+    limit=""; command -v timeout >/dev/null && limit="timeout -s KILL $left"
+    PYTHONPATH="$root/source/reference" $limit "$python" -m minitf homework grade \\
+        "$root/source/homework" --submission "$root/submission" --json "$results" \\
+        --budget "$budget" $resume
     status=$?
     [ -e "$results.progress" ] || break
+    progress=$(cat "$results.progress")
+    if [ "$progress" = "$before" ]; then
+        echo "run_autograder: a resumed grading changed nothing (exit status $status); stopping" >&2
+        break
+    fi
+    before=$progress
     echo "run_autograder: the grading process ended inside an exercise (exit status $status); grading the rest in a new one" >&2
     resume="--resume"
 done

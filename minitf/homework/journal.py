@@ -20,6 +20,8 @@ more than there are exercises.
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from pathlib import Path
 
@@ -33,10 +35,27 @@ def progress_file(path: Path) -> Path:
 
 
 def _ended_inside(name: str, resumed: bool) -> str:
-    return (f"{name} could not be graded: the grading process ended while it ran (a call of "
-            f"os._exit(), a crash in compiled code, more memory than the grader has, or a "
-            f"KeyboardInterrupt raised?), so it scores 0" + ("; the exercises after it were graded in a new process" if resumed
-                           else ""))
+    return (f"{name} could not be graded: the grading process ended while it ran, so it scores 0 "
+            f"(its code called os._exit(), crashed in compiled code, used more memory than the "
+            f"grader has, raised KeyboardInterrupt, or held one call past the grading's time)" +
+            ("; the grading went on in a new process" if resumed else ""))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _dumped(data, **layout) -> str:
+    """``data`` as JSON text that UTF-8 can hold: a lone surrogate (in what a student's code
+    printed or raised, from bytes that were not UTF-8) becomes U+FFFD, where it would stop the
+    write, and with it the grading, for a right answer."""
+    return _LONE_SURROGATE.sub("\ufffd", json.dumps(data, ensure_ascii=False, **layout)) + "\n"
+
+
+def _is_test(test) -> bool:
+    """A test of Gradescope's results.json as this journal writes one."""
+    return (isinstance(test, dict) and isinstance(test.get("name"), str)
+            and all(isinstance(test.get(k), (int, float)) for k in ("score", "max_score"))
+            and all(isinstance(test.get(k), str) for k in ("status", "output")))
 
 
 class Journal:
@@ -45,7 +64,9 @@ class Journal:
     graded, by this process or by one that ended, which ``grade`` skips."""
 
     def __init__(self, path, names: list[str], resume: bool = False):
-        self.path, self.progress = Path(path), progress_file(Path(path))
+        # absolute: a student's code may change the working directory while it is graded
+        self.path = Path(path).absolute()
+        self.progress = progress_file(self.path)
         self.names = list(names)
         self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
         self.started = time.time()          # the grading's start, for its budget: the first run's
@@ -64,8 +85,10 @@ class Journal:
                 left["tests"], left["running"], float(left["seconds"]), str(left["note"]),
                 float(left["started"]))
             names = [t["name"] for t in tests] + ([] if running is None else [running])
-            known = set(names) <= set(self.names) and len(set(names)) == len(names)
-        except (OSError, ValueError, KeyError, TypeError):
+            known = (set(names) <= set(self.names) and len(set(names)) == len(names)
+                     and all(map(_is_test, tests)) and math.isfinite(seconds + started)
+                     and started <= time.time())
+        except Exception:        # unreadable, not JSON, nested past the recursion limit, …
             known = False
         if not known:            # of no use, and removed: a loop of resumed runs ends here
             self.progress.unlink(missing_ok=True)
@@ -82,14 +105,13 @@ class Journal:
         self._write_progress(None)       # taken up: a crash before the next one blames no one
 
     def _write_progress(self, running: str | None) -> None:
-        write_utf8(self.progress, json.dumps({"tests": self.tests, "running": running,
-                                              "seconds": self.seconds, "note": self.note,
-                                              "started": self.started},
-                                             ensure_ascii=False) + "\n", "--json")
+        write_utf8(self.progress, _dumped({"tests": self.tests, "running": running,
+                                           "seconds": self.seconds, "note": self.note,
+                                           "started": self.started}), "--json")
 
     def _write_results(self, tests: list[dict]) -> None:
-        write_utf8(self.path, json.dumps(gradescope_results(tests, self.seconds, self.note),
-                                         indent=2, ensure_ascii=False) + "\n", "--json")
+        write_utf8(self.path, _dumped(gradescope_results(tests, self.seconds, self.note),
+                                      indent=2), "--json")
 
     def starting(self, name: str) -> None:
         """Before ``name`` runs: the progress, and the results as they stand if it never ends."""

@@ -1,0 +1,119 @@
+"""The journal of ``homework grade --json``: results.json as it would stand if the grading
+process ended before each exercise, and ``--resume``'s taking up of what such a process left
+(run_autograder's loop around it is tested with the zip, in test_homework_autograder.py)."""
+import json
+import os
+import shutil
+
+import pytest
+
+from minitf import cli, homework
+from minitf.homework.journal import Journal
+
+EXERCISES = ["softmax_backward", "layer_norm_backward"]
+SOFTMAX = "minitf/functional/softmax.py"
+RIGHT = "return p * (dp - row_dot(dp, p, axis))"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """(the student directory, the key)."""
+    root = tmp_path_factory.mktemp("journal")
+    return (homework.make(root / "hw", EXERCISES),
+            homework.make(root / "key", EXERCISES, solutions=True))
+
+
+def _key_but(key, tmp_path, line: str):
+    """A copy of the key whose softmax_backward runs ``line`` first, and returns as it should."""
+    folder = tmp_path / "submission"
+    shutil.copytree(key / "minitf", folder / "minitf")
+    text = (key / SOFTMAX).read_text(encoding="utf-8")
+    changed = text.replace(RIGHT, line + "\n    " + RIGHT)
+    assert changed != text
+    (folder / SOFTMAX).write_text(changed, encoding="utf-8")
+    return folder
+
+
+def test_results_json_stands_at_every_exercise_and_resume_takes_it_up(made, tmp_path, capsys):
+    """What a process that ends inside an exercise leaves, and --resume's one-line refusals."""
+    hw, _ = made
+    out = tmp_path / "results.json"
+    journal = Journal(out, EXERCISES)
+    journal.starting(EXERCISES[0])                       # ... and the process ends here
+    left = json.loads(out.read_text(encoding="utf-8"))
+    assert [t["score"] for t in left["tests"]] == [0.0, 0.0] and left["score"] == 0
+    assert "ended while it ran" in left["tests"][0]["output"]
+    assert "was not graded: the grading process ended inside softmax_backward" in \
+        left["tests"][1]["output"]
+    progress = out.with_name("results.json.progress")
+    assert json.loads(progress.read_text(encoding="utf-8"))["running"] == EXERCISES[0]
+
+    taken = Journal(out, EXERCISES, resume=True)
+    assert taken.graded == {EXERCISES[0]}
+    assert taken.started == journal.started         # a --budget counts from the first run's start
+    with pytest.raises(ValueError, match="ended outside any exercise"):   # it ended again,
+        Journal(out, EXERCISES, resume=True)              # before the next exercise: no one to blame
+    assert not progress.exists()
+    progress.write_text('{"tests": [], "running": "attention_backward", "seconds": 0, '
+                        '"note": "", "started": 0}')
+    with pytest.raises(ValueError, match="not the progress of this homework's grading"):
+        Journal(out, EXERCISES, resume=True)
+    assert not progress.exists()
+    assert Journal(out, EXERCISES, resume=True).graded == set()      # nothing left: grade all
+
+    assert cli.main(["homework", "grade", str(hw), "--resume"]) == 2
+    assert "--resume goes with --json" in capsys.readouterr().err
+
+
+
+def test_what_a_right_answer_prints_never_stops_the_writing(made, tmp_path, monkeypatch):
+    """A lone surrogate (bytes that were not UTF-8, decoded with surrogateescape) in a print or
+    an error message: UTF-8 cannot hold it, and results.json could not be written."""
+    hw, key = made
+    submission = _key_but(key, tmp_path, "print('dbg \\udc80')")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(submission),
+                     "--json", "results.json"]) == 0
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert results["score"] == 2 and "dbg \ufffd" in results["tests"][0]["output"]
+
+
+def test_a_relative_json_path_survives_the_student_s_chdir(made, tmp_path, monkeypatch):
+    hw, key = made
+    submission = _key_but(key, tmp_path, "import os; os.chdir(os.sep)")
+    (tmp_path / "res").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(submission),
+                     "--json", "res/r.json"]) == 0
+    assert os.getcwd() == os.sep                      # moved, and the results went where asked
+    results = json.loads((tmp_path / "res/r.json").read_text(encoding="utf-8"))
+    assert results["score"] == 2 and not (tmp_path / "res/r.json.progress").exists()
+
+
+@pytest.mark.parametrize("progress", [
+    '{"tests": [{"name": "softmax_backward"}], "running": null, "seconds": 0, "note": "", '
+    '"started": 0}',                                                  # a test without its score
+    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": NaN}',
+    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": 1e30}',
+    "[" * 100_000,                                   # nested past the recursion limit
+])
+def test_a_progress_file_that_is_not_this_grading_s_is_refused_in_one_line(tmp_path, progress):
+    out = tmp_path / "results.json"
+    out.with_name("results.json.progress").write_text(progress, encoding="utf-8")
+    with pytest.raises(ValueError, match="is not the progress of this homework's grading"):
+        Journal(out, EXERCISES, resume=True)
+    assert not out.with_name("results.json.progress").exists()
+
+
+def test_a_resumed_grading_says_the_whole_score(made, tmp_path, capsys):
+    """Its table holds its own exercises; the line under it counts those taken up too."""
+    hw, key = made
+    out = tmp_path / "results.json"
+    Journal(out, EXERCISES).starting(EXERCISES[0])          # a process ended inside softmax
+    assert cli.main(["homework", "grade", str(key), "--json", str(out), "--resume"]) == 1
+    printed = capsys.readouterr().out
+    assert printed.rstrip().endswith(f"with the 1 graded before the grading process ended: "
+                                     f"score 1 of 2 in all ({out})")
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert [t["score"] for t in results["tests"]] == [0.0, 1.0]
+    assert results["tests"][0]["output"].endswith("; the grading went on in a new process")
