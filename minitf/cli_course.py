@@ -61,7 +61,8 @@ def _homework(args) -> int:
         from minitf.homework.journal import Journal
         check_file_name(args.json, "--json")
         names = [entry["name"] for entry in homework.manifest(args.dir)["exercises"]]
-        journal = Journal(args.json, names, resume=args.resume)
+        graded = [str(Path(f).resolve()) for f in (args.dir, args.submission) if f is not None]
+        journal = Journal(args.json, names, resume=args.resume, of=" ".join(graded))
     outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last

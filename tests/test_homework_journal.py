@@ -92,10 +92,14 @@ def test_a_relative_json_path_survives_the_student_s_chdir(made, tmp_path, monke
 
 @pytest.mark.parametrize("progress", [
     '{"tests": [{"name": "softmax_backward"}], "running": null, "seconds": 0, "note": "", '
-    '"started": 0}',                                                  # a test without its score
-    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": NaN}',
-    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": 1e30}',
+    '"started": 0, "of": ""}',                                # a test without its score
+    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": NaN, '
+    '"of": ""}',
+    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": 1e30, '
+    '"of": ""}',
     "[" * 100_000,                                   # nested past the recursion limit
+    '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": 0, '
+    '"of": "another/submission"}',                   # another grading's
 ])
 def test_a_progress_file_that_is_not_this_grading_s_is_refused_in_one_line(tmp_path, progress):
     out = tmp_path / "results.json"
@@ -109,7 +113,7 @@ def test_a_resumed_grading_says_the_whole_score(made, tmp_path, capsys):
     """Its table holds its own exercises; the line under it counts those taken up too."""
     hw, key = made
     out = tmp_path / "results.json"
-    Journal(out, EXERCISES).starting(EXERCISES[0])          # a process ended inside softmax
+    Journal(out, EXERCISES, of=str(key.resolve())).starting(EXERCISES[0])   # ended in softmax
     assert cli.main(["homework", "grade", str(key), "--json", str(out), "--resume"]) == 1
     printed = capsys.readouterr().out
     assert printed.rstrip().endswith(f"with the 1 graded before the grading process ended: "

@@ -63,11 +63,12 @@ class Journal:
     (``finished``); ``close()`` writes the results in full. ``graded`` holds the names already
     graded, by this process or by one that ended, which ``grade`` skips."""
 
-    def __init__(self, path, names: list[str], resume: bool = False):
+    def __init__(self, path, names: list[str], resume: bool = False, of: str = ""):
         # absolute: a student's code may change the working directory while it is graded
         self.path = Path(path).absolute()
         self.progress = progress_file(self.path)
         self.names = list(names)
+        self.of = of             # what is graded (the folders): a progress of another is refused
         self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
         self.started = time.time()          # the grading's start, for its budget: the first run's
         if resume and self.progress.exists():
@@ -87,7 +88,7 @@ class Journal:
             names = [t["name"] for t in tests] + ([] if running is None else [running])
             known = (set(names) <= set(self.names) and len(set(names)) == len(names)
                      and all(map(_is_test, tests)) and math.isfinite(seconds + started)
-                     and started <= time.time())
+                     and started <= time.time() and left["of"] == self.of)
         except Exception:        # unreadable, not JSON, nested past the recursion limit, …
             known = False
         if not known:            # of no use, and removed: a loop of resumed runs ends here
@@ -107,7 +108,8 @@ class Journal:
     def _write_progress(self, running: str | None) -> None:
         write_utf8(self.progress, _dumped({"tests": self.tests, "running": running,
                                            "seconds": self.seconds, "note": self.note,
-                                           "started": self.started}), "--json")
+                                           "started": self.started, "of": self.of}),
+                   "--json")
 
     def _write_results(self, tests: list[dict]) -> None:
         write_utf8(self.path, _dumped(gradescope_results(tests, self.seconds, self.note),
