@@ -274,6 +274,18 @@ def test_an_answer_that_never_returns_is_stopped_where_it_loops(tmp_path, monkey
                            "stopped (a loop that never ends?)")
 
 
+
+def test_a_whole_model_s_answer_is_stopped_after_its_own_longer_limit(tmp_path, monkeypatch):
+    """A whole model's checks take seconds: its exercise has a limit of its own (240 s)."""
+    monkeypatch.setattr("minitf.exercises.time_limit.COMPOSITE_SECONDS", 1)
+    path = tmp_path / "DecoderBlock_backward.py"
+    path.write_text(starter_text(find("DecoderBlock.backward")).replace(
+        'raise NotImplementedError("DecoderBlock.backward: not written yet")',
+        "while True:\n        dy = dy + 0"))
+    report, status = exercises.check_file(path)           # 60 s for a loop anywhere else
+    assert status == 1 and report.endswith("ran for more than 1 s and was stopped (a loop that "
+                                           "never ends?)"), report
+
 def test_a_long_failing_table_shows_its_failing_rows_only():
     """A whole model's report listed some 180 rows, its few failures somewhere among them."""
     from minitf.exercises.grade import Result, report
