@@ -327,13 +327,14 @@ def test_a_resumed_grading_that_changes_nothing_ends_the_loop(made, tmp_path):
 @pytest.mark.slow
 def test_one_call_past_the_budget_is_killed_and_the_rest_said(made, tmp_path):
     """A single NumPy call runs on past every alarm; run_autograder kills it when the budget is
-    spent (at the least 10 s a run, to write the rest), and the journal says what happened."""
+    spent (at the least 10 s a run, to write the rest), and the journal says what happened. The
+    budget leaves the call seconds to start before the alarm, however slow the start-up."""
     _, key, zip_path = made
 
     def one_long_call(folder):
         script = folder.parent / "run_autograder"
         script.write_text(script.read_text().replace(   # one BLAS thread: no alarm stops it
-            "\nbudget=540\n", "\nbudget=4\nexport OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1\n"))
+            "\nbudget=540\n", "\nbudget=8\nexport OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1\n"))
         shutil.copytree(key / "minitf", folder / "minitf")
         path = folder / FILES[0]
         text = path.read_text(encoding="utf-8")
@@ -348,4 +349,4 @@ def test_one_call_past_the_budget_is_killed_and_the_rest_said(made, tmp_path):
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 0.0}
     assert "held one call past the grading's time" in results["tests"][0]["output"]
-    assert "was not graded: the grading's budget of 4 s ran out" in results["tests"][1]["output"]
+    assert "was not graded: the grading's budget of 8 s ran out" in results["tests"][1]["output"]
