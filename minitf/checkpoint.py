@@ -22,7 +22,8 @@ What an interrupted save leaves behind (its hidden temporaries, and a step direc
 but never made current) is removed by the next save, or by ``clean``; a checkpoint that
 checkpoints.txt does not name for any other reason (one you copied in) is never removed. A
 directory holding weights.npz and checkpoint.json itself (a step directory, or a run saved by an
-earlier minitf) loads too.
+earlier minitf) loads too. What checkpoint.json must hold, and the CheckpointError that says what
+it lacks, are minitf.checkpoint_format's.
 """
 from __future__ import annotations
 
@@ -30,7 +31,6 @@ import hashlib
 import io
 import itertools
 import json
-import math
 import os
 import re
 import shutil
@@ -39,7 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from minitf.backend import rng_state, seed, set_rng_state
+from minitf.backend import rng_state, set_rng_state
+from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta, rebuilt,
+                                      with_weights)
 from minitf.data import CharTokenizer
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
@@ -52,56 +54,6 @@ WEIGHTS, META, INDEX = "weights.npz", "checkpoint.json", "checkpoints.txt"
 KEEP = 3                  # checkpoints kept in a run directory
 
 
-class CheckpointError(ValueError):
-    """A checkpoint is missing, incomplete, corrupt, or does not fit the model."""
-
-
-# What checkpoint.json must hold, (key, types, wanted): always, and in a checkpoint that resumes.
-_MODEL_FIELDS = (("kind", str, "a model kind"), ("config", dict, "the model's settings"),
-                 ("rng", dict, "a random-generator state"))
-_RESUME_FIELDS = (("step", int, "the step count"), ("history", dict, "the loss history"),
-                  ("optimizer", dict, "the optimizer's settings"))
-_OPTIMIZER_FIELDS = (("type", str, "the optimizer's class"), ("t", int, "its step count"),
-                     ("lr", (int, float), "its learning rate"))
-
-
-def _check_fields(mapping: dict, fields, where: str, prefix: str = "") -> None:
-    """CheckpointError unless ``mapping`` holds each key of ``fields`` with a value of its type."""
-    for key, types, wanted in fields:
-        if key not in mapping:
-            raise CheckpointError(f"{where}: no {prefix}{key}; wanted {wanted}")
-        value = mapping[key]
-        if isinstance(value, bool) or not isinstance(value, types):
-            names = " or ".join(t.__name__ for t in
-                                (types if isinstance(types, tuple) else (types,)))
-            raise CheckpointError(f"{where}: {prefix}{key} is {str(repr(value))[:40]}; wanted "
-                                  f"{wanted} ({names})")
-
-
-def _check_meta(meta: dict, where: str) -> None:
-    """The parts of checkpoint.json that later code indexes into, checked once, here."""
-    _check_fields(meta, _MODEL_FIELDS, where)
-    if any(key in meta for key, _, _ in _RESUME_FIELDS):      # saved with a trainer: all three
-        _check_fields(meta, _RESUME_FIELDS, where)
-        _check_fields(meta["optimizer"], _OPTIMIZER_FIELDS, where, "optimizer.")
-        lr = meta["optimizer"]["lr"]
-        if not (math.isfinite(lr) and lr >= 0):
-            raise CheckpointError(f"{where}: optimizer.lr is {lr}; wanted a finite number ≥ 0")
-    try:
-        np.random.default_rng().bit_generator.state = meta["rng"]      # a scratch generator
-    except (TypeError, ValueError, KeyError, OverflowError) as err:
-        raise CheckpointError(f"{where}: rng is not a random-generator state ({err})") from None
-    if meta.get("tokenizer") is not None:
-        try:
-            tokenizer = CharTokenizer.from_json(meta["tokenizer"])
-        except (TypeError, ValueError, AttributeError) as err:
-            raise CheckpointError(f"{where}: tokenizer is corrupt ({err})") from None
-        vocab = meta["config"].get("vocab_size")
-        if vocab is not None and vocab != tokenizer.vocab_size:
-            raise CheckpointError(f"{where}: the tokenizer has {tokenizer.vocab_size} characters; "
-                                  f"wanted config.vocab_size = {vocab}")
-
-
 def _run_directory(directory, where: str) -> Path:
     """``directory`` as a Path, refused in one line when it is no path or is a file."""
     check_path(directory, "directory", where)
@@ -109,63 +61,6 @@ def _run_directory(directory, where: str) -> Path:
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"{where}: {directory} is a file; wanted a run directory")
     return directory
-
-
-def _json_keeps(value) -> bool:
-    """Whether JSON gives ``value`` back as it is: string keys and lists, all the way down."""
-    if isinstance(value, dict):
-        return all(isinstance(key, str) and _json_keeps(item) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return isinstance(value, list) and all(map(_json_keeps, value))
-    return True
-
-
-def _rebuilt(meta: dict, arrays: dict, where: str, fits: str = "") -> Model:
-    """The saved model, built from its kind and config and given its weights, as load builds
-    it; CheckpointError where it cannot be."""
-    if meta["kind"] not in MODELS:
-        raise CheckpointError(f"{where}: unknown model kind {meta['kind']!r}")
-    try:
-        model = MODELS[meta["kind"]](**meta["config"])
-    except (TypeError, ValueError) as err:
-        raise CheckpointError(f"{where}: its config does not build a {meta['kind']} model "
-                              f"({err})") from None
-    return _with_weights(model, arrays, where, fits)
-
-
-def _with_weights(model: Model, arrays: dict, where: str, fits: str = "") -> Model:
-    """``model`` given the saved weights; CheckpointError naming every key that does not fit."""
-    state = {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
-    try:
-        model.load_state_dict(state)
-    except ValueError as err:
-        what = f": {fits}" if fits else " does not fit this model"
-        raise CheckpointError(f"{where}{what}: {str(err).split(': ', 2)[-1]}") from None
-    return model
-
-
-def _check_loadable(meta: dict, arrays: dict) -> None:
-    """CheckpointError for a checkpoint that load would refuse, or that cannot be written: a
-    save must never make an unreadable checkpoint the current one."""
-    where = "checkpoint.save"
-    _check_meta(meta, where)
-    if "step" in meta and meta["step"] < 0:
-        raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted an integer ≥ 0")
-    for key, value in arrays.items():
-        if not_real_numbers(value):
-            raise CheckpointError(f"{where}: {key} {not_real_numbers(value)}")
-    try:
-        json.dumps(meta)
-    except (TypeError, ValueError) as err:
-        raise CheckpointError(f"{where}: what rebuilds the run cannot be written as JSON "
-                              f"({err}); extra must hold plain numbers, strings, lists and "
-                              f"dicts") from None
-    if not _json_keeps(meta["extra"]):
-        raise CheckpointError(f"{where}: extra is {str(meta['extra'])[:60]}, which would load "
-                              f"back changed (a key 1 as '1', a tuple as a list); wanted string "
-                              f"keys and lists")
-    with seed(0):           # a config edited by hand; the build's draws leave the run's alone
-        _rebuilt(meta, arrays, where, fits="model.config does not describe the model's weights")
 
 
 def _listed(directory: Path) -> list[str]:
@@ -258,7 +153,7 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
         meta.update(step=plain[0], history=trainer.history,
                     optimizer={"type": type(trainer.optimizer).__name__, "t": plain[1],
                                "lr": plain[2]})
-    _check_loadable(meta, arrays)       # what load would refuse, refused before anything is written
+    check_loadable(meta, arrays)       # what load would refuse, refused before anything is written
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     weights = buffer.getvalue()
@@ -349,7 +244,7 @@ def _meta_at(found: Path) -> dict:
     if meta.get("version") != VERSION:
         raise CheckpointError(f"{where}: format version {meta.get('version')}; this minitf "
                               f"reads version {VERSION}")
-    _check_meta(meta, f"{where}: {META}")
+    check_meta(meta, f"{where}: {META}")
     return meta
 
 
@@ -384,7 +279,7 @@ def load(directory, model: Model | None = None) -> Checkpoint:
                         f"model to load into, or None to build the saved one")
     meta, arrays = _read(directory)
     where = f"checkpoint {directory}"
-    model = _rebuilt(meta, arrays, where) if model is None else _with_weights(model, arrays, where)
+    model = rebuilt(meta, arrays, where) if model is None else with_weights(model, arrays, where)
     tokenizer = CharTokenizer.from_json(meta["tokenizer"]) if meta.get("tokenizer") else None
     return Checkpoint(model, tokenizer, meta, arrays, directory)
 

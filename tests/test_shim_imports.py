@@ -8,7 +8,8 @@ import minitf
 PACKAGE = Path(minitf.__file__).parent
 SHIM = PACKAGE / "backend.py"
 ARRAY_LIBRARIES = {"numpy", "cupy", "cupyx", "scipy"}
-HOST_ONLY = {"checkpoint.py", "data/text.py", "data/tasks.py",   # host arrays only: files, ids
+HOST_ONLY = {"checkpoint.py", "checkpoint_format.py",                # host arrays only: files,
+             "data/text.py", "data/tasks.py",                        # ids
              "pretrained/safetensors.py", "pretrained/loader.py",   # model files, read on the host
              "viz.py"}                                            # and plots
 

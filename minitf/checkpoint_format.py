@@ -1,0 +1,123 @@
+"""What a checkpoint's checkpoint.json and weights must hold to load, checked in one place: by
+``checkpoint.load`` on what it reads, and by ``checkpoint.save`` before it writes, so that a save
+never makes current a checkpoint that load would refuse. Every refusal is a CheckpointError whose
+one line names the file and the field, what it holds and what was wanted.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from minitf.backend import seed
+from minitf.data import CharTokenizer
+from minitf.models import MODELS, Model
+from minitf.validate import not_real_numbers
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, incomplete, corrupt, or does not fit the model."""
+
+
+# What checkpoint.json must hold, (key, types, wanted): always, and in a checkpoint that resumes.
+_MODEL_FIELDS = (("kind", str, "a model kind"), ("config", dict, "the model's settings"),
+                 ("rng", dict, "a random-generator state"))
+_RESUME_FIELDS = (("step", int, "the step count"), ("history", dict, "the loss history"),
+                  ("optimizer", dict, "the optimizer's settings"))
+_OPTIMIZER_FIELDS = (("type", str, "the optimizer's class"), ("t", int, "its step count"),
+                     ("lr", (int, float), "its learning rate"))
+
+
+def check_fields(mapping: dict, fields, where: str, prefix: str = "") -> None:
+    """CheckpointError unless ``mapping`` holds each key of ``fields`` with a value of its type."""
+    for key, types, wanted in fields:
+        if key not in mapping:
+            raise CheckpointError(f"{where}: no {prefix}{key}; wanted {wanted}")
+        value = mapping[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in
+                                (types if isinstance(types, tuple) else (types,)))
+            raise CheckpointError(f"{where}: {prefix}{key} is {str(repr(value))[:40]}; wanted "
+                                  f"{wanted} ({names})")
+
+
+def check_meta(meta: dict, where: str) -> None:
+    """The parts of checkpoint.json that later code indexes into, checked once, here."""
+    check_fields(meta, _MODEL_FIELDS, where)
+    if any(key in meta for key, _, _ in _RESUME_FIELDS):      # saved with a trainer: all three
+        check_fields(meta, _RESUME_FIELDS, where)
+        check_fields(meta["optimizer"], _OPTIMIZER_FIELDS, where, "optimizer.")
+        lr = meta["optimizer"]["lr"]
+        if not (math.isfinite(lr) and lr >= 0):
+            raise CheckpointError(f"{where}: optimizer.lr is {lr}; wanted a finite number ≥ 0")
+    try:
+        np.random.default_rng().bit_generator.state = meta["rng"]      # a scratch generator
+    except (TypeError, ValueError, KeyError, OverflowError) as err:
+        raise CheckpointError(f"{where}: rng is not a random-generator state ({err})") from None
+    if meta.get("tokenizer") is not None:
+        try:
+            tokenizer = CharTokenizer.from_json(meta["tokenizer"])
+        except (TypeError, ValueError, AttributeError) as err:
+            raise CheckpointError(f"{where}: tokenizer is corrupt ({err})") from None
+        vocab = meta["config"].get("vocab_size")
+        if vocab is not None and vocab != tokenizer.vocab_size:
+            raise CheckpointError(f"{where}: the tokenizer has {tokenizer.vocab_size} characters; "
+                                  f"wanted config.vocab_size = {vocab}")
+
+
+def json_keeps(value) -> bool:
+    """Whether JSON gives ``value`` back as it is: string keys and lists, all the way down."""
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and json_keeps(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return isinstance(value, list) and all(map(json_keeps, value))
+    return True
+
+
+def rebuilt(meta: dict, arrays: dict, where: str, fits: str = "") -> Model:
+    """The saved model, built from its kind and config and given its weights, as load builds
+    it; CheckpointError where it cannot be."""
+    if meta["kind"] not in MODELS:
+        raise CheckpointError(f"{where}: unknown model kind {meta['kind']!r}")
+    try:
+        model = MODELS[meta["kind"]](**meta["config"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{where}: its config does not build a {meta['kind']} model "
+                              f"({err})") from None
+    return with_weights(model, arrays, where, fits)
+
+
+def with_weights(model: Model, arrays: dict, where: str, fits: str = "") -> Model:
+    """``model`` given the saved weights; CheckpointError naming every key that does not fit."""
+    state = {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
+    try:
+        model.load_state_dict(state)
+    except ValueError as err:
+        what = f": {fits}" if fits else " does not fit this model"
+        raise CheckpointError(f"{where}{what}: {str(err).split(': ', 2)[-1]}") from None
+    return model
+
+
+def check_loadable(meta: dict, arrays: dict) -> None:
+    """CheckpointError for a checkpoint that load would refuse, or that cannot be written: a
+    save must never make an unreadable checkpoint the current one."""
+    where = "checkpoint.save"
+    check_meta(meta, where)
+    if "step" in meta and meta["step"] < 0:
+        raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted an integer ≥ 0")
+    for key, value in arrays.items():
+        if not_real_numbers(value):
+            raise CheckpointError(f"{where}: {key} {not_real_numbers(value)}")
+    try:
+        json.dumps(meta)
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{where}: what rebuilds the run cannot be written as JSON "
+                              f"({err}); extra must hold plain numbers, strings, lists and "
+                              f"dicts") from None
+    if not json_keeps(meta["extra"]):
+        raise CheckpointError(f"{where}: extra is {str(meta['extra'])[:60]}, which would load "
+                              f"back changed (a key 1 as '1', a tuple as a list); wanted string "
+                              f"keys and lists")
+    with seed(0):           # a config edited by hand; the build's draws leave the run's alone
+        rebuilt(meta, arrays, where, fits="model.config does not describe the model's weights")
