@@ -5,6 +5,7 @@ import importlib
 import re
 
 import numpy as np
+import pytest
 
 import minitf.functional as F
 import minitf.nn as nn
@@ -258,33 +259,26 @@ def test_an_exit_in_the_learner_s_code_fails_the_check_instead_of_ending_it(tmp_
     assert status == 1 and "raised an error as it was loaded" in report and "SystemExit" in report
 
 
-def test_an_answer_that_never_returns_is_stopped_where_it_loops(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, limit", [
+    ("relu_backward", "EXERCISE_SECONDS"),
+    ("DecoderBlock.backward", "COMPOSITE_SECONDS"),  # a whole model's: a longer limit, its own
+])
+def test_an_answer_that_never_returns_is_stopped_where_it_loops(tmp_path, monkeypatch, name,
+                                                                limit):
     """A loop that never ends hung 'minitf exercise check' for good, with no word."""
-    monkeypatch.setattr("minitf.exercises.time_limit.EXERCISE_SECONDS", 1)
-    path = tmp_path / "relu_backward.py"
-    path.write_text(starter_text(find("relu_backward")).replace(
-        'raise NotImplementedError("relu_backward: not written yet")',
-        "while True:\n        dy = dy + 0"))
+    monkeypatch.setattr(f"minitf.exercises.time_limit.{limit}", 1)
+    exercise = find(name)
+    path = tmp_path / exercise.filename
+    path.write_text(starter_text(exercise).replace(
+        f'raise NotImplementedError("{name}: not written yet")', "while True:\n        dy = dy + 0"))
     report, status = exercises.check_file(path)
-    assert status == 1 and report.startswith("relu_backward.py could not be graded:"), report
+    assert status == 1 and report.startswith(f"{path.name} could not be graded:"), report
     # where it was: the loop's line (the one Python checks for signals at) or its body's
-    assert "relu_backward.py, line" in report
+    assert f"{path.name}, line" in report
     assert "    while True:" in report or "    dy = dy + 0" in report, report
-    assert report.endswith("TookTooLong: your relu_backward.py ran for more than 1 s and was "
-                           "stopped (a loop that never ends?)")
+    assert report.endswith(f"TookTooLong: your {path.name} ran for more than 1 s and was "
+                           f"stopped (a loop that never ends?)")
 
-
-
-def test_a_whole_model_s_answer_is_stopped_after_its_own_longer_limit(tmp_path, monkeypatch):
-    """A whole model's checks take seconds: its exercise has a limit of its own (240 s)."""
-    monkeypatch.setattr("minitf.exercises.time_limit.COMPOSITE_SECONDS", 1)
-    path = tmp_path / "DecoderBlock_backward.py"
-    path.write_text(starter_text(find("DecoderBlock.backward")).replace(
-        'raise NotImplementedError("DecoderBlock.backward: not written yet")',
-        "while True:\n        dy = dy + 0"))
-    report, status = exercises.check_file(path)           # 60 s for a loop anywhere else
-    assert status == 1 and report.endswith("ran for more than 1 s and was stopped (a loop that "
-                                           "never ends?)"), report
 
 def test_a_long_failing_table_shows_its_failing_rows_only():
     """A whole model's report listed some 180 rows, its few failures somewhere among them."""
