@@ -147,7 +147,7 @@ def add_course_commands(commands, add_backend, path, seconds, minutes) -> None:
                            "ones already graded are kept, the rest are graded")
     mark.add_argument("--budget", metavar="SECONDS", type=seconds,
                       help="stop grading after this long in all (counted from the start of the "
-                           "run --resume takes up): each exercise gets at most 60 s or what is "
+                           "run --resume takes up): each exercise gets its time limit or what is "
                            "left, and those reached after are not graded (run_autograder passes "
                            "a minute under Gradescope's timeout)")
     mark.add_argument("--submission", metavar="DIR", type=path,

@@ -24,13 +24,13 @@ EXERCISE_SECONDS = 60      # one exercise, every case: all but a whole model's t
 # Transformer.backward on a core of an AMD EPYC (benchmarks/RESULTS.md, thirtieth entry), and
 # Gradescope runs a grader on half a virtual CPU by default
 COMPOSITE_SECONDS = 240
+TRACE_SECONDS = 10         # one registry case's forward and backward, run once to trace calls
 
 
 def seconds_for(level: int | None) -> float:
     """How long an exercise of ``level`` (None: an instructor's own) may run before it is
     stopped as a loop that never ends; read when asked, so that a changed limit holds at once."""
     return COMPOSITE_SECONDS if level == 5 else EXERCISE_SECONDS
-TRACE_SECONDS = 10         # one registry case's forward and backward, run once to trace calls
 
 
 class TookTooLong(BaseException):
@@ -66,8 +66,8 @@ class Budget:
     """The time a whole grading may take, counted from ``started`` (time.time(), so that a
     grading taken up by a new process counts from the first one's start): on Gradescope, a run
     past the assignment's timeout is killed and scores 0 with nothing shown, however many
-    exercises it had graded. Each exercise runs for at most EXERCISE_SECONDS or what is left,
-    whichever is less; once nothing is left, the rest are not graded. ``seconds`` None: no budget.
+    exercises it had graded. Each exercise runs for at most its own limit (seconds_for) or what
+    is left, whichever is less; once nothing is left, the rest are not graded. ``seconds`` None: no budget.
     """
 
     def __init__(self, seconds: float | None = None, started: float | None = None):

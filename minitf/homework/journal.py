@@ -15,7 +15,8 @@ when it finds one) keeps the exercises already graded as they were, scores that 
 why, and grades the rest in the new process. Every resumed run either blames one more exercise
 or removes FILE.progress and stops (the process ended between two exercises, with nothing to
 blame, or the file is not this grading's), so a loop of resumed runs ends after at most one run
-more than there are exercises.
+more than there are exercises; run_autograder also ends it at a run that changed nothing (one
+that could not write).
 """
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ def _dumped(data, **layout) -> str:
     printed or raised, from bytes that were not UTF-8) becomes U+FFFD, where it would stop the
     write, and with it the grading, for a right answer."""
     return _LONE_SURROGATE.sub("\ufffd", json.dumps(data, ensure_ascii=False, **layout)) + "\n"
+
+
+def _zero(name: str, why: str) -> dict:
+    """A test of Gradescope's results.json that scores 0, saying ``why``."""
+    return {"name": name, "score": 0.0, "max_score": 1.0, "status": "failed", "output": why}
 
 
 def _is_test(test) -> bool:
@@ -100,8 +106,7 @@ class Journal:
             raise ValueError(f"--resume: the grading process ended outside any exercise "
                              f"({self.path} holds what it had graded); nothing to resume")
         self.tests, self.seconds, self.started = tests, seconds, started
-        self.tests.append({"name": running, "score": 0.0, "max_score": 1.0, "status": "failed",
-                           "output": _ended_inside(running, resumed=True)})
+        self.tests.append(_zero(running, _ended_inside(running, resumed=True)))
         self.note = note + f"; the grading process ended inside {running}"
         self._write_progress(None)       # taken up: a crash before the next one blames no one
 
@@ -120,12 +125,9 @@ class Journal:
         self._write_progress(name)
         graded = self.graded
         rest = [n for n in self.names if n not in graded and n != name]
-        self._write_results(self.tests + [
-            {"name": name, "score": 0.0, "max_score": 1.0, "status": "failed",
-             "output": _ended_inside(name, resumed=False)},
-            *({"name": n, "score": 0.0, "max_score": 1.0, "status": "failed",
-               "output": f"{n} was not graded: the grading process ended inside {name}, "
-                         f"before it reached {n}"} for n in rest)])
+        self._write_results(self.tests + [_zero(name, _ended_inside(name, resumed=False))] + [
+            _zero(n, f"{n} was not graded: the grading process ended inside {name}, before it "
+                     f"reached {n}") for n in rest])
 
     def finished(self, outcome: Outcome) -> None:
         self.tests.append(gradescope_test(outcome))
