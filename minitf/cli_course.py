@@ -2,6 +2,7 @@
 parser beside what it runs. minitf.cli adds them to the one ``minitf`` command."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -58,9 +59,12 @@ def _homework(args) -> int:
         raise ValueError("--resume goes with --json: it takes up the grading that a --json run "
                          "left unfinished")
     if args.json:                   # before grading, which takes a while: not after it
-        from minitf.homework.journal import Journal
+        from minitf.homework.journal import Journal, progress_file
         check_file_name(args.json, "--json")
         names = [entry["name"] for entry in homework.manifest(args.dir)["exercises"]]
+        if args.resume and not progress_file(Path(args.json)).exists():
+            print(f"--resume: no {progress_file(Path(args.json))} was left behind (the last "
+                  f"grading finished, or none ran); grading every exercise", file=sys.stderr)
         graded = [str(Path(f).resolve()) for f in (args.dir, args.submission) if f is not None]
         journal = Journal(args.json, names, resume=args.resume, of=" ".join(graded))
     outcomes = homework.grade(args.dir, args.submission, journal, args.budget)

@@ -65,6 +65,14 @@ def test_results_json_stands_at_every_exercise_and_resume_takes_it_up(made, tmp_
     assert "--resume goes with --json" in capsys.readouterr().err
 
 
+def test_resume_with_nothing_left_behind_says_it_grades_every_exercise(made, tmp_path, capsys):
+    key = made[1]
+    out = tmp_path / "results.json"
+    assert cli.main(["homework", "grade", str(key), "--json", str(out), "--resume"]) == 0
+    assert capsys.readouterr().err == (f"--resume: no {out}.progress was left behind (the last "
+                                       f"grading finished, or none ran); grading every exercise\n")
+    assert json.loads(out.read_text(encoding="utf-8"))["score"] == 2
+
 
 def test_what_a_right_answer_prints_never_stops_the_writing(made, tmp_path, monkeypatch):
     """A lone surrogate (bytes that were not UTF-8, decoded with surrogateescape) in a print or
