@@ -220,7 +220,9 @@ def beam_search(model, src, beam_size: int = 4, max_len: int = 32, alpha: float 
 
     A finished hypothesis (one that produced EOS) is scored by log p / lp(length), with the
     length penalty lp = ((5 + length) / 6)^α of Wu et al. (2016): without it, short outputs win.
-    src: (b, m)  ->  a list of b token lists. beam_size=1 is greedy decoding.
+    src: (b, m)  ->  a list of b token lists. beam_size=1 with alpha=0 is greedy decoding; with
+    alpha > 0 one beam may still end longer than greedy does, as the penalty can favour a
+    longer finished hypothesis over the EOS that greedy would have taken first.
     """
     check_int(beam_size, "beam_size", "beam_search", what="the hypotheses kept at each step")
     check_int(max_len, "max_len", "beam_search", what="the most tokens to generate")

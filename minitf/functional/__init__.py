@@ -4,7 +4,9 @@
     grads      = op_backward(dout, cache)      # the gradients of the inputs, in order
 
 No state and no parameters: each pair can be read, tested and checked by finite differences on
-its own. Every op accepts any leading batch shape.
+its own. The elementwise ops, linear, layer norm, softmax, the losses and attention accept any
+leading batch shape; split_heads, patches and the recurrent ops take the shapes their
+docstrings give, and the position tables and masks none.
 """
 from minitf.functional.activation import (dropout, dropout_backward, gelu, gelu_backward, relu,
                                           relu_backward)

@@ -92,7 +92,7 @@ def gelu_backward(dy, cache):
 
     exact:  dy/dx = Φ(x) + x φ(x),   φ(x) = exp(−x²/2) / √(2π)
     tanh:   with u = √(2/π)(x + 0.044715 x³) and Φ = ½ (1 + tanh u), y = x Φ, so
-            dy/dx = Φ + x Φ'(u) du/dx,   Φ'(u) = ½ (1 − tanh² u) = 2 Φ (1 − Φ),
+            dy/dx = Φ + x (dΦ/du) (du/dx),   dΦ/du = ½ (1 − tanh² u) = 2 Φ (1 − Φ),
             du/dx = √(2/π) (1 + 3·0.044715 x²)
     """
     # BEGIN SOLUTION gelu_backward

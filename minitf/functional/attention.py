@@ -1,4 +1,4 @@
-"""Scaled dot-product attention and the split of features into heads (the masks: masks.py).
+"""Scaled dot-product attention (the split into heads: heads.py; the masks: masks.py).
 
     scores = q kᵀ / √d_k + M          M: 0 where a query may look, −inf where it may not
     probs  = softmax(scores)          row-wise: each query's weights over the keys sum to 1
@@ -267,8 +267,9 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
 
     positions[i, j] is clip(j − i, −K, K) + K (see clipped_relative_positions): past K tokens,
     every distance shares one vector. The tables are shared by all heads and batch rows. The
-    edge terms are a learned bias q_i · a^K_ij on the scores and an extra output Σ_j α_ij a^V_ij,
-    so this is ``attention`` with that bias, plus that output.
+    edge terms are an extra score q_i · a^K_ij / √d_k and an extra output Σ_j α_ij a^V_ij, so
+    this is ``attention`` given that score as its bias, plus that output; the bias depends on
+    q as well as on the learned table, so the backward adds its share to dq too.
 
     q: (..., n_q, d_k)   k: (..., n_k, d_k)   v: (..., n_k, d_v)
     positions: (n_q, n_k) integers in [0, 2K+1)

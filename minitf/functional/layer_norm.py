@@ -21,8 +21,9 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     """Normalize over the last axis, then scale by γ and shift by β.
 
     μ and σ² are the mean and the *biased* variance (divide by d, not d − 1) of the d features;
-    ε sits inside the square root, so a constant vector gives 0 rather than 0/0. Below, σ
-    stands for that root, √(σ² + ε).
+    ε sits inside the square root, so a constant vector gives 0 rather than 0/0 (for ε > 0;
+    ε = 0 is allowed, and a constant vector then gives NaN). Below, σ stands for that root,
+    √(σ² + ε).
     x: (..., d)   gamma, beta: (d,)   ->   y: (..., d)
     """
     _check_layer_norm(x, gamma, beta, eps)

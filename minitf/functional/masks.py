@@ -63,11 +63,13 @@ def query_key_lengths(n_q, n_k, where):
 
 
 def causal_mask(n_q, n_k=None, dtype=None, xp=None):
-    """No peeking at the future: query i may attend to key j only if j ≤ i.
+    """No peeking at the future: a query may attend to a key only if the key is not later.
 
     The queries are the *last* n_q of the n_k positions (n_k > n_q when earlier keys come from a
-    KV cache during generation), so query i sits at position i + (n_k − n_q).
-    ->  (n_q, n_k) additive mask: 0 on and below the diagonal, −inf above it
+    KV cache during generation), so query i sits at position i + (n_k − n_q) and may attend to
+    key j when j ≤ i + (n_k − n_q); with n_q = n_k, when j ≤ i.
+    ->  (n_q, n_k) additive mask: 0 on and below the diagonal (shifted n_k − n_q columns to the
+    right), −inf above it
     """
     n_q, n_k = query_key_lengths(n_q, n_k, "causal_mask")
     xp = xp or get_array_module()

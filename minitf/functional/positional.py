@@ -250,8 +250,9 @@ def fourier_features(coords, n_octaves):
     """γ(x) = [sin(2^k π x_j) | cos(2^k π x_j)] for every coordinate j and octave k < K: the
     sinusoidal encoding of token positions, applied to real coordinates (Tancik et al. 2020).
 
-    Octave k completes 2^(k−1) periods across [0, 1], so a layer reading γ(x) can draw detail as
-    fine as 1/2^K without having to build high frequencies out of ReLUs first.
+    Octave k completes 2^(k−1) periods across [0, 1] (a period of 2^(1−k)), so a layer reading
+    γ(x) can draw detail down to the top octave's period, 2^(2−K), without having to build
+    high frequencies out of ReLUs first.
     coords: (..., c)  ->  (..., 2·c·K): first the c·K sines, then the c·K cosines, each ordered
     coordinate by coordinate (x at octaves 0 … K−1, then y at octaves 0 … K−1, …)
     """

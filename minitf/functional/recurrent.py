@@ -11,7 +11,8 @@ walks the same steps backwards; the gradient reaching h_t is the output's own pl
 back from step t+1 through W_h, so a signal from step n reaches step 1 through n − 1 products
 with W_hᵀ and the tanh slopes: the path length is O(n) (attention's is O(1)).
 
-Gate order i, f, g, o and the stacked (d_in, 4·d_h) weights follow torch.nn.LSTM.
+Gate order i, f, g, o follows torch.nn.LSTM. Its weights are stored transposed there (4·d_h,
+d_in), where these are (d_in, 4·d_h), and it has two biases, b_ih and b_hh, whose sum is b.
 """
 from minitf.backend import get_array_module
 from minitf.functional.linear import linear, linear_backward

@@ -1,4 +1,4 @@
-"""What the four models share: a config that rebuilds them, and a loss with its backward."""
+"""What every model shares: a config that rebuilds it, and a loss with its backward."""
 import math
 
 import minitf.functional as F
@@ -11,7 +11,8 @@ class Model(Module):
 
     config   the constructor's arguments, a JSON-able dict: ``type(model)(**model.config)``
              builds the same architecture (checkpoints store it)
-    kind     a short name for the model family ("lm", "seq2seq", "classifier", "vit")
+    kind     a short name for the model family ("lm", "seq2seq", "classifier", "vit", "mlm",
+             "set", "rnn"; minitf.models.MODELS maps each to its class)
     chance_loss   log V, the loss of a uniform guess among the V classes, once loss() has run:
              where training starts, and what a diverging run ends far above (see minitf.train)
     """

@@ -15,10 +15,10 @@ from minitf.validate import (check_block_settings, check_finite, check_int, chec
 class _ClassTokenEncoder(Model):
     """What the classifiers share, once the input has become a sequence of vectors x:
 
-        h      = Enc([cls; x] + P)         (b, 1 + n, d_model)   pre-LN blocks, no causal mask
-        logits = LayerNorm(h)[:, 0] W_head (b, n_classes)        read the CLS position only
-    positions=False leaves out P (a set has no order); pooling="mean" reads the mean of h over
-    the tokens instead of a CLS token.
+        h      = Enc([cls; x] + P)                   (b, 1 + n, d_model)   pre-LN, not causal
+        logits = LayerNorm(h)[:, 0] W_head + b_head  (b, n_classes)        the CLS position only
+    positions=False leaves out P (a set has no order); pooling="mean" reads the mean of
+    LayerNorm(h) over the tokens instead of a CLS token.
     """
 
     def _build_encoder(self, n_tokens, n_classes, d_model, n_heads, n_layers, d_ff, dropout,

@@ -26,7 +26,8 @@ class Transformer(Model):
     Tokens equal to pad_id are padding: masked as keys (target ones only in training batches, see
     decode), and not scored as targets. attn_dropout: dropout on the attention weights of every
     attention layer (training only).  init: "normal" (each layer's own) or "xavier" (Glorot
-    uniform on every Linear's W, as the paper's well-known annotated re-telling does).
+    uniform on every Linear's W, as the paper's well-known annotated re-telling does; that
+    re-telling also re-draws the embedding tables, which here keep their own draws).
 
     forward(src, tgt) -> logits;   backward(dlogits) -> None
     Training: tgt = the target with BOS in front, targets = the target with EOS at the end.

@@ -221,6 +221,8 @@ class MeanPool(Module):
         s_b = Σ_i m_bi x_bi / Σ_i m_bi          m_bi = 1 for a real token, 0 for padding
         ∂L/∂x_bi = m_bi / Σ_j m_bj · ∂L/∂s_b     (each real token gets an equal share)
 
+    A sequence with no real token (all padding) averages nothing: its s_b is 0, and so is its
+    gradient (the sum Σ_i m_bi is taken as at least 1).
     forward(x, keep=None): x (b, n, d), keep (b, n) booleans (None: every token is real)
     -> (b, d);   backward(ds) -> dx (b, n, d)
     """

@@ -5,7 +5,8 @@
 
 The initial state is zero unless given; backward returns the gradient of x and of every initial
 state, in the order the forward took them. W_x ~ N(0, 1/d_in) and W_h ~ N(0, 1/d_h), so that
-x_t W_x and h_{t−1} W_h start with about unit variance per feature.
+each of x_t W_x and h_{t−1} W_h starts with about the variance of one feature of its input
+(of x, or of h, whose entries lie in (−1, 1) and so vary less than 1).
 """
 import math
 
