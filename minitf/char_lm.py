@@ -15,6 +15,7 @@ exactly the weights of one run of 40 steps.
 """
 from __future__ import annotations
 
+import itertools
 import shlex
 import signal
 import time
@@ -116,10 +117,12 @@ def run(config: RunConfig, log=print) -> dict:
     new = [p for p in (out, *out.parents) if not p.exists()]    # what probe creates, deepest first
     try:
         rundir.probe(out)                                               # fail before training
+        # before a run already there is refused: a mistyped --text is named as such
+        text = data.read_text(config.text) if config.text else data.default_corpus()
         with rundir.RunLock(out):
             checkpoint.clean(out)                # what a run killed mid-save left behind
             _refuse_to_overwrite(out, config.resume)
-            return _train(config, out, log)
+            return _train(config, text, out, log)
     except BaseException:
         for folder in new:                   # a refused run leaves no folder, nor its parents
             if folder.is_dir() and not any(folder.iterdir()):
@@ -152,8 +155,10 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
         step = f" (step {checkpoint.read_meta(out)['step']})"
     except (checkpoint.CheckpointError, KeyError):
         step = ""
+    free = next(other for other in (out.with_name(f"{out.name}{i}") for i in itertools.count(2))
+                if not other.exists())
     raise rundir.RunDirectoryError(f"--out {out} already holds a run{step}; continue it with "
-                                   f"--resume {out}, or choose a new --out")
+                                   f"--resume {out}, or start another with --out {free}")
 
 
 # The settings that make the model what it is: the same on --resume, or it is another model.
@@ -207,9 +212,8 @@ def _stop_on_ctrl_c(trainer: Trainer):
             signal.signal(signal.SIGINT, previous)
 
 
-def _train(config: RunConfig, out: Path, log) -> dict:
+def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     seed(config.seed)
-    text = data.read_text(config.text) if config.text else data.default_corpus()
     tokenizer = data.CharTokenizer.fit(text)
     saved = checkpoint.read_meta(config.resume) if config.resume else None
     if saved is not None:
@@ -299,7 +303,8 @@ def _describe(model) -> str:
     if isinstance(model, RNNLM):
         return (f"RNNLM, {model.num_parameters():,} parameters (one {c['cell']} layer, "
                 f"d_model={c['d_model']}, d_hidden={c['d_hidden']})")
-    return (f"DecoderLM, {model.num_parameters():,} parameters ({c['n_layers']} blocks, "
+    blocks = f"{c['n_layers']} block{'s' if c['n_layers'] != 1 else ''}"
+    return (f"DecoderLM, {model.num_parameters():,} parameters ({blocks}, "
             f"d_model={c['d_model']}, {c['n_heads']} heads, {c['positional']} positions)")
 
 

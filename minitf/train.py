@@ -176,9 +176,9 @@ class Trainer:
     def fit(self, steps: int, progress: bool = True) -> dict:
         """Train until ``self.step == steps`` (a resumed trainer continues where it stopped), or
         until ``stop_requested`` is set. ``progress`` shows the loss, lr, tokens/s and the
-        validation loss, if any: on a terminal as a bar redrawn in place; written to a file or a
-        pipe (``minitf train > log``), where a redrawn bar is one endless line, as a line every
-        ``eval_every`` steps.
+        validation loss, if any, on standard error: on a terminal as a bar redrawn in place;
+        written to a file or a pipe (``minitf train 2> log``, or ``> log 2>&1``), where a redrawn
+        bar is one endless line, as a line every ``eval_every`` steps.
         -> ``self.history``, a dict of lists: ``step``, ``loss`` and ``lr`` have an entry per
         training step; ``val_step`` and ``val_loss`` one per validation (every ``eval_every``
         steps and at the last)."""

@@ -195,7 +195,8 @@ def test_a_learning_rate_far_too_high_exits_1_naming_the_step(capsys, tmp_path):
                         r"steps is .* more than 3 × log\(103\) = 13\.9, .*", err), err
 
 
-def test_a_missing_text_file_is_one_line(capsys, tmp_path):
+def test_a_missing_text_file_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)            # the default --out, runs/lm, may hold a run where run
     assert cli.main(["train", "--fast", "--text", str(tmp_path / "none.txt")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no such file" in err

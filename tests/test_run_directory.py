@@ -191,7 +191,13 @@ def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys
     before = {p.name: p.stat().st_mtime_ns for p in run.rglob("*")}
     assert train(text, "--steps", "10", "--out", str(run)) == 2
     err = one_line(capsys)
-    assert f"--out {run} already holds a run (step 10)" in err and f"--resume {run}" in err
+    assert err.endswith(f"--out {run} already holds a run (step 10); continue it with --resume "
+                        f"{run}, or start another with --out {run}2")
+    (tmp_path / "run2").mkdir()                              # the name it offers is a free one
+    assert train(text, "--steps", "10", "--out", str(run)) == 2
+    assert one_line(capsys).endswith(f"or start another with --out {run}3")
+    assert train(str(tmp_path / "typo.txt"), "--out", str(run)) == 2     # named before the run
+    assert f"--text {tmp_path / 'typo.txt'}: no such file" in one_line(capsys)
     assert {p.name: p.stat().st_mtime_ns for p in run.rglob("*")} == before
 
 
