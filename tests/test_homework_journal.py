@@ -74,6 +74,28 @@ def test_resume_with_nothing_left_behind_says_it_grades_every_exercise(made, tmp
     assert json.loads(out.read_text(encoding="utf-8"))["score"] == 2
 
 
+@pytest.mark.parametrize("held", ["homework.json", "solution.py", "other.json", "binary"])
+def test_json_never_writes_over_a_file_that_is_not_a_grading_s_results(made, tmp_path, capsys,
+                                                                        held):
+    hw, key = made
+    target = tmp_path / held
+    if held == "homework.json":
+        target.write_bytes((hw / "homework.json").read_bytes())     # the homework's own manifest
+    else:
+        target.write_bytes({"solution.py": b"def softmax_backward(dp, cache): ...\n",
+                            "other.json": b'{"score": 3}', "binary": b"\xff\xfe"}[held])
+    before = target.read_bytes()
+    assert cli.main(["homework", "grade", str(key), "--json", str(target)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"minitf homework grade: --json {target}: already holds a file that is not a results.json a "
+        f"grading wrote; wanted a new file name, or an earlier results file to replace")
+    assert target.read_bytes() == before and not target.with_name(held + ".progress").exists()
+    results = tmp_path / "results.json"                     # a grading's own is replaced
+    for _ in range(2):
+        assert cli.main(["homework", "grade", str(key), "--json", str(results)]) == 0
+    assert json.loads(results.read_text(encoding="utf-8"))["score"] == 2
+
+
 def test_what_a_right_answer_prints_never_stops_the_writing(made, tmp_path, monkeypatch):
     """A lone surrogate (bytes that were not UTF-8, decoded with surrogateescape) in a print or
     an error message: UTF-8 cannot hold it, and results.json could not be written."""

@@ -35,6 +35,24 @@ def progress_file(path: Path) -> Path:
     return path.with_name(path.name + ".progress")
 
 
+def check_replaceable(path: Path) -> None:
+    """ValueError unless ``path`` is free or holds a results.json that a grading wrote: --json
+    rewrites its file before every exercise, and a mistyped one (the homework's homework.json, a
+    student's solution) would otherwise be lost."""
+    if not path.exists():
+        return
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+        ours = isinstance(results, dict) and isinstance(results.get("tests"), list) \
+            and "score" in results
+    except (OSError, ValueError, RecursionError):        # unreadable, not UTF-8, not JSON
+        ours = False
+    if not ours:
+        raise ValueError(f"--json {path}: already holds a file that is not a results.json a "
+                         f"grading wrote; wanted a new file name, or an earlier results file to "
+                         f"replace")
+
+
 def _ended_inside(name: str, resumed: bool) -> str:
     return (f"{name} could not be graded: the grading process ended while it ran, so it scores 0 "
             f"(its code called os._exit(), crashed in compiled code, used more memory than the "
@@ -72,6 +90,7 @@ class Journal:
     def __init__(self, path, names: list[str], resume: bool = False, of: str = ""):
         # absolute: a student's code may change the working directory while it is graded
         self.path = Path(path).absolute()
+        check_replaceable(self.path)
         self.progress = progress_file(self.path)
         self.names = list(names)
         self.of = of             # what is graded (the folders): a progress of another is refused
