@@ -119,6 +119,7 @@ def run(config: RunConfig, log=print) -> dict:
         rundir.probe(out)                                               # fail before training
         # before a run already there is refused: a mistyped --text is named as such
         text = data.read_text(config.text) if config.text else data.default_corpus()
+        _refuse_a_folder_of_other_files(out)
         with rundir.RunLock(out):
             checkpoint.clean(out)                # what a run killed mid-save left behind
             _refuse_to_overwrite(out, config.resume)
@@ -145,6 +146,23 @@ def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
         raise rundir.RunDirectoryError(
             f"the run directory {out} (--out): could not save the checkpoint of step "
             f"{trainer.step} ({err.strerror}); any earlier checkpoint there is untouched") from None
+
+
+def _refuse_a_folder_of_other_files(out: Path) -> None:
+    """A folder that holds no run may hold only what a run of minitf left there before its first
+    save (its lock, a save's hidden temporaries, a step directory never made current): a run
+    writes loss.png, checkpoints.txt and step directories, and would replace files of those
+    names."""
+    if checkpoint.find(out) is not None:
+        return
+    others = sorted(p.name for p in out.iterdir() if not (
+        p.name == rundir.LOCK or (p.name.startswith(".") and p.name.endswith(".tmp"))
+        or (p.name.startswith("step-") and p.is_dir())))
+    if others:
+        shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+        raise rundir.RunDirectoryError(f"--out {out} holds files that are not a minitf run's "
+                                       f"({shown}); wanted a new or empty folder, or a run "
+                                       f"directory")
 
 
 def _refuse_to_overwrite(out: Path, resume: str | None) -> None:

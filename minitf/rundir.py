@@ -4,7 +4,8 @@ written by one run at a time.
     probe(out)           --out is a file, cannot be created, is not writable, or its disk is full:
                          one line now, not a lost run after an hour of training
     with RunLock(out):   DIR/lock holds the PID of the run writing there; a second run refuses,
-                         a lock left by a run that died (SIGKILL, power cut) is taken over
+                         a lock left by a run that died (SIGKILL, power cut) is taken over,
+                         and a file named lock holding no process number is refused, not removed
 
 and the two writes every save of minitf is built from (a checkpoint, a tokenizer, a grade report):
     write_durably(path, data)    a new file, on the disk when the call returns
@@ -85,9 +86,16 @@ class RunLock:
 
     def _owner(self) -> int | None:
         try:
-            return int(self.path.read_text().split()[0])
-        except (FileNotFoundError, ValueError, IndexError):
-            return None             # vanished, or a lock cut short as its writer died
+            text = self.path.read_bytes().decode("ascii")
+        except FileNotFoundError:
+            return None             # vanished: its run ended
+        except (OSError, UnicodeDecodeError):               # a folder, unreadable, not text
+            text = "?"
+        if text.strip() and not text.strip().isdigit():     # not a PID: someone's own file
+            raise RunDirectoryError(f"{self.flag} {self.path.parent}: its file {LOCK} is not a "
+                                    f"minitf run's lock (a process number), and is left as it "
+                                    f"is; wanted another {self.flag}, or that file moved away")
+        return int(text) if text.strip() else None      # a lock cut short as its writer died
 
     def __enter__(self) -> "RunLock":
         for _ in range(2):          # the second try follows taking over a dead run's lock
@@ -109,5 +117,9 @@ class RunLock:
                                 f"just now; wait for it, or choose another {self.flag}")
 
     def __exit__(self, *exc) -> None:
-        if self._owner() == os.getpid():
+        try:
+            ours = self._owner() == os.getpid()
+        except RunDirectoryError:         # replaced while the run wrote: not ours to remove
+            ours = False
+        if ours:
             self.path.unlink(missing_ok=True)

@@ -256,6 +256,39 @@ def test_a_lock_left_by_a_dead_run_is_taken_over(text, tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX signals")
+def test_a_folder_of_other_files_is_refused_and_left_as_it_was(text, tmp_path, capsys):
+    """A run writes loss.png, checkpoints.txt and a lock: never over files that are not its own."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "loss.png").write_bytes(b"my own figure")
+    (mine / "notes.txt").write_text("my notes")
+    assert train(text, "--steps", "10", "--out", str(mine)) == 2
+    assert one_line(capsys).endswith(f"--out {mine} holds files that are not a minitf run's "
+                                     f"(loss.png, notes.txt); wanted a new or empty folder, or a "
+                                     f"run directory")
+    assert (mine / "loss.png").read_bytes() == b"my own figure"
+    assert sorted(p.name for p in mine.iterdir()) == ["loss.png", "notes.txt"]
+
+    locked = tmp_path / "locked"                  # a file named lock that holds no process number
+    locked.mkdir()
+    (locked / "lock").write_text("my own lock file")
+    assert train(text, "--steps", "10", "--out", str(locked)) == 2
+    assert one_line(capsys).endswith(f"--out {locked}: its file lock is not a minitf run's lock "
+                                     f"(a process number), and is left as it is; wanted another "
+                                     f"--out, or that file moved away")
+    assert (locked / "lock").read_text() == "my own lock file"
+
+    run = tmp_path / "run"                           # a run directory: its own files are replaced
+    assert train(text, "--steps", "10", "--out", str(run)) == 0
+    (run / "notes.txt").write_text("beside the run")
+    assert train(text, "--steps", "20", "--resume", str(run)) == 0
+    assert (run / "notes.txt").read_text() == "beside the run"
+    (run / "lock").write_bytes(b"\xff not a number")
+    assert train(text, "--steps", "30", "--resume", str(run)) == 2
+    assert "its file lock is not a minitf run's lock" in one_line(capsys)
+    assert (run / "lock").read_bytes() == b"\xff not a number"
+
+
 def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tmp_path, capsys):
     run = tmp_path / "run"
     child = subprocess.Popen(
