@@ -97,8 +97,8 @@ class Trainer:
     def train_step(self) -> tuple[float, int]:
         """One optimisation step. -> (training loss, number of target tokens)."""
         lr = None if self.schedule is None else self._scheduled_lr(self.step + 1)
+        *inputs, targets = self._next_batch()
         self.step += 1
-        *inputs, targets = self.batches()
         self.model.train()
         self.model.zero_grad()
         # A diverging step overflows (inf, then inf − inf = NaN) deep inside the forward and
@@ -121,6 +121,17 @@ class Trainer:
         self.history["loss"].append(loss)
         self.history["lr"].append(self.optimizer.lr)
         return loss, int(targets.size)
+
+    def _next_batch(self) -> tuple:
+        """batches(), refused in one line unless it is (inputs…, targets): a batches() that lost
+        its ``return`` gives None, and one array would be split into its rows."""
+        batch = self.batches()
+        if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+            got = ("None" if batch is None else f"a {type(batch).__name__} of {len(batch)}"
+                   if isinstance(batch, (tuple, list)) else f"one {type(batch).__name__}")
+            raise TypeError(f"Trainer: batches() returned {got}; wanted a tuple (inputs…, "
+                            f"targets), e.g. (x, y) for a language model")
+        return batch
 
     def _scheduled_lr(self, step: int) -> float:
         """The schedule's learning rate for ``step``, checked before the step starts: a bad one

@@ -125,6 +125,19 @@ def test_fit_to_a_step_already_done_is_refused():
     assert trainer.step == 5 and len(trainer.history["loss"]) == 5
 
 
+@pytest.mark.parametrize("returned, got", [
+    (None, "None"), (np.zeros((4, 8), dtype=np.int64), "one ndarray"), ((np.zeros(3),), "a tuple of 1")])
+def test_a_batches_that_does_not_return_inputs_and_targets_is_one_line(returned, got):
+    """A batches() whose return was forgotten unpacked as a raw TypeError; one array was split
+    into its rows, and the model blamed the rows' shape."""
+    lm = _lm()
+    trainer = Trainer(lm, Adam(lm), lambda: returned)
+    with raises(TypeError, f"Trainer: batches() returned {got}; wanted a tuple (inputs…, "
+                           f"targets), e.g. (x, y) for a language model"):
+        trainer.fit(1, progress=False)
+    assert trainer.step == 0 and trainer.history["loss"] == []         # no step was counted
+
+
 def test_a_validation_loss_that_is_not_finite_stops_the_run():
     from minitf.train import TrainingDiverged
     lm = _lm()
