@@ -19,7 +19,19 @@ import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
 from minitf.validate import (already_checked, check_flags, check_float, check_ids, check_int,
-                             check_real, check_sampling, check_shape)
+                             check_real, check_shape)
+
+
+def _check_sampling(max_new_tokens, temperature, top_k, top_p, greedy: bool, where: str) -> None:
+    """The settings of ``generate`` and ``sample_next``, checked once before the first step."""
+    check_int(max_new_tokens, "max_new_tokens", where, low=0)
+    check_flags(where, greedy=greedy)
+    if not greedy:
+        check_real(temperature, "temperature", where, low=0)
+    if top_k is not None:
+        check_int(top_k, "top_k", where)
+    if top_p is not None:
+        check_real(top_p, "top_p", where, low=0, high=1)
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -33,7 +45,7 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
         raise ValueError("sample_next: logits holds NaN; wanted numbers (−inf rules a token out)")
     if logits.shape[-1] == 0:
         raise ValueError("sample_next: logits has no classes (V = 0); wanted at least one")
-    check_sampling(0, temperature, top_k, top_p, greedy, "sample_next")
+    _check_sampling(0, temperature, top_k, top_p, greedy, "sample_next")
     return _sample(logits, temperature, top_k, top_p, greedy)
 
 
@@ -140,7 +152,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
     -> ids (b, n + max_new_tokens) on the host; with return_logits, also the logits of every
        step, (b, max_new_tokens, V);  on_token(ids) is called with each step's new ids (b,)
     """
-    check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
+    _check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
     check_flags("generate", use_cache=use_cache, return_logits=return_logits)
     _check_model(model, _LANGUAGE_MODEL, "generate")
     if on_token is not None and not callable(on_token):

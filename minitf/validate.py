@@ -356,6 +356,7 @@ def is_gradient_check(code) -> bool:
 @at_the_boundary
 def _check_gradient(dy, name: str, output_shape, cache, where: str, what: str) -> None:
     check_float(dy, name, where)
+    _refuse_the_forward_pair(cache, dy, where)
     shape = output_shape(cache)                  # read only when checked: not inside a model
     if shape is None:
         return
@@ -377,14 +378,30 @@ def is_real_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_loss_gradient(dloss, where: str) -> None:
+def _refuse_the_forward_pair(cache, dy, where: str) -> None:
+    """The classic slip, the forward's whole return, (y, cache), passed as the cache, refused in
+    one line (it failed deep inside, or ran on the wrong arrays). No cache of minitf's is a pair
+    whose first element has the output's shape, or is a loss's number."""
+    if not (isinstance(cache, tuple) and len(cache) == 2
+            and (is_array(cache[1]) or isinstance(cache[1], tuple))):
+        return
+    y = cache[0]
+    if (y.shape == dy.shape if is_array(y) else
+            isinstance(y, numbers.Real) and getattr(dy, "ndim", 0) == 0):
+        raise ValueError(f"{where}: cache is the (output, cache) pair that "
+                         f"{where.removesuffix('_backward')} returned; wanted its second element")
+
+
+def check_loss_gradient(dloss, where: str, cache=None) -> None:
     """ValueError unless ``dloss`` is one number (a Python number or a 0-d array): the gradient of
-    a loss, which is one number too; an array would broadcast into every entry's gradient."""
+    a loss, which is one number too; an array would broadcast into every entry's gradient. Given
+    the ``cache``, also refuses the forward's (loss, cache) pair in its place."""
     if getattr(dloss, "ndim", 0):
         raise ValueError(f"{where}: dloss has shape {tuple(dloss.shape)}; wanted a scalar, the "
                          f"gradient of the one loss (usually 1.0)")
     if not is_real_number(dloss):
         raise TypeError(f"{where}: dloss is {dloss!r}; wanted a real number (usually 1.0)")
+    _refuse_the_forward_pair(cache, dloss, where)
 
 
 def not_real_numbers(x) -> str:
@@ -407,15 +424,3 @@ def check_like(dy, name: str, shape, dtype, where: str, what: str) -> None:
     if dy.dtype != dtype:
         raise TypeError(f"{where}: {name} has dtype {dy.dtype}; wanted {dtype}, "
                         f"the dtype of {what}")
-
-
-def check_sampling(max_new_tokens, temperature, top_k, top_p, greedy: bool, where: str) -> None:
-    """The settings of ``generate``, checked once before the first step."""
-    check_int(max_new_tokens, "max_new_tokens", where, low=0)
-    check_flags(where, greedy=greedy)
-    if not greedy:
-        check_real(temperature, "temperature", where, low=0)
-    if top_k is not None:
-        check_int(top_k, "top_k", where)
-    if top_p is not None:
-        check_real(top_p, "top_p", where, low=0, high=1)

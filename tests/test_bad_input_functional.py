@@ -327,3 +327,31 @@ def test_settings_that_matched_nothing_or_built_nothing_are_refused():
             call()
     F.cross_entropy(logits, targets, ignore_index=None)          # None: no target ignored
     F.cross_entropy(logits, targets, ignore_index=np.int64(-100))
+
+
+def _function_cases():
+    """Every functional pair minitf's gradient checks run, by name."""
+    from minitf import gradcheck_cases
+    from minitf.gradcheck import FunctionCase
+    with backend.precision("float64"):
+        for name in gradcheck_cases.CASES:
+            built = gradcheck_cases.build(name)
+            for label, case in (built.items() if isinstance(built, dict) else [(name, built)]):
+                if isinstance(case, FunctionCase):
+                    yield label, case
+
+
+@pytest.mark.parametrize("label, case", list(_function_cases()), ids=lambda v: str(v)[:40])
+def test_the_forward_s_whole_return_as_the_cache_is_one_line(label, case):
+    """The classic slip: op_backward(dy, op(x)) where op(x) is (y, cache). It failed deep inside
+    (a tuple without .shape, an unpacking) or, for log_softmax's cache in softmax's backward,
+    ran on the wrong arrays; the real cache is never refused."""
+    with backend.precision("float64"):
+        pair = case.forward(**case.inputs, **case.options)
+        y, cache = pair
+        dy = backend.randn(*y.shape) if np.ndim(y) else 1.0
+        case.backward(dy, cache)
+        forward = case.backward.__name__.removesuffix("_backward")
+        with raises(ValueError, f"{case.backward.__name__}: cache is the (output, cache) pair "
+                                f"that {forward} returned; wanted its second element"):
+            case.backward(dy, pair)

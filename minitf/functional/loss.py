@@ -30,7 +30,7 @@ def mse_loss_backward(dloss, cache):
         dpred = 2 e / N · dloss,     dtarget = −dpred
     dloss: scalar   ->   (dpred, dtarget), each of the shape of pred
     """
-    check_loss_gradient(dloss, "mse_loss_backward")
+    check_loss_gradient(dloss, "mse_loss_backward", cache)
     diff = cache
     dpred = diff * (2.0 * dloss / diff.size)
     return dpred, -dpred

@@ -189,7 +189,7 @@ def cross_entropy_backward(dloss, cache):
     backward passes.
     dloss: scalar   ->   dlogits: (..., V)
     """
-    check_loss_gradient(dloss, "cross_entropy_backward")
+    check_loss_gradient(dloss, "cross_entropy_backward", cache)
     # BEGIN SOLUTION cross_entropy_backward
     logp, y, kept, divisor, label_smoothing, shape = cache
     xp = get_array_module(logp)
