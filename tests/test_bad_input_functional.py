@@ -355,3 +355,26 @@ def test_the_forward_s_whole_return_as_the_cache_is_one_line(label, case):
         with raises(ValueError, f"{case.backward.__name__}: cache is the (output, cache) pair "
                                 f"that {forward} returned; wanted its second element"):
             case.backward(dy, pair)
+
+
+def test_a_parameter_free_layer_or_a_table_refuses_what_is_not_a_float():
+    """No parameters to take a dtype from: MeanPool averaged ints into 0s (1/n truncated), the
+    sinusoidal layer and the tables returned integer sines."""
+    with raises(TypeError, "MeanPool: x has dtype int64; wanted float32 or float64"):
+        nn.MeanPool()(ints(2, 3, 4))
+    with raises(TypeError, "SinusoidalPositionalEncoding: x has dtype int64; wanted float32"):
+        nn.SinusoidalPositionalEncoding(4)(ints(1, 3, 4))
+    for table, call in (("sinusoidal_table", lambda dtype: F.sinusoidal_table(3, 4, dtype=dtype)),
+                        ("rope_angles", lambda dtype: F.rope_angles(3, 4, dtype=dtype)),
+                        ("alibi_bias", lambda dtype: F.alibi_bias(2, 3, dtype=dtype))):
+        for dtype in ("int64", bool, "complex128", "bogus"):
+            with raises(ValueError, f"{table}: dtype must be 'float32' or 'float64'; got"):
+                call(dtype)
+        assert np.asarray(call("float64")[0]).dtype == np.float64
+
+
+def test_mse_backward_keeps_pred_s_dtype_for_a_numpy_dloss():
+    pred = np.ones((2, 3), np.float32)
+    _, cache = F.mse_loss(pred, np.zeros_like(pred))
+    for dloss in (1.0, np.float64(1.0), np.array(1.0)):
+        assert all(g.dtype == np.float32 for g in F.mse_loss_backward(dloss, cache))

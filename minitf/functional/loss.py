@@ -32,5 +32,5 @@ def mse_loss_backward(dloss, cache):
     """
     check_loss_gradient(dloss, "mse_loss_backward", cache)
     diff = cache
-    dpred = diff * (2.0 * dloss / diff.size)
+    dpred = diff * (2.0 * float(dloss) / diff.size)      # a NumPy float64 dloss: pred's dtype kept
     return dpred, -dpred

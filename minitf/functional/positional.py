@@ -15,7 +15,7 @@ cache) sees the same positions as one fed the whole sequence.
 """
 import math
 
-from minitf.backend import float_dtype, get_array_module
+from minitf.backend import float_dtype, float_dtype_named, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import query_key_lengths
 from minitf.validate import (at_the_boundary, check_flags, check_float, check_int, check_real,
@@ -38,6 +38,12 @@ def _angles(n, width, offset, base, xp):
     return positions * inv_freq                                                  # (n, ⌈width/2⌉)
 
 
+def _table_dtype(dtype, where: str):
+    """A table's dtype: minitf's default for None, else one of the two float dtypes (an integer
+    table of sines would be 0s and 1s, and say nothing)."""
+    return float_dtype() if dtype is None else float_dtype_named(dtype, where)
+
+
 def sinusoidal_table(n, d, offset=0, base=10000.0, dtype=None, xp=None):
     """The fixed encodings of Vaswani et al.: sines and cosines of geometrically spaced frequencies.
 
@@ -54,7 +60,7 @@ def sinusoidal_table(n, d, offset=0, base=10000.0, dtype=None, xp=None):
     table = xp.empty((n, d), dtype="float64")
     table[:, 0::2] = xp.sin(theta)
     table[:, 1::2] = xp.cos(theta[:, : d // 2])
-    return table.astype(dtype or float_dtype())
+    return table.astype(_table_dtype(dtype, "sinusoidal_table"))
 
 
 def rope_angles(n, d_head, offset=0, base=10000.0, dtype=None, xp=None):
@@ -66,7 +72,7 @@ def rope_angles(n, d_head, offset=0, base=10000.0, dtype=None, xp=None):
         raise ValueError(f"rope_angles: d_head={d_head} must be even (features rotate in pairs)")
     xp = xp or get_array_module()
     theta = _angles(n, d_head, offset, base, xp)
-    dtype = dtype or float_dtype()
+    dtype = _table_dtype(dtype, "rope_angles")
     return xp.cos(theta).astype(dtype), xp.sin(theta).astype(dtype)
 
 
@@ -162,7 +168,7 @@ def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
     xp = xp or get_array_module()
     distance = xp.abs(_relative_positions(n_q, n_k, xp)).astype("float64")   # (n_q, n_k)
     slopes = xp.asarray(alibi_slopes(n_heads), dtype="float64")[:, None, None]
-    return (-slopes * distance).astype(dtype or float_dtype())
+    return (-slopes * distance).astype(_table_dtype(dtype, "alibi_bias"))
 
 
 def check_bucket_settings(num_buckets, max_distance, bidirectional, where) -> None:

@@ -6,8 +6,8 @@ import minitf.functional as F
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, ones, zeros
-from minitf.validate import (check_flags, check_int, check_probability, check_real, check_segments,
-                             check_shape)
+from minitf.validate import (check_flags, check_float, check_int, check_probability, check_real,
+                             check_segments, check_shape)
 
 
 class Linear(Module):
@@ -229,6 +229,7 @@ class MeanPool(Module):
 
     def forward(self, x, keep=None):
         self._check_input(x, "x", ("b", "n", "d"))
+        check_float(x, "x", "MeanPool")         # no parameters to take the dtype from: 1/n → 0
         if x.shape[1] == 0:
             raise ValueError(f"MeanPool: x has shape {tuple(x.shape)}, no positions; wanted at "
                              f"least one to average")

@@ -6,7 +6,7 @@ from minitf.array_ops import sum_to_shape
 from minitf.backend import get_array_module, is_int
 from minitf.functional.positional import check_bucket_settings
 from minitf.nn.module import Module, normal
-from minitf.validate import check_int, plain_int
+from minitf.validate import check_float, check_int, plain_int
 
 
 class SinusoidalPositionalEncoding(Module):
@@ -20,6 +20,7 @@ class SinusoidalPositionalEncoding(Module):
 
     def forward(self, x, offset: int = 0):
         self._check_input(x, "x", ("...", "n", ("d_model", self.d_model)))
+        check_float(x, "x", type(self).__name__)     # no parameters to take the dtype from
         table = F.sinusoidal_table(x.shape[-2], self.d_model, offset=offset, base=self.base,
                                    dtype=x.dtype, xp=get_array_module(x))
         self._save(x.shape)
