@@ -109,7 +109,10 @@ class MultiHeadAttention(Module):
 
     forward(x, memory=None, mask=None, cache=None):
         x: (b, n, d_model);  memory: (b, m, d_model), cross-attention only
-        mask: boolean (True = attend) or additive, broadcastable to (b, h, n, n_k)
+        mask: boolean (True = attend) or additive, broadcastable to (b, h, n, n_k): a padding
+              mask as (b, 1, 1, n_k). NumPy aligns shapes on the right, so a (b, n_k) array
+              is read as (n, n_k), one row per query: refused where b ≠ n, and silently taken
+              so where b = n
         cache: a KVCache, for generation (see KVCache); x then holds only the new tokens
     backward(dy) -> dx, or (dx, dmemory) for cross-attention
     """
