@@ -43,6 +43,7 @@ from minitf.backend import rng_state, set_rng_state
 from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta, rebuilt,
                                       with_weights)
 from minitf.data import CharTokenizer
+from minitf.data.text import not_utf8
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
 from minitf.rundir import fsync_directory, write_durably
@@ -63,13 +64,26 @@ def _run_directory(directory, where: str) -> Path:
     return directory
 
 
+_LISTING = ("wanted the list minitf train writes there, its step directories' names, newest "
+            "first, one a line (or load a step directory by its own path)")
+
+
 def _listed(directory: Path) -> list[str]:
-    """The step directories named in checkpoints.txt, newest first ([] when there is none)."""
+    """The step directories named in checkpoints.txt, newest first ([] when there is none). One
+    that no save wrote (a folder, bytes that are no text, the NULs a crash can leave of a file)
+    is a CheckpointError, and is left as it is: a save never writes over what it cannot read."""
+    if (directory / INDEX).is_dir():
+        raise CheckpointError(f"checkpoint {directory}: {INDEX} is a folder; {_LISTING}")
     try:
         with open(directory / INDEX, "rb") as f:
-            return [line for line in f.read().decode().splitlines() if line]
+            raw = f.read()
     except FileNotFoundError:
         return []
+    problem = not_utf8(raw)
+    if problem:
+        raise CheckpointError(f"checkpoint {directory}: {INDEX} is corrupt ({problem}); "
+                              f"{_LISTING}")
+    return [line for line in raw.decode().splitlines() if line]
 
 
 # The names a save writes: step directories, and the hidden temporaries of one process (its pid)
@@ -198,12 +212,19 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
 
 
 def find(directory) -> Path | None:
-    """The directory holding the current checkpoint of run ``directory``; None if it has none."""
+    """The directory holding the current checkpoint of run ``directory``; None if it has none.
+    A checkpoints.txt that names no directory is a CheckpointError, not "none": it is a run."""
     directory = _run_directory(directory, "checkpoint")
     listed = _listed(directory)
-    if listed:
-        return directory / listed[0]
-    return directory if (directory / META).is_file() else None
+    if not listed:
+        if (directory / INDEX).is_file():
+            raise CheckpointError(f"checkpoint {directory}: {INDEX} names nothing; {_LISTING}")
+        return directory if (directory / META).is_file() else None
+    if (directory / listed[0]).is_file():
+        raise CheckpointError(f"checkpoint {directory}: {INDEX} names {listed[0]}, a file, as "
+                              f"the current checkpoint; wanted a step directory holding {META} "
+                              f"and {WEIGHTS}")
+    return directory / listed[0]
 
 
 @dataclass

@@ -138,19 +138,24 @@ def read_utf8(path, where: str) -> str:
         raise FileNotFoundError(f"{where} {path}: no such file" if not path.exists() else
                                 f"{where} {path}: not a file of text (a device or a pipe)")
     raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{where} {path}: byte {err.start} (0x{raw[err.start]:02x}) is not "
-                         f"valid UTF-8; wanted a UTF-8 text file (convert it, e.g. with "
-                         f"iconv)") from None
+    problem = not_utf8(raw)
+    if problem:
+        binary = ", not binary or UTF-16" if problem.endswith("NUL") else ""
+        raise ValueError(f"{where} {path}: {problem}; wanted a UTF-8 text file{binary} (convert "
+                         f"it, e.g. with iconv)")
     # A byte-order mark (Windows' Notepad writes one) marks the file, and is no character of it:
     # trained on, it became a token of the vocabulary and turned up in the samples.
-    text = text.removeprefix("\ufeff")
-    if "\0" in text:                  # UTF-16 of ASCII text decodes as UTF-8, with NULs between
-        raise ValueError(f"{where} {path}: byte {raw.index(0)} is a NUL; wanted a UTF-8 text "
-                         f"file, not binary or UTF-16 (convert it, e.g. with iconv)")
-    return text
+    return raw.decode("utf-8").removeprefix("\ufeff")
+
+
+def not_utf8(raw: bytes) -> str:
+    """Why the bytes ``raw`` are not UTF-8 text -- the first byte that is not, in words -- or ''.
+    A NUL counts: UTF-16 of ASCII text decodes as UTF-8, with NULs between."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return f"byte {err.start} (0x{raw[err.start]:02x}) is not valid UTF-8"
+    return f"byte {raw.index(0)} is a NUL" if 0 in raw else ""
 
 
 def check_file_name(path, where: str) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 import minitf
 from minitf import gradcheck_cases
 from minitf.backend import backend_name, precision, randn, seed
+from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import shape_problem, value_problem
 from minitf.exercises.time_limit import TookTooLong, time_limit
@@ -66,6 +67,19 @@ def _their_lines(err: BaseException, path: Path) -> list[str]:
     return lines + [f"{type(err).__name__}: {message}".rstrip(": ")]
 
 
+def read_python(path: Path, where: str, wanted: str) -> str:
+    """The source of the Python file ``path``, or one line naming ``where`` (the argument), the
+    file and ``wanted``: a name that does not end in .py, bytes that are not UTF-8."""
+    if path.suffix != ".py":
+        # Python imports no other name (importlib finds no loader for it); the usual cause is an
+        # editor that added .txt to a name whose .py it showed as typed
+        stem = path.stem[:-3] if path.stem.lower().endswith(".py") else path.stem
+        hint = (f"export the notebook's code as {stem}.py" if path.suffix == ".ipynb" else
+                f"rename it {stem}.py")
+        raise ValueError(f"{where} {path}: not a .py file; wanted {wanted} ({hint})")
+    return read_utf8(path, where)
+
+
 def load(path) -> tuple:
     """(exercise, the learner's function) from the file at ``path``."""
     path = Path(path).resolve()
@@ -73,7 +87,7 @@ def load(path) -> tuple:
         got = "is a folder" if path.is_dir() else "no such file"
         raise ValueError(f"FILE {path.name}: {got}; wanted an exercise file written by "
                          f"'minitf exercise start NAME'")
-    source = path.read_text(encoding="utf-8")
+    source = read_python(path, "FILE", "the exercise file 'minitf exercise start NAME' wrote")
     exercise = _exercise_of(path, source)
     try:
         code = compile(source, str(path), "exec")

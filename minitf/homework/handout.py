@@ -23,6 +23,7 @@ from pathlib import Path
 
 import minitf
 from minitf.exercises import EXERCISES, find
+from minitf.exercises.grade import read_python
 from minitf.exercises.starter import _docstring
 from minitf.exercises.time_limit import seconds_for
 from minitf.homework import regions as R
@@ -117,7 +118,7 @@ def _own_file(path: Path) -> tuple[str, list]:
     """An instructor's file: its text and its exercises, each with its check_<name> function."""
     if not path.is_file():
         raise ValueError(f"--file {path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = read_python(path, "--file", "an instructor's own Python file with marked regions")
     try:
         found = R.find_regions(text, f"--file {path}")     # its errors name the flag and path
     except SyntaxError as err:
