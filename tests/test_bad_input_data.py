@@ -210,3 +210,13 @@ def test_large_vocabularies_and_what_callers_pass_go_through(backend_name):
     for special_ids in ((0,), [np.int64(0)], np.array([0, 2])):
         inputs, _ = data.mask_tokens(ids, 1, 10, special_ids=special_ids, seed=0)
         assert inputs.shape == (2, 4)
+
+
+def test_a_stream_too_short_for_a_random_window_says_how_long_it_must_be():
+    """It said '200 tokens cannot give windows of n + 1 = 200': true of a random start, and read
+    as a contradiction."""
+    with raises(ValueError, "random_windows: 200 tokens are too few for random windows of n + 1 = "
+                            "200; wanted at least n + 2 = 201"):
+        data.random_windows(np.arange(200) % 7, 4, 199)
+    x, y = data.random_windows(np.arange(201) % 7, 4, 199)
+    assert x.shape == y.shape == (4, 199)

@@ -237,8 +237,9 @@ def random_windows(ids, batch_size: int, n: int):
     check_int(n, "n", "random_windows", what="the window's length")
     _check_stream(ids, "random_windows")
     if len(ids) < n + 2:
-        raise ValueError(f"random_windows: {len(ids)} tokens cannot give windows of n + 1 = "
-                         f"{n + 1}; use a shorter context or more text")
+        raise ValueError(f"random_windows: {len(ids)} tokens are too few for random windows of "
+                         f"n + 1 = {n + 1}; wanted at least n + 2 = {n + 2} (a shorter context, "
+                         f"or more text)")
     starts = to_numpy(randint(0, len(ids) - n - 1, (batch_size,)))
     windows = np.stack([ids[s:s + n + 1] for s in starts])       # (b, n + 1)
     return to_device(windows[:, :-1]), to_device(windows[:, 1:])
