@@ -176,13 +176,16 @@ def test_a_cache_must_be_what_new_cache_makes_and_loss_wants_targets():
             lm(x, cache=cache)
     with raises(TypeError, "DecoderLM: cache must be None"):
         lm.loss(x, x, x)
-    with raises(TypeError, "DecoderLM.loss: wanted forward's inputs, then the targets",
+    with raises(TypeError, "DecoderLM.loss: wanted forward's inputs (ids), then the targets",
                 "got 1 argument"):
         lm.loss(x)
     rnn = models.RNNLM(5, 8)
     with raises(TypeError, "RNNLM: cache must be None", "(1 here)", "got a list of 2"):
         rnn(x, cache=lm.new_cache())
     translate = models.Transformer(5, 5, 8, 2, 1)
+    with raises(TypeError, "Transformer.loss: wanted forward's inputs (src, tgt), then the "
+                           "targets; got 2 argument(s)"):
+        translate.loss(x, x)                     # tgt forgotten: it failed inside forward
     memory, memory_mask = translate.encode(x)
     with raises(TypeError, "Transformer: cache must be None", "got a list of 1"):
         translate.decode(x, memory, memory_mask, cache=lm.new_cache()[:1])

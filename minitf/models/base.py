@@ -1,9 +1,20 @@
 """What every model shares: a config that rebuilds it, and a loss with its backward."""
+import functools
+import inspect
 import math
 
 import minitf.functional as F
 from minitf.nn import Module
 from minitf.validate import at_the_boundary
+
+
+@functools.cache
+def _required_inputs(cls) -> list[str]:
+    """The names of the inputs ``cls.forward`` cannot do without (once per class: a loss is called
+    at every step, and at every difference of a gradient check)."""
+    parameters = list(inspect.signature(cls.forward).parameters.values())[1:]       # not self
+    return [p.name for p in parameters if p.default is inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 class Model(Module):
@@ -27,9 +38,13 @@ class Model(Module):
         Returns (loss as a Python float, backward), where ``backward()`` runs the whole backward
         pass and adds every parameter's gradient into its .grad (call zero_grad() first).
         """
-        if len(inputs_and_targets) < 2:         # one array alone would be read as the targets
-            raise TypeError(f"{type(self).__name__}.loss: wanted forward's inputs, then the "
-                            f"targets; got {len(inputs_and_targets)} argument(s)")
+        # too few: one array alone would be read as the targets, and Transformer.loss(src,
+        # targets) failed inside forward, naming a missing tgt but not what loss wants
+        required = _required_inputs(type(self))
+        if len(inputs_and_targets) < max(2, len(required) + 1):
+            raise TypeError(f"{type(self).__name__}.loss: wanted forward's inputs "
+                            f"({', '.join(required)}), then the targets; got "
+                            f"{len(inputs_and_targets)} argument(s)")
         *inputs, targets = inputs_and_targets
         logits = self.forward(*inputs)
         self.chance_loss = math.log(logits.shape[-1])
