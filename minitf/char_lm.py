@@ -113,6 +113,7 @@ def run(config: RunConfig, log=print) -> dict:
         raise ValueError(f"--resume {config.resume} is one checkpoint of the run in {run_dir}; "
                          f"continue from it into a new --out DIR, or continue the run itself "
                          f"with --resume {run_dir}")
+    _check_flags(config)
     out = Path(config.out or config.resume or DEFAULT_OUT)
     new = [p for p in (out, *out.parents) if not p.exists()]    # what probe creates, deepest first
     try:
@@ -181,25 +182,57 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
 
 # The settings that make the model what it is: the same on --resume, or it is another model.
 SHAPE = ("model", "d_model", "n_heads", "n_layers", "d_ff", "positional")
+# The Transformer's own: the recurrent baseline reads only --d-model and --context of these
+TRANSFORMER_ONLY = ("n_heads", "n_layers", "d_ff", "positional", "dropout")
 
 
-def _check_resume(config: RunConfig, saved: dict, tokenizer) -> None:
-    """One line, before anything is built, for a resume that cannot continue the saved run."""
+def check_model_flags(d_model: int, n_heads: int, positional: str) -> None:
+    """A DecoderLM that --d-model, --n-heads and --positional cannot build, said in the flags'
+    names (``minitf train`` and ``minitf info`` both ask this before any work)."""
+    if d_model % n_heads:
+        raise ValueError(f"--d-model {d_model} is not divisible by --n-heads {n_heads}; "
+                         f"wanted d_model = n_heads · d_head")
+    if positional == "rope" and (d_model // n_heads) % 2:       # features rotate in pairs
+        raise ValueError(f"--positional rope needs an even head width; got --d-model "
+                         f"{d_model} / --n-heads {n_heads} = {d_model // n_heads}")
+
+
+def _check_flags(config: RunConfig) -> None:
+    """The settings that cannot make the run, refused before the text is read."""
+    if config.resume:
+        _check_resume(config, checkpoint.read_meta(config.resume))
+    if config.model == "transformer":
+        check_model_flags(config.d_model, config.n_heads, config.positional)
+
+
+def _check_resume(config: RunConfig, saved: dict) -> None:
+    """One line, before anything is read or built, for a resume that cannot continue the run."""
     if saved.get("step", 0) >= config.steps:
         raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
                          f"{saved.get('step')} steps; --steps is the run's total, so ask for more")
     run = dict(saved.get("extra", {}).get("run", {}))
-    asked = {name: getattr(config, name) for name in SHAPE}
+    asked = {name: getattr(config, name) for name in SHAPE + ("context",)}
     for settings in (run, asked):   # d_ff as the model has it: None is 4 · d_model
         if "d_model" in settings and settings.get("d_ff") is None:
             settings["d_ff"] = 4 * settings["d_model"]
     recurrent = run.get("model", "transformer") != "transformer"
-    for name in ("model", "d_model") if recurrent else SHAPE:    # an RNN is its width alone
+    fixed = ("model", "d_model") if recurrent else SHAPE          # an RNN is its width alone
+    # learned positions are a table of max_len rows: the only weights the context shapes (RoPE,
+    # ALiBi, sinusoids and T5's buckets have none of its size, nor has the RNN)
+    if not recurrent and run.get("positional") == "learned":
+        fixed += ("context",)
+    for name in fixed:
         if name in run and asked[name] != run[name]:
+            what = ("the table of its learned positions, a vector for each position of the "
+                    "context," if name == "context" else "a model's shape")
             raise ValueError(f"--{name.replace('_', '-')} {asked[name]}: the run in "
-                             f"{config.resume} was trained with {run[name]}, and a model's shape "
+                             f"{config.resume} was trained with {run[name]}, and {what} "
                              f"cannot change as it resumes; leave the flag out, or start a new "
                              f"run with --out")
+
+
+def _check_same_characters(config: RunConfig, saved: dict, tokenizer) -> None:
+    """A resumed run's text must have the characters its embedding table was made for."""
     before = data.CharTokenizer.from_json(saved["tokenizer"]).chars if saved["tokenizer"] else []
     if before != tokenizer.chars:
         now = tokenizer.chars
@@ -233,9 +266,8 @@ def _stop_on_ctrl_c(trainer: Trainer):
 def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     seed(config.seed)
     tokenizer = data.CharTokenizer.fit(text)
-    saved = checkpoint.read_meta(config.resume) if config.resume else None
-    if saved is not None:
-        _check_resume(config, saved, tokenizer)
+    if config.resume:           # the rest of the resume was checked before the text was read
+        _check_same_characters(config, checkpoint.read_meta(config.resume), tokenizer)
     warmup = min(50, config.decay_steps // 10) if config.warmup is None else config.warmup
     if not 0 <= warmup < config.decay_steps:
         raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --decay-steps "

@@ -37,8 +37,24 @@ def _train(args) -> int:
         config = RunConfig.resuming(args.resume, **chosen)
     else:
         config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
+    _refuse_what_the_model_ignores(config, chosen)
     run(config)
     return 0
+
+
+def _refuse_what_the_model_ignores(config, chosen: dict) -> None:
+    """A Transformer's flag given to the recurrent baseline would be recorded in the run and
+    change nothing: said in one line, as only the flags given here can be."""
+    from minitf.char_lm import TRANSFORMER_ONLY
+
+    ignored = [name for name in TRANSFORMER_ONLY if name in chosen]
+    if config.model == "transformer" or not ignored:
+        return
+    given = ", ".join(f"--{name.replace('_', '-')} {chosen[name]}" for name in ignored)
+    model = (f"--model {config.model}" if "model" in chosen
+             else f"the run in {config.resume} is --model {config.model}, which")
+    raise ValueError(f"{given}: {model} uses only --d-model and --context of the model's flags; "
+                     f"leave {'it' if len(ignored) == 1 else 'them'} out")
 
 
 def _generate(args) -> int:
@@ -81,30 +97,36 @@ def _gradcheck(args) -> int:
 
 
 def _info(args) -> int:
+    from minitf.char_lm import RunConfig, check_model_flags
     from minitf.cost_families import describe_cost
     from minitf.validate import feed_forward_width
 
-    config = dict(vocab_size=args.vocab_size, d_model=args.d_model, n_heads=args.n_heads,
-                  n_layers=args.n_layers,
-                  d_ff=feed_forward_width(args.d_ff, args.d_model, "--d-ff"),
-                  max_len=args.context, positional=args.positional, tie_weights=not args.untied)
+    defaults = RunConfig()          # a flag not given: the model `minitf train` builds
+    flags = {name: getattr(defaults, name) if getattr(args, name) is None else getattr(args, name)
+             for name in MODEL_FLAGS}
+    d_model, n_heads = flags["d_model"], flags["n_heads"]
+    config = dict(vocab_size=args.vocab_size, d_model=d_model, n_heads=n_heads,
+                  n_layers=flags["n_layers"],
+                  d_ff=feed_forward_width(flags["d_ff"], d_model, "--d-ff"),
+                  max_len=flags["context"], positional=flags["positional"],
+                  tie_weights=not args.untied)
     kind, name = "lm", "DecoderLM"
     if args.checkpoint:             # the size flags then describe nothing: not checked
         from minitf import checkpoint
         from minitf.models import MODELS
         meta = checkpoint.read_meta(args.checkpoint)
         kind, config = meta["kind"], meta["config"]
-        name = MODELS[kind].__name__ if kind in MODELS else kind
-    elif args.d_model % args.n_heads:
-        raise ValueError(f"--d-model {args.d_model} is not divisible by --n-heads {args.n_heads}; "
-                         f"wanted d_model = n_heads · d_head")
-    elif args.positional == "rope" and (args.d_model // args.n_heads) % 2:   # no such model
-        raise ValueError(f"--positional rope needs an even head width; got --d-model "
-                         f"{args.d_model} / --n-heads {args.n_heads} = "
-                         f"{args.d_model // args.n_heads}")
+        if kind not in MODELS:
+            raise ValueError(f"--checkpoint {args.checkpoint}: a model of kind {kind!r}, which "
+                             f"minitf does not know; wanted one of {tuple(MODELS)}")
+        name = MODELS[kind].__name__
+    else:                           # no such model to price
+        check_model_flags(d_model, n_heads, flags["positional"])
+    # the table first: a family it cannot price is one line, not a header and then an error
+    table = describe_cost(kind, config, args.batch_size, args.bytes, flags["context"])
     print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
-    print(describe_cost(kind, config, args.batch_size, args.bytes, args.context))
+    print(table)
     if args.table and kind == "lm":
         _print_block_tables(config, args.batch_size, args.bytes)
     return 0
@@ -167,6 +189,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+# The flags of the model minitf train builds, and minitf info prices: written once, for both.
+# Their defaults are None, so that a flag given can be told from one left out (RunConfig's
+# then; a test holds the help's figures to RunConfig's).
+MODEL_FLAGS = ("context", "d_model", "n_heads", "n_layers", "d_ff", "positional")
+
+
+def _add_model_flags(parser):
+    parser.add_argument("--context", type=POSITIVE,
+                        help="characters per window, max_len (default 64)")
+    parser.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
+    parser.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
+    parser.add_argument("--n-layers", type=POSITIVE, help="blocks (default 2)")
+    parser.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
+    parser.add_argument("--positional", choices=POSITIONAL,
+                        help="positional scheme (default rope)")
+
+
 def _add_backend(parser):
     parser.add_argument("--backend", choices=backend.BACKENDS, default=None,
                         help="array backend (default: numpy, or $MINITF_BACKEND)")
@@ -189,13 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="optimisation steps in all (default 800; with --resume, the saved "
                             "run's); the learning-rate schedule does not depend on it")
     train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 32)")
-    train.add_argument("--context", type=POSITIVE,
-                       help="characters per window, max_len (default 64)")
-    train.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
-    train.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
-    train.add_argument("--n-layers", type=POSITIVE, help="blocks (default 2)")
-    train.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
-    train.add_argument("--positional", choices=POSITIONAL, help="positional scheme (default rope)")
+    _add_model_flags(train)
     train.add_argument("--model", choices=MODEL_CHOICES,
                        help="the Transformer (default), or the recurrent baseline: rnn or lstm")
     train.add_argument("--dropout", type=DROPOUT, help="dropout rate (default 0)")
@@ -259,18 +292,18 @@ def build_parser() -> argparse.ArgumentParser:
         "info", help="parameters, FLOPs and KV-cache size of a model",
         description="The analytic cost model of a DecoderLM: parameters (4d² + 2·d·d_ff per "
                     "block), FLOPs per token, KV-cache bytes (2·L·b·n·d numbers). Give a "
-                    "configuration by flags, or a checkpoint of any model family (the "
-                    "recurrent, encoder–decoder and classifier ones get their own table).")
+                    "configuration by flags -- each one left out is that of the model "
+                    "'minitf train' builds by default, so 'minitf info' alone prices it -- or a "
+                    "checkpoint of any model family (the recurrent, encoder–decoder and encoder "
+                    "ones get their own table; --context is then N = M of an encoder–decoder, "
+                    "and the set's size for a set encoder without max_len).")
     info.add_argument("--checkpoint", metavar="DIR", type=PATH,
                       help="read the configuration from a run")
-    info.add_argument("--vocab-size", type=POSITIVE, default=103)
-    info.add_argument("--d-model", type=POSITIVE, default=128)
-    info.add_argument("--n-heads", type=POSITIVE, default=4)
-    info.add_argument("--n-layers", type=POSITIVE, default=4)
-    info.add_argument("--d-ff", type=POSITIVE, default=None, help="default 4·d_model")
-    info.add_argument("--context", type=POSITIVE, default=128, help="n, the context length")
-    info.add_argument("--batch-size", type=POSITIVE, default=1, help="b, for the KV cache")
-    info.add_argument("--positional", choices=POSITIONAL, default="learned")
+    info.add_argument("--vocab-size", type=POSITIVE, default=103,
+                      help="characters (default 103, the default corpus's)")
+    _add_model_flags(info)
+    info.add_argument("--batch-size", type=POSITIVE, default=1,
+                      help="b, for the KV cache (default 1)")
     info.add_argument("--untied", action="store_true", help="a separate output layer")
     info.add_argument("--bytes", type=POSITIVE, default=4, help="bytes per number (4: float32)")
     info.add_argument("--table", action="store_true",

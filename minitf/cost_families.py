@@ -1,5 +1,6 @@
 """The cost model of the other model families: the recurrent baseline, the encoder–decoder
-Transformer, and the CLS-token encoders -- and one table for any checkpoint (``minitf info``).
+Transformer, the encoders (CLS-token classifiers, BERT's masked language model, the set
+encoder) -- and one table for any checkpoint (``minitf info``).
 
     recurrent layer    FLOPs O(n·d²)   sequential steps O(n)   path between two positions O(n)
     self-attention     FLOPs O(n²·d)   sequential steps O(1)   path between two positions O(1)
@@ -15,7 +16,7 @@ queries, N keys). Parameter counts are exact: the tests compare them with num_pa
 from __future__ import annotations
 
 from minitf.cost import (LM_CONFIG, _check_config, block_parameters, format_cost, format_rows,
-                         lm_cost_of, matmul_cost)
+                         lm_cost, lm_cost_of, matmul_cost)
 from minitf.validate import check_flags, check_heads, check_int, check_sizes, feed_forward_width
 
 GATES = {"rnn": 1, "lstm": 4}          # stacked weight blocks: tanh; i, f, g, o
@@ -28,6 +29,9 @@ CONFIG = {
                 "pre_ln share_embeddings"),
     "classifier": ("vocab_size max_len d_model n_heads n_layers d_ff n_classes", ""),
     "vit": ("image_size patch_size channels d_model n_heads n_layers d_ff n_classes", ""),
+    "mlm": ("vocab_size d_model n_heads n_layers d_ff max_len", ""),
+    # max_len None: no positions, and a set of any size
+    "set": ("d_in n_classes d_model n_heads n_layers d_ff max_len", "pooling"),
 }
 
 
@@ -125,18 +129,40 @@ def seq2seq_cost_of(config: dict, src_len: int, tgt_len: int, batch_size: int = 
 
 
 def encoder_cost(n_tokens: int, d_model: int, n_heads: int, n_layers: int, d_ff: int,
-                 n_classes: int, embedding_parameters: int, batch_size: int = 1) -> dict:
-    """A CLS-token encoder (EncoderClassifier, VisionTransformer) on n tokens (+1 for CLS):
-    parameters (exact, given the embedding's own) and the b·h·L·(n+1)² attention scores."""
+                 n_classes: int, embedding_parameters: int, batch_size: int = 1,
+                 cls: bool = True, positions: bool = True) -> dict:
+    """A classifying encoder (EncoderClassifier, VisionTransformer, SetEncoder) on n tokens (+1
+    for CLS): parameters (exact, given the embedding's own) and the b·h·L·(n+1)² attention
+    scores. cls=False: no CLS token (SetEncoder's mean pooling), b·h·L·n² scores;
+    positions=False: no learned positions (a set has no order)."""
     check_sizes("encoder_cost", n_tokens=n_tokens, d_model=d_model, n_heads=n_heads,
                 n_layers=n_layers, d_ff=d_ff, n_classes=n_classes, batch_size=batch_size)
     check_int(embedding_parameters, "embedding_parameters", "encoder_cost", low=0,
               what="the token or patch embedding's own parameters")
+    check_flags("encoder_cost", cls=cls, positions=positions)
     check_heads(d_model, n_heads, "encoder_cost")
-    n, d = n_tokens + 1, d_model
-    parameters = (embedding_parameters + d + n * d + n_layers * block_parameters(d, d_ff)["exact"]
+    n, d = n_tokens + cls, d_model
+    parameters = (embedding_parameters + cls * d + positions * n * d
+                  + n_layers * block_parameters(d, d_ff)["exact"]
                   + 2 * d + d * n_classes + n_classes)     # CLS, positions, blocks, norm, head
     return {"parameters": parameters, "attention_scores": batch_size * n_heads * n_layers * n * n}
+
+
+def mlm_cost(vocab_size: int, d_model: int, n_heads: int, n_layers: int, d_ff: int | None,
+             max_len: int, n_segments: int = 0, batch_size: int = 1) -> dict:
+    """BERT's ``EncoderLM``: DecoderLM's parameters with learned positions and a tied head, plus
+    the segment table (n_segments × d), and b·h·L·n² attention scores at n = max_len (no causal
+    mask: every token attends to all n)."""
+    check_sizes("mlm_cost", vocab_size=vocab_size, d_model=d_model, n_heads=n_heads,
+                max_len=max_len, batch_size=batch_size)
+    check_int(n_layers, "n_layers", "mlm_cost", low=0, what="the number of blocks")
+    check_int(n_segments, "n_segments", "mlm_cost", low=0, what="the number of segments")
+    check_heads(d_model, n_heads, "mlm_cost")
+    d_ff = feed_forward_width(d_ff, d_model, "mlm_cost")
+    cost = lm_cost(vocab_size, d_model, n_layers, d_ff, context=max_len, batch_size=batch_size,
+                   n_heads=n_heads)
+    return {"parameters": cost["parameters"] + n_segments * d_model,
+            "attention_scores": batch_size * n_heads * n_layers * max_len ** 2}
 
 
 def _parameters(count: int) -> tuple:
@@ -146,8 +172,9 @@ def _parameters(count: int) -> tuple:
 def describe_cost(kind: str, config: dict, batch_size: int = 1, bytes_per_number: int = 4,
                   context: int = 128) -> str:
     """The table ``minitf info`` prints for a model of family ``kind`` built from ``config``;
-    ``context`` is N = M, the source and target lengths, for the encoder–decoder (its config
-    sets no limit); the other families read theirs from the config."""
+    ``context`` is N = M, the source and target lengths, for the encoder–decoder, and the size
+    of a set for a SetEncoder without max_len (their configs set no limit); the other families
+    read theirs from the config."""
     # kind and config first: a config of another family would otherwise fail as a bare KeyError
     if not isinstance(kind, str) or kind not in CONFIG:
         raise ValueError(f"describe_cost: unknown model kind {kind!r}; wanted one of "
@@ -176,21 +203,47 @@ def describe_cost(kind: str, config: dict, batch_size: int = 1, bytes_per_number
                             ("forward FLOPs", cost["forward_flops"], f"N = M = {n} tokens")]
                            + [(f"  {kind} scores", count, "b·h·L·" + pair) for (kind, count), pair
                               in zip(cost["attention_scores"].items(), ("N²", "M²", "M·N"))])
-    # a CLS-token encoder, "classifier" or "vit"
+    return format_rows(_encoder_rows(kind, c, b, context))
+
+
+def _segments(config: dict) -> int:
+    """BERT's segment table's rows: in a classifier's config only where there is one."""
+    segments = config.get("n_segments", 0)
+    check_int(segments, "config['n_segments']", "describe_cost", low=0)
+    return segments
+
+
+def _encoder_rows(kind: str, c: dict, b: int, context: int) -> list:
+    """describe_cost's rows for an encoder: "mlm", "set", "classifier" or "vit"."""
+    if kind == "mlm":
+        n = c["max_len"]
+        cost = mlm_cost(c["vocab_size"], c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"], n,
+                        _segments(c), b)
+        return [_parameters(cost["parameters"]),
+                ("attention scores", cost["attention_scores"],
+                 f"b·h·L·n², n = {n} tokens, each seeing all n")]
+    cls = positions = True
     if kind == "classifier":
-        # BERT's segment table, n_segments × d_model: in the config only where there is one
-        segments = c.get("n_segments", 0)
-        check_int(segments, "config['n_segments']", "describe_cost", low=0)
-        n, embedding = c["max_len"], (c["vocab_size"] + segments) * c["d_model"]
+        n, embedding = c["max_len"], (c["vocab_size"] + _segments(c)) * c["d_model"]
+    elif kind == "set":
+        if c["pooling"] not in ("cls", "mean"):            # as SetEncoder refuses it
+            raise ValueError(f"describe_cost: config['pooling'] must be 'cls' or 'mean'; got "
+                             f"{c['pooling']!r}")
+        cls, positions = c["pooling"] == "cls", c["max_len"] is not None
+        n = c["max_len"] if positions else context
+        embedding = (c["d_in"] + 1) * c["d_model"]                     # W_in and b
     else:
         if c["image_size"] % c["patch_size"]:              # as VisionTransformer refuses it
             raise ValueError(f"describe_cost: config['image_size']={c['image_size']} is not a "
                              f"multiple of config['patch_size']={c['patch_size']}")
         n = (c["image_size"] // c["patch_size"]) ** 2
         embedding = (c["patch_size"] ** 2 * c["channels"] + 1) * c["d_model"]
-    cost = encoder_cost(n, c["d_model"], c["n_heads"], c["n_layers"], c["d_ff"], c["n_classes"],
-                        embedding, b)
-    return format_rows([_parameters(cost["parameters"]),
-                        ("attention scores", cost["attention_scores"],
-                         f"b·h·L·(n+1)², n = {n} tokens and the CLS")])
+    d_ff = feed_forward_width(c["d_ff"], c["d_model"], "describe_cost")
+    cost = encoder_cost(n, c["d_model"], c["n_heads"], c["n_layers"], d_ff, c["n_classes"],
+                        embedding, b, cls=cls, positions=positions)
+    tokens = "elements" if kind == "set" else "tokens"
+    note = (f"b·h·L·(n+1)², n = {n} {tokens} and the CLS" if cls
+            else f"b·h·L·n², n = {n} {tokens}")
+    note += "" if positions else " (a set of any size: n is the context given)"
+    return [_parameters(cost["parameters"]), ("attention scores", cost["attention_scores"], note)]
 

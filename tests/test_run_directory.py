@@ -100,12 +100,18 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
         assert f"{flag} {value}: the run in {run} was trained with {trained}" in err, err
         assert "a model's shape cannot change as it resumes" in err
     assert sorted(p.name for p in run.iterdir()) == before
-    # the same model is no change: d_ff given as the default it was (4 · 16); an RNN's heads
+    # the same model is no change: d_ff given as the default it was (4 · 16)
     assert cli.main(["train", "--resume", str(run), "--steps", "22", "--d-ff", "64"]) == 0
+    # an RNN has no heads: the flag would change nothing, and is refused, not recorded
     lstm = tmp_path / "lstm"
-    assert train(text, "--steps", "2", "--model", "lstm", "--out", str(lstm)) == 0
+    assert cli.main(["train", "--text", text, "--d-model", "16", "--context", "16",
+                     "--batch-size", "4", "--no-progress", "--steps", "2", "--model", "lstm",
+                     "--out", str(lstm)]) == 0
+    capsys.readouterr()                                  # what the runs above printed
     assert cli.main(["train", "--resume", str(lstm), "--steps", "3", "--n-heads", "4",
-                     "--no-progress"]) == 0
+                     "--no-progress"]) == 2
+    assert f"--n-heads 4: the run in {lstm} is --model lstm" in one_line(capsys)
+    assert cli.main(["train", "--resume", str(lstm), "--steps", "3", "--no-progress"]) == 0
 
 
 
