@@ -126,6 +126,11 @@ def _float64_only(run: "Backward", name: str) -> None:
             raise TypeError(f"{name}: {tensor} has dtype {x.dtype}; wanted float64, the only "
                             f"precision central differences can check (build the case under "
                             f"minitf.backend.precision('float64'))")
+    for tensor, (x, dx) in run.tensors.items():       # what backward gave, in the case's words
+        if dx is not None and not (is_array(dx) and tuple(dx.shape) == tuple(x.shape)):
+            got = f"has shape {tuple(dx.shape)}" if is_array(dx) else f"is {_what(dx)}"
+            raise ValueError(f"{name}: backward's gradient of {tensor} {got}; wanted an "
+                             f"array of shape {tuple(x.shape)}, the shape of {tensor}")
 
 
 @dataclass

@@ -259,3 +259,28 @@ def test_the_helpers_name_a_case_a_table_or_an_array_of_the_wrong_kind():
         format_table(None)                                # 'NoneType' object is not iterable
     with raises(TypeError, "format_table: rows must be a list of Row", "a list holding 'a'"):
         format_table(["a"])                               # 'str' object has no attribute 'check'
+
+
+def test_a_backward_that_gives_a_gradient_of_another_shape_is_named_by_its_case():
+    """It failed in relative_error, a function the learner never called: 'a has shape (1, 3)
+    and b (2, 3)'. Now the case and the tensor are named."""
+    from minitf.backend import precision, randn
+    with precision("float64"):
+        x = randn(2, 3)
+        for returned, got in ((lambda dy: dy[:1], "has shape (1, 3)"),
+                              (lambda dy: dy.tolist(), "is a list")):
+            case = FunctionCase(F.relu, lambda dy, cache, r=returned: r(dy), {"x": x}, ("x",))
+            for run in (check, check_entries):
+                with raises(ValueError, f"my relu: backward's gradient of x {got}; wanted an "
+                                        f"array of shape (2, 3), the shape of x"):
+                    run("my relu", case)
+
+        class Halves(Module):
+            def forward(self, x):
+                return 2 * x
+
+            def backward(self, dy):
+                return dy[:, :1]                      # a gradient of the wrong shape
+        with raises(ValueError, "Halves: backward's gradient of input x has shape (2, 1); wanted "
+                                "an array of shape (2, 3)"):
+            check("Halves", ModuleCase(Halves(), {"x": x}))
