@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from minitf.backend import backend_of, get_array_module, to_device, to_numpy
+from minitf.backend import backend_of, get_array_module, is_array, to_device, to_numpy
 from minitf.nn import Linear, Module, Parameter
 from minitf.validate import check_int, check_probability, check_real, not_real_numbers
 
@@ -54,8 +54,9 @@ class Optimizer:
         check_real(self.lr, "lr", where, low=0, low_open=False)
         # every gradient checked before any update: a refused step moves no weight
         for i, p in enumerate(self.params):
-            if p.grad is None or p.grad.shape != p.data.shape:
-                got = "no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"
+            if not is_array(p.grad) or p.grad.shape != p.data.shape:
+                got = ("no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"
+                       if is_array(p.grad) else f"a {type(p.grad).__name__} as its gradient")
                 raise ValueError(f"{where}: parameter {i} {p.data.shape} has {got}; wanted its "
                                  f"own shape (a gradient of another shape would broadcast)")
         self.t += 1

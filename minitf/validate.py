@@ -116,7 +116,7 @@ def check_float(x, name: str, where: str, min_ndim: int = 0) -> None:
     array would either fail deep inside NumPy or, worse, be truncated back to integers.
     """
     check_array(x, name, where)
-    if x.dtype.kind != "f":
+    if x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):       # float16: no kernels of its own
         raise TypeError(f"{where}: {name} has dtype {x.dtype}; wanted float32 or float64 "
                         f"(cast with {name}.astype('float32'))")
     if x.ndim < min_ndim:

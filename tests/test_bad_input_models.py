@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import minitf.functional as F
 import minitf.models as models
 import minitf.nn as nn
 from minitf import backend
@@ -160,3 +161,33 @@ def test_a_translation_batch_of_sources_and_targets_that_differ_is_named():
     with raises(ValueError, "Transformer: tgt holds 1 sequences and memory 2",
                 "src and tgt of the same batch size"):
         model(backend.randint(3, 10, (2, 4)), backend.randint(3, 10, (1, 4)))
+
+
+def test_sizes_and_names_of_the_wrong_type_are_one_line_not_python_s_own_error():
+    """'not all arguments converted during string formatting' (a str d_model met %), 'unhashable
+    type: list' (an activation looked up in a dict), and NumPy's rand for a float16 dropout."""
+    with raises(ValueError, "MultiHeadAttention: d_model must be a positive integer", "got '8'"):
+        nn.MultiHeadAttention("8", 2)
+    with raises(ValueError, "MultiHeadAttention: n_heads must be a positive integer", "got 0"):
+        nn.MultiHeadAttention(8, 0)
+    with raises(ValueError, "DecoderLM: activation must be one of ('relu', 'gelu', 'gelu_exact'); "
+                            "got ['gelu']"):
+        models.DecoderLM(10, 16, 2, 1, activation=["gelu"])
+    with raises(TypeError, "dropout: x has dtype float16; wanted float32 or float64"):
+        F.dropout(np.ones(4, np.float16), 0.5)
+
+
+def test_zero_grad_remakes_a_gradient_set_to_none_and_a_step_refuses_a_list():
+    """torch's zero_grad sets .grad to None, and a learner may too: minitf's then failed with
+    'NoneType' object has no attribute 'fill'; a list as a gradient, with 'no attribute shape'."""
+    from minitf.optim import AdamW
+    lm = models.DecoderLM(10, 16, 2, 1, max_len=8)
+    for p in lm.parameters():
+        p.grad = None
+    lm.zero_grad()
+    assert all(p.grad.shape == p.data.shape and not p.grad.any() for p in lm.parameters())
+    first = lm.parameters()[0]
+    first.grad = first.data.tolist()
+    with raises(ValueError, f"AdamW.step: parameter 0 {first.data.shape} has a list as its "
+                            f"gradient; wanted its own shape"):
+        AdamW(lm).step()

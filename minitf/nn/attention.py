@@ -125,13 +125,14 @@ class MultiHeadAttention(Module):
         where = "MultiHeadAttention"
         check_flags(where, cross=cross, causal=causal, bias=bias, shaw_values=shaw_values)
         check_probability(attn_dropout, "attn_dropout", where)
+        check_int(d_model, "d_model", where, what="the width of its input")   # before the %
+        check_int(n_heads, "n_heads", where, what="the number of heads")
         if d_head is None:
-            if n_heads < 1 or d_model % n_heads:
+            if d_model % n_heads:
                 raise ValueError(f"{where}: d_model={d_model} is not divisible by n_heads="
                                  f"{n_heads}; wanted d_model = n_heads · d_head, or d_head given")
             d_head = d_model // n_heads
         d_v = d_head if d_v is None else d_v
-        check_int(n_heads, "n_heads", where, what="the number of heads")
         check_int(d_head, "d_head", where, what="the width of each head's queries and keys")
         check_int(d_v, "d_v", where, what="the width of each head's values")
         if positional not in POSITIONAL:

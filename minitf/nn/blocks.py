@@ -11,7 +11,7 @@ ACTIVATIONS = {"relu": lambda: ReLU(), "gelu": lambda: GELU("tanh"), "gelu_exact
 def check_activation(activation, where: str) -> None:
     """ValueError unless ``activation`` names one of ACTIVATIONS. A model checks it itself: with
     n_layers=0 no FeedForward would, and its config would keep a name no block can build."""
-    if activation not in ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in ACTIVATIONS:     # a list: unhashable
         raise ValueError(f"{where}: activation must be one of {tuple(ACTIVATIONS)}; "
                          f"got {activation!r}")
 

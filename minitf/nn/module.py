@@ -266,7 +266,10 @@ class Module:
         """Set every parameter's .grad to 0: backward adds into it, so call this before each new
         backward pass (an optimizer's step does not; minitf.train's Trainer does, each step)."""
         for p in self.parameters():
-            p.grad.fill(0)
+            if is_array(p.grad) and p.grad.shape == p.data.shape:
+                p.grad.fill(0)
+            else:                  # set to None by hand (as torch's zero_grad does), or replaced
+                p.grad = get_array_module(p.data).zeros_like(p.data)
 
     def train(self, mode: bool = True) -> "Module":
         """Training mode (dropout active) for this module and all below it."""
