@@ -153,7 +153,6 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
         raise TypeError(f"checkpoint.save: trainer is a {type(trainer).__name__}; wanted a "
                         f"minitf.train.Trainer (its optimizer, step and history are saved)")
     directory = _run_directory(directory, "checkpoint.save")
-    directory.mkdir(parents=True, exist_ok=True)
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}
     meta = {"format": FORMAT, "version": VERSION, "kind": model.kind, "config": model.config,
             "rng": rng or rng_state(), "tokenizer": tokenizer.to_json() if tokenizer else None,
@@ -173,6 +172,7 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     weights = buffer.getvalue()
     meta["weights_sha256"] = hashlib.sha256(weights).hexdigest()
 
+    directory.mkdir(parents=True, exist_ok=True)      # only now: a refused save makes no folder
     clean(directory)                # what a save killed earlier left, should it be in the way
     listed = _listed(directory)
     step = f"step-{meta.get('step', 0):06d}"

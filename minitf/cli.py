@@ -180,6 +180,8 @@ TIMEOUT_MINUTES = _checked(int, lambda n: n >= 2, "a whole number of minutes ≥
 # "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
 # started a new run, --out "" wrote to runs/lm
 PATH = _checked(str, lambda text: text != "", "a path (a file or folder name)")
+# "" is in every name: --only "$CHECK" with CHECK unset ran all 800-odd checks
+SOME_TEXT = _checked(str, lambda text: text.strip() != "", "some text of a check's name")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -283,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "errors. Exit status 1 if any tensor fails. Each entry of every tensor costs "
                     "two forward passes of tiny arrays: about 30 s on a 2-core CPU, and some "
                     "10 minutes on a GPU, where every operation of every pass is a kernel launch.")
-    check.add_argument("--only", metavar="TEXT", default=None,
+    check.add_argument("--only", metavar="TEXT", default=None, type=SOME_TEXT,
                        help="run only the checks whose name contains TEXT (e.g. 'attention')")
     _add_backend(check)
     check.set_defaults(run=_gradcheck)

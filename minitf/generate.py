@@ -41,10 +41,15 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
     check_shape(logits, "logits", ("b", "V"), "sample_next")
     check_float(logits, "logits", "sample_next")
     # a NaN row would sample id 0 and say nothing; −inf is allowed: a token ruled out
-    if bool(get_array_module(logits).isnan(logits).any()):
+    xp = get_array_module(logits)
+    if bool(xp.isnan(logits).any()):
         raise ValueError("sample_next: logits holds NaN; wanted numbers (−inf rules a token out)")
     if logits.shape[-1] == 0:
         raise ValueError("sample_next: logits has no classes (V = 0); wanted at least one")
+    ruled_out = xp.isneginf(logits).all(axis=-1)      # no token left to draw: it drew id 0
+    if bool(ruled_out.any()):
+        raise ValueError(f"sample_next: row {int(ruled_out.argmax())} of logits is −inf for every "
+                         f"token; wanted at least one token left to draw")
     _check_sampling(0, temperature, top_k, top_p, greedy, "sample_next")
     return _sample(logits, temperature, top_k, top_p, greedy)
 

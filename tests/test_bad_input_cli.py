@@ -71,6 +71,8 @@ def test_a_text_that_cannot_train_is_refused_naming_the_file(content, fragments,
     ("info", "--bytes", "0", "an integer ≥ 1"),
     ("train", "--dropout", "1.5", "a number in [0, 1)"),     # was DecoderLM's, after the reading
     ("train", "--dropout", "-0.1", "a number in [0, 1)"),
+    ("gradcheck", "--only", "", "some text of a check's name"),     # ran all 800-odd checks
+    ("gradcheck", "--only", " ", "some text of a check's name"),
 ])
 def test_a_bad_number_flag_is_one_line_naming_it(command, flag, value, wanted, capsys,
                                                    tmp_path):

@@ -199,3 +199,15 @@ def test_a_translation_needs_a_token_in_each_source_and_target():
         translate.loss(x[:, :0], x, x)
     with raises(ValueError, "Transformer: tgt has shape (1, 0)"):
         translate.loss(x, x[:, :0], x[:, :0])
+
+
+def test_sample_next_refuses_a_row_with_no_token_left_to_draw():
+    """Every logit −inf: softmax is 0/0, and the draw gave id 0, saying nothing."""
+    from minitf.generate import sample_next
+    logits = np.zeros((3, 5), np.float32)
+    logits[1] = -np.inf
+    with raises(ValueError, "sample_next: row 1 of logits is −inf for every token; wanted at "
+                            "least one token left to draw"):
+        sample_next(logits)
+    logits[1, 2] = 0.0                                    # one token left: it is the one drawn
+    assert int(sample_next(logits)[1]) == 2

@@ -182,3 +182,19 @@ def test_a_schedule_that_returns_a_bad_lr_is_named_and_changes_nothing(returned)
     with raises(ValueError, "Trainer: schedule(1) must be a finite number ≥ 0", repr(returned)):
         trainer.fit(1, progress=False)
     assert trainer.step == 0 and optimizer.lr == 1e-3 and trainer.history["loss"] == []
+
+
+def test_load_state_dict_takes_what_np_load_reads_back_and_a_refused_save_makes_no_folder(
+        tmp_path):
+    """checkpoint.save's own error advises np.savez and load_state_dict for a model of one's
+    own: np.load's NpzFile was then refused ('got NpzFile')."""
+    from minitf import checkpoint
+    layer, other = Linear(3, 2), Linear(3, 2)
+    np.savez(tmp_path / "w.npz", **layer.state_dict())
+    other.load_state_dict(np.load(tmp_path / "w.npz"))
+    assert np.array_equal(backend.to_numpy(other.W.data), backend.to_numpy(layer.W.data))
+    lm = _lm()
+    lm.parameters()[0].data[0, 0] = np.nan               # what load would refuse: refused first
+    with raises(checkpoint.CheckpointError, "checkpoint.save: model/tok_emb.W holds NaN"):
+        checkpoint.save(tmp_path / "new" / "run", lm)
+    assert not (tmp_path / "new").exists()

@@ -12,6 +12,7 @@ call ``zero_grad()`` before each new backward pass.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 from minitf.backend import (backend_of, check_backend_name, float_dtype, float_dtype_named,
                             float_errors_ignored, get_array_module, is_array, randn, to_device,
@@ -295,9 +296,12 @@ class Module:
         error lists all mismatches.
         """
         where = f"{type(self).__name__}.load_state_dict"
+        if isinstance(state, Mapping) and not isinstance(state, dict):
+            state = dict(state)                 # np.load's NpzFile of a saved state_dict()
         if not isinstance(state, dict):
-            raise TypeError(f"{where}: state must be a dict {{name: array}}; "
-                            f"got {type(state).__name__}")
+            raise TypeError(f"{where}: state must be a dict {{name: array}} (or what np.load "
+                            f"reads back from np.savez(file, **state_dict())); got "
+                            f"{type(state).__name__}")
         not_arrays = [f"{name}: a {type(v).__name__}, not an array" for name, v in state.items()
                       if not is_array(v)]
         if not_arrays:
