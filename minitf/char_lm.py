@@ -305,6 +305,10 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         log(f"the learning rate reaches its lowest, {config.lr / 10:.2g}, at step "
             f"{config.decay_steps} (--decay-steps) and stays there until step {config.steps}")
     log(f"model: {_describe(model)}, on {backend_name()}")
+    # said once, so that the progress's val and the held-out loss at the end are not taken for
+    # one number that moved (they differ by up to about 0.06)
+    log(f"val: the loss on {len(quick)} of the {len(val_x):,} held-out windows, every "
+        f"{config.eval_every} steps; all of them at the end")
 
     start = time.perf_counter()
     with _stop_on_ctrl_c(trainer):
