@@ -2,7 +2,6 @@
 chosen model never reads, a context a resumed run cannot take -- each one line in the flags' own
 names, before the text is read; and ``minitf info`` prices every model family, and by default the
 model ``minitf train`` builds."""
-import random
 import re
 
 import pytest
@@ -10,21 +9,7 @@ import pytest
 from minitf import backend, char_lm, checkpoint, cli, data
 from minitf.cost_families import CONFIG, describe_cost, encoder_cost, mlm_cost
 from minitf.models import MODELS, EncoderLM, SetEncoder
-
-
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0, err
-    return err
-
-
-@pytest.fixture(scope="module")
-def text(tmp_path_factory):
-    words = "The quick brown fox jumps over a lazy dog and then some more".split()
-    rng = random.Random(0)
-    path = tmp_path_factory.mktemp("text") / "words.txt"
-    path.write_text("\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(60)))
-    return str(path)
+from test_run_directory import one_line, text  # noqa: F401 (text: a fixture)
 
 
 def forbid_reading(monkeypatch):
