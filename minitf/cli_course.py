@@ -156,7 +156,8 @@ def add_course_commands(commands, add_backend, path, seconds, minutes) -> None:
                            "a minute under Gradescope's timeout)")
     mark.add_argument("--submission", metavar="DIR", type=path,
                       help="take each exercise's file from this folder (a student's upload: the "
-                           "same paths, or the files side by side) instead of from DIR")
+                           "same paths, or the files side by side), or from a .zip of it, "
+                           "unpacked as Gradescope does, instead of from DIR")
     add_backend(mark)
     ship = steps.add_parser("autograder", help="write a Gradescope autograder zip for a "
                                                "homework directory")

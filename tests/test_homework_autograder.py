@@ -13,7 +13,7 @@ import pytest
 
 from minitf import cli, homework
 from minitf.homework import autograder, handout
-from minitf.homework.autograde import find_submitted
+from minitf.homework.submission import find_submitted
 
 EXERCISES = ["softmax_backward", "layer_norm_backward"]
 FILES = ["minitf/functional/softmax.py", "minitf/functional/layer_norm.py"]
@@ -171,6 +171,33 @@ def test_two_files_of_one_name_are_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="2 files called softmax.py; wanted one"):
         find_submitted(tmp_path, FILES[0])
     assert find_submitted(tmp_path, FILES[1]) is None
+
+
+def test_a_zip_a_student_uploaded_grades_as_gradescope_unpacks_it(made, tmp_path, capsys,
+                                                                  monkeypatch):
+    """The student README says to upload the folder or a zip of it: Gradescope unpacks the zip,
+    and --submission FILE.zip does the same, into a folder of its own, removed afterwards."""
+    hw, key, _ = made
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        for file in FILES:                                   # under a folder of its own, as zipped
+            archive.write(key / file, "my_homework/" + file)
+        archive.writestr("../outside.py", "print('escaped')")   # a name that would leave the folder
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(upload)]) == 0
+    assert "score 2 of 2" in capsys.readouterr().out
+    assert not (tmp_path.parent / "outside.py").exists() and not (tmp_path / "outside.py").exists()
+    for bad, got in ((tmp_path / "text.zip", "is not a zip archive"),
+                     (tmp_path / "none.zip", "no such file")):
+        if bad.name == "text.zip":
+            bad.write_text("not a zip")
+        assert cli.main(["homework", "grade", str(hw), "--submission", str(bad)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"minitf homework grade: --submission {bad}: {got}; wanted the folder of a student's "
+            f"files, or a .zip of them")
+    from minitf.homework import submission
+    monkeypatch.setattr(submission, "UNPACKED_LIMIT", 100)     # a zip bomb, in small
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(upload)]) == 2
+    assert "unpacks to" in capsys.readouterr().err
 
 
 def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatch):

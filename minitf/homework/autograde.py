@@ -36,6 +36,7 @@ from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.handout import MANIFEST, check_name
+from minitf.homework.submission import find_submitted, unzipped
 from minitf.validate import check_path
 
 _loaded = itertools.count()
@@ -220,28 +221,10 @@ def check_own_file(path: Path, names) -> None:
                              f"answer would: {why.strip()}")
 
 
-def find_submitted(submission: Path, file: str) -> Path | None:
-    """The student's copy of the homework file ``file`` (e.g. 'minitf/functional/softmax.py') in
-    a submission folder: at that path, or under a folder of its own (an uploaded directory), or
-    the one file of that name anywhere (files uploaded one by one arrive side by side)."""
-    exact = submission / file
-    if exact.is_file():
-        return exact
-    found = sorted(p for p in submission.rglob(Path(file).name) if p.is_file())
-    tails = [p for p in found if p.as_posix().endswith("/" + file)]
-    if len(tails) == 1:
-        return tails[0]
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise ValueError(f"{file}: the submission has {len(found)} files called "
-                         f"{Path(file).name}; wanted one")
-    return None
-
-
 def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     """Grade every exercise of the homework directory ``folder``, in the manifest's order; with
-    ``submission``, each exercise's file is taken from that folder instead (see find_submitted).
+    ``submission``, each exercise's file is taken from that folder (or .zip) instead (see
+    minitf.homework.submission).
     A ``journal`` (minitf.homework.journal) is told of each exercise before it runs and after,
     and skips those it already holds: a results.json that outlives a crash of this process.
     ``budget``: seconds the whole grading may take (from the journal's start, if there is one);
@@ -251,10 +234,13 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         check_path(submission, "submission", "homework.grade")
     folder = Path(folder).resolve()
     data = manifest(folder)
+    if submission is not None and Path(submission).suffix.lower() == ".zip":
+        with unzipped(Path(submission)) as folder_of_files:     # as Gradescope unpacks one
+            return grade(folder, folder_of_files, journal, budget)
     if submission is not None and not Path(submission).is_dir():
         got = "is a file" if Path(submission).exists() else "no such folder"
         raise ValueError(f"--submission {submission}: {got}; wanted the folder of a student's "
-                         f"files")
+                         f"files, or a .zip of them")
     budget = Budget(budget, journal.started if journal is not None else None)
     entries = [entry for entry in data["exercises"]
                if journal is None or entry["name"] not in journal.graded]

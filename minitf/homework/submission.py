@@ -1,0 +1,51 @@
+"""Where a student's files are: a submission folder as Gradescope hands it to the autograder, or
+the .zip a student uploaded (which Gradescope unpacks first, and ``homework grade --submission
+FILE.zip`` unpacks the same way, into a folder of its own that is removed afterwards)."""
+from __future__ import annotations
+
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+UNPACKED_LIMIT = 200 << 20       # bytes a submission may unpack to: a homework is a few MB
+
+
+def find_submitted(submission: Path, file: str) -> Path | None:
+    """The student's copy of the homework file ``file`` (e.g. 'minitf/functional/softmax.py') in
+    a submission folder: at that path, or under a folder of its own (an uploaded directory), or
+    the one file of that name anywhere (files uploaded one by one arrive side by side)."""
+    exact = submission / file
+    if exact.is_file():
+        return exact
+    found = sorted(p for p in submission.rglob(Path(file).name) if p.is_file())
+    tails = [p for p in found if p.as_posix().endswith("/" + file)]
+    if len(tails) == 1:
+        return tails[0]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ValueError(f"{file}: the submission has {len(found)} files called "
+                         f"{Path(file).name}; wanted one")
+    return None
+
+
+@contextmanager
+def unzipped(archive: Path):
+    """``with unzipped(archive) as folder:`` -- the .zip ``archive`` unpacked into a new temporary
+    folder. Its names stay inside the folder (zipfile drops a leading / and every ..), no link is
+    made, and one that would unpack past UNPACKED_LIMIT is refused before anything is written."""
+    try:
+        zipped = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as err:
+        got = ("no such file" if isinstance(err, FileNotFoundError) else "is a folder"
+               if isinstance(err, IsADirectoryError) else "is not a zip archive")
+        raise ValueError(f"--submission {archive}: {got}; wanted the folder of a student's "
+                         f"files, or a .zip of them") from None
+    with zipped, tempfile.TemporaryDirectory(prefix="minitf-submission-") as folder:
+        size = sum(member.file_size for member in zipped.infolist())
+        if size > UNPACKED_LIMIT:
+            raise ValueError(f"--submission {archive}: unpacks to {size:,} bytes; wanted at "
+                             f"most {UNPACKED_LIMIT:,}, a homework's files")
+        zipped.extractall(folder)
+        yield Path(folder)
