@@ -52,6 +52,7 @@ except ImportError:
 
 from minitf import backend  # noqa: E402
 from minitf.generate import generate  # noqa: E402
+from minitf.nn import no_grad  # noqa: E402
 
 from same_model import (check_same_decoding, check_same_loss, no_sync,  # noqa: E402
                         on_device_of, optimizers, torch_decode)
@@ -95,8 +96,9 @@ def steps(ours, theirs, x, y):
         torch.nn.functional.cross_entropy(theirs(tx).flatten(0, 1), ty.flatten()).backward()
         torch_optimizer.step()
 
-    def minitf_forward():
-        ours(x)
+    def minitf_forward():              # as torch's: an inference forward, keeping nothing
+        with no_grad():
+            ours(x)
 
     @torch.no_grad()
     def torch_forward():

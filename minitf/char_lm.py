@@ -28,6 +28,7 @@ from minitf import checkpoint, data, rundir
 from minitf.backend import backend_name, seed, to_device
 from minitf.generate import generate
 from minitf.models import DecoderLM, RNNLM
+from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
 from minitf.train import Trainer
 
@@ -91,7 +92,8 @@ def _held_out_loss(model, x, y, batch_size: int = 32) -> float:
     """Mean cross-entropy over all (x, y) windows, in chunks (every window has n targets)."""
     total = 0.0
     for i in range(0, len(x), batch_size):
-        logits = model(to_device(x[i:i + batch_size]))
+        with no_grad():                           # no backward follows: the layers keep nothing
+            logits = model(to_device(x[i:i + batch_size]))
         loss, _ = F.cross_entropy(logits, to_device(y[i:i + batch_size]))
         total += float(loss) * len(x[i:i + batch_size])
     return total / len(x)

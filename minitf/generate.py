@@ -18,6 +18,7 @@ import warnings
 import minitf.functional as F
 from minitf.backend import get_array_module, rand, to_device, to_numpy
 from minitf.data.tasks import BOS, EOS
+from minitf.nn import no_grad
 from minitf.validate import (already_checked, check_flags, check_float, check_ids, check_int,
                              check_real, check_shape)
 
@@ -132,14 +133,16 @@ def _check_translator(model, where):
 
 
 def _back_in_its_mode(decode):
-    """``decode(model, ...)`` puts the model in eval mode (no dropout); afterwards every module
-    of it goes back to the mode it was in, so a training loop that prints a sample between steps
-    goes on training with dropout."""
+    """``decode(model, ...)`` puts the model in eval mode (no dropout), under no_grad() (no
+    backward follows a generated token: its layers keep nothing); afterwards every module of it
+    goes back to the mode it was in, so a training loop that prints a sample between steps goes on
+    training with dropout."""
     @functools.wraps(decode)
     def decoding(model, *args, **kwargs):
         modes = [(m, m.training) for m in model.modules()] if hasattr(model, "modules") else []
         try:
-            return decode(model, *args, **kwargs)
+            with no_grad():
+                return decode(model, *args, **kwargs)
         finally:
             for module, training in modes:
                 module.training = training

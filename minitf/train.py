@@ -26,6 +26,7 @@ import time
 from typing import Callable
 
 from minitf.backend import float_errors_ignored, get_array_module
+from minitf.nn import no_grad
 from minitf.optim import Optimizer, clip_grad_norm, grad_norm
 from minitf.validate import check_flags, check_int, check_real, is_real_number
 
@@ -167,12 +168,14 @@ class Trainer:
 
     def validate(self) -> float:
         """The validation loss: ``evaluate()`` run with the model in eval mode (dropout off; the
-        next ``train_step`` turns it back on), recorded in ``history``."""
+        next ``train_step`` turns it back on) and under minitf.nn.no_grad() (no backward follows:
+        its forwards keep nothing), recorded in ``history``."""
         if self.evaluate is None:
             raise ValueError("Trainer.validate: evaluate is None; wanted a function returning the "
                              "validation loss, given when the Trainer was made")
         self.model.eval()
-        val = self.evaluate()
+        with no_grad():
+            val = self.evaluate()
         if not is_real_number(val):
             raise TypeError(f"Trainer.validate: evaluate returned {val!r}; wanted the validation "
                             f"loss, a number")

@@ -4,7 +4,7 @@ from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, 
 from minitf.nn.init import INITS, initialize, xavier_uniform
 from minitf.nn.layers import (GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, MeanPool,
                               ReLU, TokenEmbedding)
-from minitf.nn.module import Module, Parameter
+from minitf.nn.module import Module, Parameter, grad_enabled, no_grad
 from minitf.nn.recurrent import LSTM, RNN
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
                                   SinusoidalPositionalEncoding)
@@ -14,5 +14,5 @@ __all__ = [
     "ClassToken", "MultiHeadAttention", "KVCache", "FeedForward", "Residual", "EncoderBlock",
     "DecoderBlock", "Stack",
     "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "RelativePositionBias",
-    "MeanPool", "INITS", "initialize", "xavier_uniform", "RNN", "LSTM",
+    "MeanPool", "INITS", "initialize", "xavier_uniform", "RNN", "LSTM", "no_grad", "grad_enabled",
 ]

@@ -2,7 +2,7 @@
 (post-LN or pre-LN), and the encoder and decoder blocks made of them."""
 from minitf.nn.attention import MultiHeadAttention
 from minitf.nn.layers import GELU, Dropout, LayerNorm, Linear, ReLU
-from minitf.nn.module import Module, as_tuple
+from minitf.nn.module import Module, as_tuple, grad_enabled
 from minitf.validate import check_flags, check_int
 
 ACTIVATIONS = {"relu": lambda: ReLU(), "gelu": lambda: GELU("tanh"), "gelu_exact": lambda: GELU("none")}
@@ -41,7 +41,7 @@ class FeedForward(Module):
         # The hidden layer is the widest array of a block. A GELU keeps x and Φ(x) for its own
         # backward, and hidden = x Φ(x) is one multiply away, so W_2 need not keep a third
         # (..., d_ff) array (a dropout that ran made a new, masked array: kept then).
-        if isinstance(self.act, GELU) and hidden is activated:
+        if grad_enabled() and isinstance(self.act, GELU) and hidden is activated:
             self.W_2.rebuild_input_with(self.act.output_rebuilder())
         return y
 

@@ -7,12 +7,15 @@ behind. There is no autograd: each module writes its own backward, by hand, next
     dx = module.backward(dy)   # backward: returns dL/dx, and ADDS dL/dW into every W.grad
 
 Gradients accumulate (+=) so that a parameter used in two places gets the sum of both uses;
-call ``zero_grad()`` before each new backward pass.
+call ``zero_grad()`` before each new backward pass. A forward that no backward will follow
+(evaluation, generation) runs under ``with no_grad():`` and keeps nothing.
 """
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Mapping
+from contextlib import contextmanager
 
 from minitf.backend import (backend_of, check_backend_name, float_dtype, float_dtype_named,
                             float_errors_ignored, get_array_module, is_array, randn, to_device,
@@ -22,6 +25,35 @@ from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_li
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
 _UNRECORDED = object()  # "forward has run, its output not recorded" (see _recording_output)
+_KEPT_NOTHING = object()  # "forward has run under no_grad(): nothing kept for a backward"
+
+
+class _GradMode(threading.local):
+    enabled = True          # per thread, as a model's state of nesting (validate.nesting)
+
+
+_grad_mode = _GradMode()
+
+
+@contextmanager
+def no_grad():
+    """``with no_grad(): logits = model(x)`` -- forwards that keep nothing for a backward, as
+    torch.no_grad(): for evaluation and generation, where no backward follows. What each layer
+    would have kept (its input, GELU's Φ(x), …) is let go as soon as the forward is done with it,
+    so its memory is reused at once: the NumPy memory a forward of `minitf train`'s model peaks at
+    falls from 44 to 27 MiB (benchmarks/RESULTS.md, thirty-first entry). The outputs are the same
+    to the last bit; a backward after such a forward is an error that says why. (An attention
+    layer still keeps its last weights, for ``probs``.)"""
+    before, _grad_mode.enabled = _grad_mode.enabled, False
+    try:
+        yield
+    finally:
+        _grad_mode.enabled = before
+
+
+def grad_enabled() -> bool:
+    """False inside ``no_grad()``: a forward there keeps nothing for a backward."""
+    return _grad_mode.enabled
 
 
 class Parameter:
@@ -98,7 +130,8 @@ def _recording_output(forward_of_class):
             nesting.state = outer
         # A model's layers record no output: the model checks the gradient its own backward is
         # given, and its layers trust the ones it passes them, as they trust their input.
-        self._output = (y.shape, y.dtype) if is_array(y) and not outer[1] else _UNRECORDED
+        self._output = (_KEPT_NOTHING if not _grad_mode.enabled else (y.shape, y.dtype)
+                        if is_array(y) and not outer[1] else _UNRECORDED)
         return y
     return forward
 
@@ -112,6 +145,8 @@ def _checking_gradient(backward_of_class):
             # block) would otherwise fail in a layer inside it, under that layer's name.
             if self._output is None:
                 raise _not_run(self, "backward")
+            if self._output is _KEPT_NOTHING:
+                raise _ran_without_grad(self, "backward")
             if isinstance(self._output, tuple):                     # (shape, dtype) recorded
                 check_like(dy, "dy", *self._output, f"{type(self).__name__}.backward",
                            "the last forward's output")
@@ -121,6 +156,13 @@ def _checking_gradient(backward_of_class):
         finally:
             nesting.state = outer
     return backward
+
+
+def _ran_without_grad(module, caller: str) -> RuntimeError:
+    """The error for ``caller`` when the last forward ran under no_grad(), keeping nothing."""
+    return RuntimeError(f"{type(module).__name__}.{caller}(): the last forward ran under "
+                        f"minitf.nn.no_grad(), which keeps nothing for a backward; run the "
+                        f"forward outside it to train")
 
 
 def _not_run(module, caller: str) -> RuntimeError:
@@ -193,7 +235,8 @@ class Module:
     # -- the cache between forward and backward --------------------------------------------------
 
     def _save(self, cache) -> None:
-        self._cache = cache
+        # under no_grad() the cache is dropped here, and its arrays freed for the next layer
+        self._cache = cache if _grad_mode.enabled else _KEPT_NOTHING
 
     def _pop_cache(self):
         """The cache the last forward saved; freed here so the arrays it holds can be released."""
@@ -205,6 +248,8 @@ class Module:
         error when no forward has run since the last backward."""
         if self._cache is _NO_CACHE:
             raise _not_run(self, caller)
+        if self._cache is _KEPT_NOTHING:
+            raise _ran_without_grad(self, caller)
         return self._cache
 
     # -- checks at the boundary ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.nn import (EncoderBlock, Embedding, LayerNorm, LearnedPositionalEmbedding, Linear,
-                       MeanPool, Module)
+                       MeanPool, Module, no_grad)
 from minitf.validate import check_array, check_ids, check_int, check_shape, check_sizes
 
 
@@ -119,8 +119,8 @@ class SentenceEncoder(Module):
 
     def embed(self, ids):
         """Unit-length sentence vectors (b, d_model): s / ‖s‖, as sentence-transformers gives."""
-        s = self.forward(ids)
-        self.pool._pop_cache()                   # an inference-only forward: nothing to keep
+        with no_grad():                          # an inference-only forward: nothing to keep
+            s = self.forward(ids)
         xp = get_array_module(s)
         return s / xp.maximum(xp.sqrt((s * s).sum(axis=-1, keepdims=True)), 1e-12)
 
