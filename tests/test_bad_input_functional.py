@@ -378,3 +378,27 @@ def test_mse_backward_keeps_pred_s_dtype_for_a_numpy_dloss():
     _, cache = F.mse_loss(pred, np.zeros_like(pred))
     for dloss in (1.0, np.float64(1.0), np.array(1.0)):
         assert all(g.dtype == np.float32 for g in F.mse_loss_backward(dloss, cache))
+
+
+def test_an_out_a_parts_a_d_k_or_buckets_that_do_not_fit_are_one_line():
+    """NumPy's broadcast or casting error (softmax's out), "'float' object is not iterable"
+    (split_heads' parts), ZeroDivisionError (d_k = 0), and relative_bias' errors in the words of
+    the embedding it looks up (ids, vocab_size)."""
+    x = floats(2, 3)
+    with raises(ValueError, "softmax: out has shape (3, 3); wanted (2, 3), the shape of x"):
+        F.softmax(x, out=backend.randn(3, 3))
+    with raises(TypeError, "softmax: out has dtype int64; wanted"):
+        F.softmax(x, out=ints(2, 3))
+    for parts in (2.0, (), "qk"):
+        with raises(ValueError, "split_heads: parts must be a positive integer or a tuple of head "
+                                f"widths; got {parts!r}"):
+            F.split_heads(floats(2, 3, 8), 2, parts=parts)
+    empty = floats(1, 1, 3, 0)
+    with raises(ValueError, "attention: q and k have d_k = 0 features; wanted at least one"):
+        F.attention(empty, empty, floats(1, 1, 3, 4))
+    with raises(ValueError, "relative_bias: buckets must lie in [0, num_buckets=3)"):
+        F.relative_bias(floats(3, 2), ints(3, 5) * 4)
+    with raises(TypeError, "relative_bias: buckets has dtype float"):
+        F.relative_bias(floats(6, 2), floats(3, 5))
+    with raises(ValueError, "relative_bias: table has shape (6,); wanted (num_buckets, h)"):
+        F.relative_bias(floats(6), ints(3, 5))

@@ -43,6 +43,9 @@ def _check_qkv(q, k, v, where: str = "attention", dropout_p=0.0):
         raise ValueError(f"{where}: q, k and v must share their leading axes; got {shapes}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"{where}: q and k must have the same last axis d_k; got {shapes}")
+    if q.shape[-1] == 0:                  # 1/√0: a ZeroDivisionError, or every score NaN
+        raise ValueError(f"{where}: q and k have d_k = 0 features; wanted at least one; got "
+                         f"{shapes}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"{where}: k and v must have the same number of keys n_k; got {shapes}")
     # queries with no key: a softmax over nothing (NumPy's "zero-size array" error); no queries

@@ -25,6 +25,9 @@ def _check_split(y, n_heads, parts):
             raise ValueError(f"{where}: y has {y.shape[-1]} features; wanted a multiple of "
                              f"parts · n_heads = {parts * n_heads}")
         return
+    if not isinstance(parts, (tuple, list)) or not parts:       # 2.0: "not iterable"
+        raise ValueError(f"{where}: parts must be a positive integer or a tuple of head widths; "
+                         f"got {parts!r}")
     for w in parts:
         check_int(w, "each width in parts", where, what="the features of one head")
     if y.shape[-1] != n_heads * sum(parts):

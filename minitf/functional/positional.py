@@ -18,8 +18,8 @@ import math
 from minitf.backend import float_dtype, float_dtype_named, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import query_key_lengths
-from minitf.validate import (at_the_boundary, check_flags, check_float, check_int, check_real,
-                             check_shape, gradient_of, plain_int)
+from minitf.validate import (at_the_boundary, check_flags, check_float, check_ids, check_int,
+                             check_real, check_shape, gradient_of, plain_int)
 
 
 def _check_positions(n, offset, base, where):
@@ -238,6 +238,11 @@ def relative_bias(table, buckets):
     axis moved to the front so that it adds straight onto the scores (b, h, n_q, n_k).
     table: (num_buckets, h)   buckets: (n_q, n_k)   ->   bias: (h, n_q, n_k)
     """
+    # checked in its own words: the embedding's would name ids and vocab_size
+    check_float(table, "table", "relative_bias")
+    check_shape(table, "table", ("num_buckets", "h"), "relative_bias")
+    check_shape(buckets, "buckets", ("n_q", "n_k"), "relative_bias")
+    check_ids(buckets, "buckets", table.shape[0], "relative_bias", size_name="num_buckets")
     out, cache = embedding(buckets, table)                 # (n_q, n_k, h)
     return out.transpose(2, 0, 1), cache
 

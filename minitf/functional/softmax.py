@@ -9,7 +9,8 @@ import math
 from minitf.array_ops import row_dot, row_max, row_sum
 from minitf.backend import float_errors_ignored, get_array_module, is_int
 from minitf.validate import (at_the_boundary, check_array, check_float, check_ids, check_int,
-                             check_loss_gradient, check_probability, check_shape, gradient_of)
+                             check_like, check_loss_gradient, check_probability, check_shape,
+                             gradient_of)
 
 REDUCTIONS = ("mean", "sum")
 
@@ -69,6 +70,8 @@ def softmax(x, axis=-1, out=None):
     scores: they are not needed again, and one array the size of the scores is saved.
     """
     _check_rows(x, axis, "softmax")
+    if out is not None:               # else NumPy's broadcast or casting error, far from the call
+        check_like(out, "out", x.shape, x.dtype, "softmax", "x")
     xp = get_array_module(x)
     z, _ = _shifted(x, axis, out)
     p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
