@@ -153,13 +153,14 @@ def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
 
 def _refuse_a_folder_of_other_files(out: Path) -> None:
     """A folder that holds no run may hold only what a run of minitf left there before its first
-    save (its lock, a save's hidden temporaries, a step directory never made current): a run
-    writes loss.png, checkpoints.txt and step directories, and would replace files of those
-    names."""
+    save (its lock, a save's hidden temporaries, a step directory never made current) and hidden
+    files: a run writes loss.png, checkpoints.txt and step directories, and would replace files
+    of those names."""
     if checkpoint.find(out) is not None:
         return
+    # hidden names are never a run's to replace: a save's temporaries, Finder's .DS_Store, …
     others = sorted(p.name for p in out.iterdir() if not (
-        p.name == rundir.LOCK or (p.name.startswith(".") and p.name.endswith(".tmp"))
+        p.name == rundir.LOCK or p.name.startswith(".")
         or (p.name.startswith("step-") and p.is_dir())))
     if others:
         shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
@@ -176,8 +177,9 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
         step = f" (step {checkpoint.read_meta(out)['step']})"
     except (checkpoint.CheckpointError, KeyError):
         step = ""
-    free = next(other for other in (out.with_name(f"{out.name}{i}") for i in itertools.count(2))
-                if not other.exists())
+    named = out if out.name else out.resolve()         # '.' has no name to add a number to
+    siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
+    free = next(other for other in siblings if not other.exists())
     raise rundir.RunDirectoryError(f"--out {out} already holds a run{step}; continue it with "
                                    f"--resume {out}, or start another with --out {free}")
 

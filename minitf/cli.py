@@ -123,7 +123,11 @@ def _info(args) -> int:
     else:                           # no such model to price
         check_model_flags(d_model, n_heads, flags["positional"])
     # the table first: a family it cannot price is one line, not a header and then an error
-    table = describe_cost(kind, config, args.batch_size, args.bytes, flags["context"])
+    # a checkpoint's family sets its own lengths but an encoder–decoder's, and a set's without
+    # max_len: there --context, else describe_cost's own, not a character window's
+    lengths = ({} if args.checkpoint and args.context is None
+               else {"context": flags["context"]})
+    table = describe_cost(kind, config, args.batch_size, args.bytes, **lengths)
     print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
     print(table)
@@ -298,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "'minitf train' builds by default, so 'minitf info' alone prices it -- or a "
                     "checkpoint of any model family (the recurrent, encoder–decoder and encoder "
                     "ones get their own table; --context is then N = M of an encoder–decoder, "
-                    "and the set's size for a set encoder without max_len).")
+                    "and the set's size for a set encoder without max_len, 128 if not given).")
     info.add_argument("--checkpoint", metavar="DIR", type=PATH,
                       help="read the configuration from a run")
     info.add_argument("--vocab-size", type=POSITIVE, default=103,

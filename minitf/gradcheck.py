@@ -127,8 +127,10 @@ def _float64_only(run: "Backward", name: str) -> None:
                             f"precision central differences can check (build the case under "
                             f"minitf.backend.precision('float64'))")
     for tensor, (x, dx) in run.tensors.items():       # what backward gave, in the case's words
-        if dx is not None and not (is_array(dx) and tuple(dx.shape) == tuple(x.shape)):
-            got = f"has shape {tuple(dx.shape)}" if is_array(dx) else f"is {_what(dx)}"
+        # an array, or a NumPy scalar (what .sum() gives) for a 0-d input; a list has no shape
+        shape = getattr(dx, "shape", None)
+        if dx is not None and (shape is None or tuple(shape) != tuple(x.shape)):
+            got = f"has shape {tuple(shape)}" if shape is not None else f"is {_what(dx)}"
             raise ValueError(f"{name}: backward's gradient of {tensor} {got}; wanted an "
                              f"array of shape {tuple(x.shape)}, the shape of {tensor}")
 

@@ -62,7 +62,8 @@ def probe(directory, flag: str = "--out") -> Path:
     return directory
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process of id ``pid`` runs (on POSIX; elsewhere it is taken to)."""
     if pid == os.getpid():
         return True
     if os.name != "posix":
@@ -91,11 +92,12 @@ class RunLock:
             return None             # vanished: its run ended
         except (OSError, UnicodeDecodeError):               # a folder, unreadable, not text
             text = "?"
-        if text.strip() and not text.strip().isdigit():     # not a PID: someone's own file
+        text = text.strip("\0 \t\n")    # a power cut can leave the file's length, in NULs
+        if text and not text.isdigit():                     # not a PID: someone's own file
             raise RunDirectoryError(f"{self.flag} {self.path.parent}: its file {LOCK} is not a "
                                     f"minitf run's lock (a process number), and is left as it "
                                     f"is; wanted another {self.flag}, or that file moved away")
-        return int(text) if text.strip() else None      # a lock cut short as its writer died
+        return int(text) if text else None              # a lock cut short as its writer died
 
     def __enter__(self) -> "RunLock":
         for _ in range(2):          # the second try follows taking over a dead run's lock
@@ -103,7 +105,7 @@ class RunLock:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 owner = self._owner()
-                if owner is not None and _alive(owner):
+                if owner is not None and alive(owner):
                     raise RunDirectoryError(
                         f"{self.flag} {self.path.parent} is in use by another minitf train "
                         f"(pid {owner}); wait for it, or choose another {self.flag} (if no run "

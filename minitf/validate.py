@@ -383,10 +383,10 @@ def _refuse_the_forward_pair(cache, dy, where: str) -> None:
     one line (it failed deep inside, or ran on the wrong arrays). No cache of minitf's is a pair
     whose first element has the output's shape, or is a loss's number."""
     if not (isinstance(cache, tuple) and len(cache) == 2
-            and (is_array(cache[1]) or isinstance(cache[1], tuple))):
-        return
+            and (cache[1] is None or is_array(cache[1]) or isinstance(cache[1], tuple))):
+        return                        # (None: the cache of a dropout that dropped nothing)
     y = cache[0]
-    if (y.shape == dy.shape if is_array(y) else
+    if (tuple(y.shape) == tuple(getattr(dy, "shape", ())) if is_array(y) else
             isinstance(y, numbers.Real) and getattr(dy, "ndim", 0) == 0):
         raise ValueError(f"{where}: cache is the (output, cache) pair that "
                          f"{where.removesuffix('_backward')} returned; wanted its second element")

@@ -402,3 +402,19 @@ def test_an_out_a_parts_a_d_k_or_buckets_that_do_not_fit_are_one_line():
         F.relative_bias(floats(6, 2), floats(3, 5))
     with raises(ValueError, "relative_bias: table has shape (6,); wanted (num_buckets, h)"):
         F.relative_bias(floats(6), ints(3, 5))
+
+
+def test_the_forward_pair_of_a_dropout_that_dropped_nothing_and_of_a_0d_loss_is_refused():
+    """A dropout of p = 0 (or not training) keeps None: its pair is (y, None). On CuPy a loss is
+    a 0-d array, not a Python float: its pair failed in a '.shape' of the float dloss."""
+    x = floats(3, 4)
+    for kept in (F.dropout(x, 0.0), F.dropout(x, 0.5, training=False)):
+        with raises(ValueError, "dropout_backward: cache is the (output, cache) pair"):
+            F.dropout_backward(x, kept)
+        F.dropout_backward(x, kept[1])                    # its real cache, None, is taken
+    loss, cache = F.cross_entropy(floats(4, 5), ints(4) * 0)
+    with raises(ValueError, "cross_entropy_backward: cache is the (output, cache) pair"):
+        F.cross_entropy_backward(1.0, (np.asarray(loss), cache))
+    loss, cache = F.mse_loss(x, x * 0)
+    with raises(ValueError, "mse_loss_backward: cache is the (output, cache) pair"):
+        F.mse_loss_backward(1.0, (np.asarray(loss), cache))

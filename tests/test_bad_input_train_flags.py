@@ -201,3 +201,14 @@ def test_info_of_a_kind_minitf_does_not_know_is_one_line_and_no_header(tmp_path,
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith(f"minitf info: --checkpoint {tmp_path}: a model of kind 'cnn', "
                                    f"which minitf does not know; wanted one of ('lm'")
+
+
+def test_info_prices_an_encoder_decoder_checkpoint_at_its_own_lengths_unless_told(tmp_path,
+                                                                                 capsys):
+    """Its N = M is not a character window's: --context's default, 64, took it from 128."""
+    from minitf.models import Transformer
+    model = Transformer(13, 13, d_model=16, n_heads=2, n_layers=1)
+    checkpoint.save(tmp_path, model)
+    for flags, n in (([], 128), (["--context", "10"], 10)):
+        assert cli.main(["info", "--checkpoint", str(tmp_path), *flags]) == 0
+        assert describe_cost("seq2seq", model.config, context=n) in capsys.readouterr().out

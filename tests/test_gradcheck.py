@@ -284,3 +284,13 @@ def test_a_backward_that_gives_a_gradient_of_another_shape_is_named_by_its_case(
         with raises(ValueError, "Halves: backward's gradient of input x has shape (2, 1); wanted "
                                 "an array of shape (2, 3)"):
             check("Halves", ModuleCase(Halves(), {"x": x}))
+
+
+def test_a_numpy_scalar_is_the_gradient_of_a_0d_input():
+    """What .sum() returns: a NumPy float, of shape (), which a scalar input's gradient is."""
+    from minitf.backend import precision, randn
+    with precision("float64"):
+        case = FunctionCase(lambda x, a: (a * x, (x, a)),
+                            lambda dy, cache: (dy * cache[1], (dy * cache[0]).sum()),
+                            {"x": randn(3, 4), "a": np.array(1.7)}, ("x", "a"))
+        assert all(row.passed for row in check("scale", case))

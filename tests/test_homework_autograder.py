@@ -200,6 +200,33 @@ def test_a_zip_a_student_uploaded_grades_as_gradescope_unpacks_it(made, tmp_path
     assert "unpacks to" in capsys.readouterr().err
 
 
+def test_a_folder_named_zip_is_a_folder_and_an_ended_grading_s_unpacking_is_removed(
+        made, tmp_path, capsys, monkeypatch):
+    hw, key, _ = made
+    folder = tmp_path / "sub.zip"                       # a folder of that name: graded as one
+    for file in FILES:
+        (folder / file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(key / file, folder / file)
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(folder)]) == 0
+    from minitf.homework import submission
+    monkeypatch.setattr(submission.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()                                        # a process id that no process holds
+    left = tmp_path / "tmp" / f"minitf-submission-{child.pid}-abc"
+    (left / "minitf").mkdir(parents=True)               # what a grading that ended left behind
+    mine = tmp_path / "tmp" / f"minitf-submission-{os.getpid()}-xyz"
+    mine.mkdir()                                        # a running grading's: kept
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        for file in FILES:
+            archive.write(key / file, file)
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(upload)]) == 0
+    assert not left.exists() and mine.exists()
+    assert sorted(p.name for p in (tmp_path / "tmp").iterdir()) == [mine.name]
+    capsys.readouterr()
+
+
 def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatch):
     hw, _, zip_path = made
     assert cli.main(["homework", "autograder", str(hw), "--out", str(zip_path)]) == 2

@@ -96,6 +96,24 @@ def test_json_never_writes_over_a_file_that_is_not_a_grading_s_results(made, tmp
     assert json.loads(results.read_text(encoding="utf-8"))["score"] == 2
 
 
+def test_json_takes_an_empty_file_and_gradescope_s_results_without_a_total(made, tmp_path,
+                                                                           capsys, monkeypatch):
+    """Nothing to lose in an empty file (--json "$(mktemp)"); Gradescope's format lets the tests
+    carry the score without a total."""
+    key = made[1]
+    for held in ("", '{"tests": [{"name": "x", "score": 1}]}'):
+        target = tmp_path / "results.json"
+        target.write_text(held, encoding="utf-8")
+        assert cli.main(["homework", "grade", str(key), "--json", str(target)]) == 0
+        assert json.loads(target.read_text(encoding="utf-8"))["score"] == 2
+    capsys.readouterr()
+    relative = tmp_path / "notes.json"
+    relative.write_text("{}", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)                         # named as typed, not made absolute
+    assert cli.main(["homework", "grade", str(key), "--json", "notes.json"]) == 2
+    assert "--json notes.json: already holds a file" in capsys.readouterr().err
+
+
 def test_what_a_right_answer_prints_never_stops_the_writing(made, tmp_path, monkeypatch):
     """A lone surrogate (bytes that were not UTF-8, decoded with surrogateescape) in a print or
     an error message: UTF-8 cannot hold it, and results.json could not be written."""

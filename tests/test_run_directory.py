@@ -295,6 +295,24 @@ def test_a_folder_of_other_files_is_refused_and_left_as_it_was(text, tmp_path, c
     assert (run / "lock").read_bytes() == b"\xff not a number"
 
 
+def test_a_run_s_own_folder_hidden_files_and_a_lock_of_nuls(text, tmp_path, capsys, monkeypatch):
+    """--out . holding a run (its name is empty: there was no sibling to offer), a folder of
+    Finder's and an editor's hidden files, and a lock a power cut left as NULs."""
+    run = tmp_path / "run"
+    assert train(text, "--steps", "10", "--out", str(run)) == 0
+    monkeypatch.chdir(run)
+    assert train(text, "--steps", "10", "--out", ".") == 2
+    assert one_line(capsys).endswith(f"--out . already holds a run (step 10); continue it with "
+                                     f"--resume ., or start another with --out {run}2")
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    for name in (".DS_Store", ".gitkeep"):
+        (hidden / name).write_text("")
+    (hidden / "lock").write_bytes(b"\0" * 8)
+    assert train(text, "--steps", "10", "--out", str(hidden)) == 0
+    assert (hidden / ".DS_Store").exists() and not (hidden / "lock").exists()
+
+
 def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tmp_path, capsys):
     run = tmp_path / "run"
     child = subprocess.Popen(

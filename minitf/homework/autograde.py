@@ -234,7 +234,8 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         check_path(submission, "submission", "homework.grade")
     folder = Path(folder).resolve()
     data = manifest(folder)
-    if submission is not None and Path(submission).suffix.lower() == ".zip":
+    if (submission is not None and Path(submission).suffix.lower() == ".zip"
+            and not Path(submission).is_dir()):
         with unzipped(Path(submission)) as folder_of_files:     # as Gradescope unpacks one
             return grade(folder, folder_of_files, journal, budget)
     if submission is not None and not Path(submission).is_dir():

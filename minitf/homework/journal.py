@@ -39,12 +39,12 @@ def check_replaceable(path: Path) -> None:
     """ValueError unless ``path`` is free or holds a results.json that a grading wrote: --json
     rewrites its file before every exercise, and a mistyped one (the homework's homework.json, a
     student's solution) would otherwise be lost."""
-    if not path.exists():
-        return
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):    # nothing to lose
+        return                                       # (an empty file: --json "$(mktemp)")
     try:
         results = json.loads(path.read_text(encoding="utf-8"))
-        ours = isinstance(results, dict) and isinstance(results.get("tests"), list) \
-            and "score" in results
+        # Gradescope's format: the tests (the total score may be left to them)
+        ours = isinstance(results, dict) and isinstance(results.get("tests"), list)
     except (OSError, ValueError, RecursionError):        # unreadable, not UTF-8, not JSON
         ours = False
     if not ours:
@@ -88,9 +88,9 @@ class Journal:
     graded, by this process or by one that ended, which ``grade`` skips."""
 
     def __init__(self, path, names: list[str], resume: bool = False, of: str = ""):
+        check_replaceable(Path(path))     # named as typed
         # absolute: a student's code may change the working directory while it is graded
         self.path = Path(path).absolute()
-        check_replaceable(self.path)
         self.progress = progress_file(self.path)
         self.names = list(names)
         self.of = of             # what is graded (the folders): a progress of another is refused

@@ -3,12 +3,18 @@ the .zip a student uploaded (which Gradescope unpacks first, and ``homework grad
 FILE.zip`` unpacks the same way, into a folder of its own that is removed afterwards)."""
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import tempfile
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from minitf.rundir import alive
+
 UNPACKED_LIMIT = 200 << 20       # bytes a submission may unpack to: a homework is a few MB
+_UNPACKED = "minitf-submission-"  # + the grading process's id + a random part
 
 
 def find_submitted(submission: Path, file: str) -> Path | None:
@@ -42,10 +48,20 @@ def unzipped(archive: Path):
                if isinstance(err, IsADirectoryError) else "is not a zip archive")
         raise ValueError(f"--submission {archive}: {got}; wanted the folder of a student's "
                          f"files, or a .zip of them") from None
-    with zipped, tempfile.TemporaryDirectory(prefix="minitf-submission-") as folder:
+    _remove_what_ended_gradings_left()
+    with zipped, tempfile.TemporaryDirectory(prefix=f"{_UNPACKED}{os.getpid()}-") as folder:
         size = sum(member.file_size for member in zipped.infolist())
         if size > UNPACKED_LIMIT:
             raise ValueError(f"--submission {archive}: unpacks to {size:,} bytes; wanted at "
                              f"most {UNPACKED_LIMIT:,}, a homework's files")
         zipped.extractall(folder)
         yield Path(folder)
+
+
+def _remove_what_ended_gradings_left() -> None:
+    """The unpacked folders of gradings whose process ended inside an exercise (os._exit, a crash,
+    the out-of-memory killer), which nothing else removes: up to UNPACKED_LIMIT each."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_UNPACKED}*-*"):
+        pid = re.fullmatch(rf"{_UNPACKED}(\d+)-.*", folder.name)
+        if pid and folder.is_dir() and not folder.is_symlink() and not alive(int(pid.group(1))):
+            shutil.rmtree(folder, ignore_errors=True)

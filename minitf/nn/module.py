@@ -43,7 +43,7 @@ def no_grad():
     so its memory is reused at once: the NumPy memory a forward of `minitf train`'s model peaks at
     falls from 44 to 27 MiB (benchmarks/RESULTS.md, thirty-first entry). The outputs are the same
     to the last bit; a backward after such a forward is an error that says why. (An attention
-    layer still keeps its last weights, for ``probs``.)"""
+    layer still keeps its last forward's q, k, v and weights, for ``probs``.)"""
     before, _grad_mode.enabled = _grad_mode.enabled, False
     try:
         yield
