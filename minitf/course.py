@@ -107,7 +107,8 @@ LESSONS = (
            ("12_sampling", "12_kv_cache"), 8.4),
     Lesson("13_cost_model",
            "counting parameters, FLOPs, IO and memory; arithmetic intensity; the scores a causal "
-           "mask wastes, skipped; n² attention vs a sequential recurrence",
+           "mask wastes, skipped; what a forward keeps for its backward; n² attention vs a "
+           "sequential recurrence",
            "4d² + 2d·d_ff and the 2d/d_ff ratio; 2nmk FLOPs and nm + mk + nk IO (a slide slip); "
            "the per-operation cost tables; n² time and memory; self-attention vs RNN steps; an RNN "
            "LM trained beside a Transformer; the vanishing gradient over distance",
