@@ -36,7 +36,7 @@ from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.handout import MANIFEST, check_name
-from minitf.homework.submission import find_submitted, unzipped
+from minitf.homework.submission import find_submitted, not_a_submission, unzipped
 from minitf.validate import check_path
 
 _loaded = itertools.count()
@@ -240,8 +240,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
             return grade(folder, folder_of_files, journal, budget)
     if submission is not None and not Path(submission).is_dir():
         got = "is a file" if Path(submission).exists() else "no such folder"
-        raise ValueError(f"--submission {submission}: {got}; wanted the folder of a student's "
-                         f"files, or a .zip of them")
+        raise not_a_submission(submission, got)
     budget = Budget(budget, journal.started if journal is not None else None)
     entries = [entry for entry in data["exercises"]
                if journal is None or entry["name"] not in journal.graded]

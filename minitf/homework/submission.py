@@ -36,6 +36,12 @@ def find_submitted(submission: Path, file: str) -> Path | None:
     return None
 
 
+def not_a_submission(path, got: str) -> ValueError:
+    """The error for a --submission that is neither a folder of files nor a zip of them."""
+    return ValueError(f"--submission {path}: {got}; wanted the folder of a student's files, or "
+                      f"a .zip of them")
+
+
 @contextmanager
 def unzipped(archive: Path):
     """``with unzipped(archive) as folder:`` -- the .zip ``archive`` unpacked into a new temporary
@@ -46,8 +52,7 @@ def unzipped(archive: Path):
     except (zipfile.BadZipFile, OSError) as err:
         got = ("no such file" if isinstance(err, FileNotFoundError) else "is a folder"
                if isinstance(err, IsADirectoryError) else "is not a zip archive")
-        raise ValueError(f"--submission {archive}: {got}; wanted the folder of a student's "
-                         f"files, or a .zip of them") from None
+        raise not_a_submission(archive, got) from None
     _remove_what_ended_gradings_left()
     with zipped, tempfile.TemporaryDirectory(prefix=f"{_UNPACKED}{os.getpid()}-") as folder:
         size = sum(member.file_size for member in zipped.infolist())
