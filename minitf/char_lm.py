@@ -26,6 +26,8 @@ from pathlib import Path
 import minitf.functional as F
 from minitf import checkpoint, data, rundir
 from minitf.backend import backend_name, seed, to_device
+from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
+                         training_memory_floor)
 from minitf.generate import generate
 from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
@@ -289,6 +291,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         f"vocabulary {tokenizer.vocab_size}; {len(train_ids):,} train / {len(val_ids):,} validation")
 
     model = _build_model(config, tokenizer.vocab_size)
+    _refuse_a_step_beyond_memory(config, model)
     optimizer = AdamW(model, config.lr, betas=(0.9, 0.95), weight_decay=config.weight_decay)
     val_x, val_y = data.evaluation_windows(val_ids, config.context)
     # Periodic validation on 64 windows spread over the held-out text, always the same ones: under
@@ -354,6 +357,28 @@ def _build_model(config: RunConfig, vocab_size: int):
         return RNNLM(vocab_size, config.d_model, cell=config.model, max_len=config.context)
     return DecoderLM(vocab_size, config.d_model, config.n_heads, config.n_layers, config.d_ff,
                      max_len=config.context, positional=config.positional, dropout=config.dropout)
+
+
+def _refuse_a_step_beyond_memory(config: RunConfig, model) -> None:
+    """One line, not the kernel's silent kill minutes later, for a --batch-size or --context
+    whose step cannot fit: refused only where even the floor of a step's memory exceeds what
+    the machine has free (on NumPy; a GPU's memory is its own)."""
+    free = available_memory() if backend_name() == "numpy" else None
+    c, n = model.config, config.context
+    window = (recurrent_window_numbers(c["vocab_size"], c["d_model"], c["d_hidden"], c["cell"], n)
+              if isinstance(model, RNNLM) else
+              decoder_window_numbers(c["vocab_size"], c["d_model"], c["n_layers"], c["d_ff"],
+                                     c["n_heads"], n))
+    needed = training_memory_floor(window, config.batch_size, model.num_parameters())
+    if free is not None and needed > free:
+        weights = training_memory_floor(window, 0, model.num_parameters())
+        fits = max(0, (free - weights) // training_memory_floor(window, 1, 0))
+        wanted = (f"wanted a --batch-size of at most {fits:,} (by that floor: fewer may be all "
+                  f"that fit)" if fits else "not one window fits: wanted a smaller model or "
+                  "--context")
+        raise ValueError(f"--batch-size {config.batch_size} × --context {n}: a training step of "
+                         f"this model holds at least {needed / 2**30:.1f} GiB, and this machine "
+                         f"has {free / 2**30:.1f} GiB free; {wanted}")
 
 
 def _describe(model) -> str:

@@ -121,6 +121,52 @@ def lm_cost_of(config: dict, batch_size: int = 1, bytes_per_number: int = 4) -> 
                    n_heads=config["n_heads"], bytes_per_number=bytes_per_number)
 
 
+def decoder_window_numbers(vocab_size: int, d_model: int, n_layers: int, d_ff: int,
+                           n_heads: int, context: int) -> int:
+    """Numbers a DecoderLM's training step holds at least for each window, at the start of its
+    backward, when every layer still holds what its own backward reads (causal attention keeps
+    at least the lower triangle of its weights):
+        per block      2·n·d (two layer norms' x̂) + 3·n·d (q, k, v) + n·d (the heads, merged)
+                       + n·d_ff (the hidden layer) + h·n(n+1)/2 (the attention weights)
+        the top        n·d (the last norm's x̂) + n·V (the softmax of the logits)
+    """
+    d, n, h = d_model, context, n_heads
+    per_block = 6 * n * d + n * d_ff + h * n * (n + 1) // 2
+    return n_layers * per_block + n * d + n * vocab_size
+
+
+def recurrent_window_numbers(vocab_size: int, d_model: int, d_hidden: int, cell: str,
+                             context: int) -> int:
+    """The same floor for the recurrent baseline (RNNLM): its layer keeps the embedded input and
+    every step's state, h_t (an RNN) or h_t, c_t and the four gates (an LSTM), and the softmax
+    of the logits: n·(d + k·d_h) + n·V numbers, k = 1 or 6."""
+    states = 6 if cell == "lstm" else 1
+    return context * (d_model + states * d_hidden + vocab_size)
+
+
+def training_memory_floor(window_numbers: int, batch_size: int, parameters: int,
+                          bytes_per_number: int = 4) -> int:
+    """Bytes a training step holds at least: ``batch_size`` windows of ``window_numbers`` (one of
+    the two functions above), and 4 numbers per parameter beside them: the weight, its gradient
+    and AdamW's two moments. A floor, not an estimate: a step's traced peak is 1.7-3.8 × its
+    windows' part at the sizes tests/test_memory_floor.py tries, and 2.0 × for the model
+    ``minitf train`` builds (the peak comes during the backward, beside the gradients)."""
+    return (batch_size * window_numbers + 4 * parameters) * bytes_per_number
+
+
+def available_memory() -> int | None:
+    """Bytes this machine can still give a process without swapping (Linux's MemAvailable),
+    or None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024          # it counts in KiB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def format_cost(cost: dict) -> str:
     """The table ``minitf info`` prints."""
     _check_keys(cost, ("parameters", "parameters_formula", "embedding_parameters",

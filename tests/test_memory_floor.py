@@ -1,0 +1,104 @@
+"""The floor of a training step's memory is a floor: every model it prices holds at least that
+much during a real step, and ``minitf train`` refuses, in one line, a step that cannot fit."""
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from minitf import char_lm, cli
+from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
+                         training_memory_floor)
+from minitf.models import DecoderLM, RNNLM
+
+from test_run_directory import one_line, text  # noqa: F401  (text is a fixture)
+
+DECODERS = {   # (vocab, d_model, n_heads, n_layers, d_ff, n) and DecoderLM's other settings
+    "default": ((103, 128, 4, 2, 512, 64), {"positional": "rope"}),
+    "learned, wide heads": ((103, 64, 2, 3, 128, 96), {}),
+    "relu": ((50, 64, 4, 2, 128, 32), {"activation": "relu"}),
+    "relative": ((50, 32, 4, 1, 64, 48), {"positional": "relative"}),
+    "long context": ((30, 32, 2, 1, 64, 256), {"positional": "alibi"}),
+    "no blocks": ((50, 32, 2, 0, 64, 32), {}),
+}
+
+
+def traced_peak(model, b, n, vocab):
+    """NumPy's peak traced memory, beyond what was there before, during one training step."""
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, vocab, (b, n)), rng.integers(0, vocab, (b, n))
+    model.loss(x, y)[1]()                        # a first step: lazily made arrays are made
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        model.loss(x, y)[1]()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_a_decoder_step_holds_at_least_its_floor(name):
+    (vocab, d, h, L, d_ff, n), settings = DECODERS[name]
+    model = DecoderLM(vocab, d, h, L, d_ff, max_len=n, **settings)
+    floor = training_memory_floor(decoder_window_numbers(vocab, d, L, d_ff, h, n), 8, 0)
+    peak = traced_peak(model, 8, n, vocab)
+    assert floor <= peak <= 4 * floor, (floor, peak)        # a floor, and not a loose one
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_a_recurrent_step_holds_at_least_its_floor(cell):
+    model = RNNLM(40, 48, d_hidden=64, cell=cell, max_len=32)
+    floor = training_memory_floor(recurrent_window_numbers(40, 48, 64, cell, 32), 8, 0)
+    peak = traced_peak(model, 8, 32, 40)
+    assert floor <= peak <= 4 * floor, (floor, peak)
+
+
+def test_the_floor_counts_the_weights_four_times_and_grows_with_the_batch():
+    window = decoder_window_numbers(103, 128, 2, 512, 4, 64)
+    assert training_memory_floor(window, 1, 0) == 4 * window
+    assert training_memory_floor(window, 3, 10) == 4 * (3 * window + 40)
+    assert training_memory_floor(window, 2, 0, bytes_per_number=8) == 16 * window
+
+
+def test_available_memory_is_a_plausible_number():
+    free = available_memory()
+    assert free is None or 2**20 < free < 2**50
+
+
+MODEL_FLAGS = {"transformer": ["--d-model", "16", "--n-heads", "2", "--n-layers", "1"],
+               "lstm": ["--model", "lstm", "--d-model", "16"]}
+
+
+@pytest.mark.parametrize("model", MODEL_FLAGS)
+def test_train_refuses_a_step_beyond_free_memory_in_one_line(text, tmp_path, monkeypatch, capsys,
+                                                             model):
+    def train(*flags):
+        return cli.main(["train", "--text", text, *MODEL_FLAGS[model], "--context", "16",
+                         "--eval-every", "10", "--no-progress", *flags])
+    monkeypatch.setattr(char_lm, "available_memory", lambda: 3 * 2**20)     # 3 MiB free
+    out = tmp_path / "run"
+    assert train("--batch-size", "4000", "--out", str(out)) == 2
+    err = one_line(capsys)
+    assert err.startswith("minitf train: --batch-size 4000 × --context 16: a training step of "
+                          "this model holds at least "), err
+    assert "this machine has 0.0 GiB free; wanted a --batch-size of at most " in err
+    assert not out.exists()                                  # a refused run leaves no folder
+    fits = int(err.split("at most ")[1].split(" (by")[0].replace(",", ""))
+    assert 0 < fits < 4000
+    # the number it names is the largest batch the floor lets through
+    assert train("--batch-size", str(fits), "--steps", "2",
+                 "--out", str(out)) == 0
+    capsys.readouterr()
+    assert train("--batch-size", str(fits + 1), "--steps", "2",
+                 "--out", str(tmp_path / "one more")) == 2
+    assert "--batch-size of at most " in one_line(capsys)
+    monkeypatch.setattr(char_lm, "available_memory", lambda: 1000)          # not the weights
+    assert train("--out", str(tmp_path / "none")) == 2
+    assert one_line(capsys).endswith("not one window fits: wanted a smaller model or --context")
+
+
+def test_where_the_machine_does_not_say_nothing_is_refused(text, tmp_path, monkeypatch):
+    monkeypatch.setattr(char_lm, "available_memory", lambda: None)
+    assert cli.main(["train", "--text", text, *MODEL_FLAGS["transformer"], "--context", "16",
+                     "--batch-size", "64", "--steps", "2", "--no-progress",
+                     "--out", str(tmp_path / "r")]) == 0
