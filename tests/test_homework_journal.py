@@ -145,7 +145,6 @@ def test_a_relative_json_path_survives_the_student_s_chdir(made, tmp_path, monke
     '"of": ""}',
     '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": 1e30, '
     '"of": ""}',
-    "[" * 100_000,                                   # nested past the recursion limit
     '{"tests": [], "running": "softmax_backward", "seconds": 0, "note": "", "started": 0, '
     '"of": "another/submission"}',                   # another grading's
 ])
@@ -155,6 +154,25 @@ def test_a_progress_file_that_is_not_this_grading_s_is_refused_in_one_line(tmp_p
     with pytest.raises(ValueError, match="is not the progress of this homework's grading"):
         Journal(out, EXERCISES, resume=True)
     assert not out.with_name("results.json.progress").exists()
+
+
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("notes", ["my notes on the grading", "[" * 100_000, '{"tests": []}', ""])
+def test_a_file_where_the_progress_goes_that_no_grading_wrote_is_kept(made, tmp_path, capsys,
+                                                                      notes, resume):
+    """Not a grading's progress (nested past the recursion limit, too): refused in one line and
+    left as it was, where the grading would have written over it and removed it."""
+    progress = tmp_path / "results.json.progress"
+    progress.write_text(notes, encoding="utf-8")
+    status = cli.main(["homework", "grade", str(made[1]), "--json", str(tmp_path / "results.json"),
+                       *(["--resume"] if resume else [])])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith(f"--json: {progress}, where the grading keeps its progress, "
+                                f"holds a file that no grading wrote; wanted it moved, or "
+                                f"another --json name") and err.count("\n") == 1, err
+    assert progress.read_text(encoding="utf-8") == notes
+    assert not (tmp_path / "results.json").exists()
 
 
 def test_a_resumed_grading_says_the_whole_score(made, tmp_path, capsys):

@@ -14,9 +14,9 @@ behind means the process ended inside the exercise it names. ``--resume`` (run_a
 when it finds one) keeps the exercises already graded as they were, scores that one 0, saying
 why, and grades the rest in the new process. Every resumed run either blames one more exercise
 or removes FILE.progress and stops (the process ended between two exercises, with nothing to
-blame, or the file is not this grading's), so a loop of resumed runs ends after at most one run
+blame, or the file is another grading's), so a loop of resumed runs ends after at most one run
 more than there are exercises; run_autograder also ends it at a run that changed nothing (one
-that could not write).
+that could not write, or a FILE.progress that no grading wrote, which is refused and kept).
 """
 from __future__ import annotations
 
@@ -51,6 +51,26 @@ def check_replaceable(path: Path) -> None:
         raise ValueError(f"--json {path}: already holds a file that is not a results.json a "
                          f"grading wrote; wanted a new file name, or an earlier results file to "
                          f"replace")
+
+
+PROGRESS_KEYS = ("tests", "running", "seconds", "note", "started")
+
+
+def _progress_in(path: Path):
+    """What ``path`` holds if a journal wrote it (a JSON object of PROGRESS_KEYS), else None."""
+    try:
+        left = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):        # unreadable, not UTF-8, not JSON
+        return None
+    return left if isinstance(left, dict) and all(k in left for k in PROGRESS_KEYS) else None
+
+
+def _check_progress_replaceable(progress: Path, left) -> None:
+    """The journal writes ``progress`` before every exercise and removes it at the end: a file
+    of that name that no journal wrote (someone's notes) would be lost."""
+    if progress.exists() and left is None:
+        raise ValueError(f"--json: {progress}, where the grading keeps its progress, holds a "
+                         f"file that no grading wrote; wanted it moved, or another --json name")
 
 
 def _ended_inside(name: str, resumed: bool) -> str:
@@ -96,17 +116,18 @@ class Journal:
         self.of = of             # what is graded (the folders): a progress of another is refused
         self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
         self.started = time.time()          # the grading's start, for its budget: the first run's
-        if resume and self.progress.exists():
-            self._take_up()
+        left = _progress_in(self.progress)
+        _check_progress_replaceable(self.progress, left)
+        if resume and left is not None:
+            self._take_up(left)
 
     @property
     def graded(self) -> set[str]:
         return {test["name"] for test in self.tests}
 
-    def _take_up(self) -> None:
+    def _take_up(self, left: dict) -> None:
         """The tests a process that ended had graded, and a 0 for the one it ended inside."""
         try:
-            left = json.loads(self.progress.read_text(encoding="utf-8"))
             tests, running, seconds, note, started = (
                 left["tests"], left["running"], float(left["seconds"]), str(left["note"]),
                 float(left["started"]))
@@ -114,7 +135,7 @@ class Journal:
             known = (set(names) <= set(self.names) and len(set(names)) == len(names)
                      and all(map(_is_test, tests)) and math.isfinite(seconds + started)
                      and started <= time.time() and left["of"] == self.of)
-        except Exception:        # unreadable, not JSON, nested past the recursion limit, …
+        except Exception:        # a journal's keys, but values no journal wrote
             known = False
         if not known:            # of no use, and removed: a loop of resumed runs ends here
             self.progress.unlink(missing_ok=True)
