@@ -1,7 +1,10 @@
 """How long grading may take: an exercise's own limit (longer for a whole model, whose checks
 difference every weight) and a whole grading's budget (Gradescope kills a run past the
 assignment's timeout and scores it 0, showing nothing)."""
+import json
 import shutil
+import subprocess
+import sys
 import time
 
 import pytest
@@ -75,3 +78,57 @@ def test_what_is_left_of_a_budget_shortens_a_limit():
     seconds, why = limits.Budget(30).limit(240)
     assert 29 < seconds <= 30 and why == "when the grading's budget of 30 s ran out"
     assert limits.Budget(30, started=time.time() - 31).limit(60)[0] == 1e-3    # never 0 or less
+
+
+def _grade_in_a_process(args, seconds=1.0, grace=1.0):
+    """``minitf homework grade ARGS`` in a process of its own, with the limits given, and its
+    grace after TookTooLong: the process may end itself."""
+    code = (f"import sys; from minitf.exercises import time_limit as t; "
+            f"t.EXERCISE_SECONDS = {seconds}; t.GRACE_SECONDS = {grace}; "
+            f"from minitf import cli; sys.exit(cli.main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, "homework", "grade", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_answer_that_catches_its_stop_costs_its_own_exercise_alone(made, tmp_path):
+    """`except BaseException` in a loop swallows TookTooLong and would run on with no alarm
+    left, taking every later exercise's time: after a grace the process ends, in one line, and
+    --resume grades the rest, as run_autograder does for a process that ended."""
+    hw, key = made
+    submission = tmp_path / "submission"
+    shutil.copytree(key / "minitf", submission / "minitf")
+    path = submission / SOFTMAX
+    text = path.read_text(encoding="utf-8")
+    stubborn = text.replace("return p * (dp - row_dot(dp, p, axis))",
+                            "while True:\n        try:\n            while True:\n"
+                            "                pass\n        except BaseException:\n"
+                            "            pass")
+    assert stubborn != text
+    path.write_text(stubborn, encoding="utf-8")
+    out = tmp_path / "results.json"
+    run = _grade_in_a_process([hw, "--submission", submission, "--json", out])
+    assert run.returncode == limits.ENDED_STATUS, run.stderr
+    assert run.stderr == ("minitf: softmax_backward ran on for 1.0 s after it was stopped at its "
+                          "limit of 1 s (its code caught the stop: an `except BaseException` or "
+                          "a bare `except:` in a loop?); this process ends here\n")
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert "caught the stop at its time limit and ran on" in results["tests"][0]["output"]
+
+    run = _grade_in_a_process([hw, "--submission", submission, "--json", out, "--resume"])
+    assert run.returncode == 1, run.stderr                     # one of the two failed
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert [(t["name"], t["score"]) for t in results["tests"]] == [
+        ("softmax_backward", 0.0), ("layer_norm_backward", 1.0)]
+    assert not out.with_name("results.json.progress").exists()
+
+
+def test_a_stop_that_is_not_caught_leaves_the_process_running(tmp_path):
+    """The grace's watchdog is cancelled once the block has ended: the grader goes on."""
+    code = ("import time; from minitf.exercises import time_limit as t; t.GRACE_SECONDS = 0.3\n"
+            "try:\n    with t.time_limit('x', 0.1):\n        time.sleep(5)\n"
+            "except t.TookTooLong as err:\n    print(err)\n"
+            "time.sleep(1); print('still here')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "x ran for more than 0.1 s and was stopped (a loop that never ends?)\n" \
+                         "still here\n"
