@@ -250,23 +250,30 @@ def _check_same_characters(config: RunConfig, saved: dict, tokenizer) -> None:
                          f"resume with the text the run was trained on")
 
 
+STOPPING_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
 @contextmanager
-def _stop_on_ctrl_c(trainer: Trainer):
-    """Ctrl-C (SIGINT) asks the trainer to stop after the step under way; a second one stops at
-    once. Outside the main thread Python delivers no signals, so there is nothing to catch."""
+def _stop_on_signals(trainer: Trainer):
+    """Ctrl-C (SIGINT), or the SIGTERM that timeout, docker stop and Slurm send, asks the trainer
+    to stop after the step under way (``trainer.stop_requested`` then names the signal); a
+    second one stops at once. Outside the main thread Python delivers no signals, so there is
+    nothing to catch."""
     def request_stop(signum, frame):
         if trainer.stop_requested:
             raise KeyboardInterrupt
-        trainer.stop_requested = True
+        trainer.stop_requested = signum
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGINT, request_stop)
+        for signum in STOPPING_SIGNALS:
+            previous[signum] = signal.signal(signum, request_stop)
     except ValueError:
-        previous = None
+        pass
     try:
         yield
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _train(config: RunConfig, text: str, out: Path, log) -> dict:
@@ -318,14 +325,18 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         f"{config.eval_every} steps; all of them at the end")
 
     start = time.perf_counter()
-    with _stop_on_ctrl_c(trainer):
+    with _stop_on_signals(trainer):
         trainer.fit(config.steps, progress=config.progress)
     seconds = time.perf_counter() - start
-    if trainer.step < config.steps:                           # Ctrl-C
-        _save(out, model, trainer, tokenizer, extra={"run": settings})
-        log(f"\ninterrupted at step {trainer.step} of {config.steps}; checkpoint saved to {out}/\n"
-            f"to continue: minitf train --resume {shlex.quote(str(out))}")
-        raise KeyboardInterrupt
+    if trainer.step < config.steps:                           # Ctrl-C or SIGTERM
+        if not (config.save_every and trainer.step % config.save_every == 0):   # not just saved
+            _save(out, model, trainer, tokenizer, extra={"run": settings})
+        stopped = KeyboardInterrupt(
+            f"interrupted ({STOPPING_SIGNALS[trainer.stop_requested]}) at step {trainer.step} of "
+            f"{config.steps}; checkpoint saved to {out}/; to continue: minitf train --resume "
+            f"{shlex.quote(str(out))}")
+        stopped.signum = trainer.stop_requested           # the exit status is 128 + its number
+        raise stopped
 
     model.eval()
     val_loss = _held_out_loss(model, val_x, val_y)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
 import warnings
 from dataclasses import fields
@@ -369,8 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: out of memory: {err}; wanted smaller sizes",
               file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:      # minitf train's says where it stopped and what it saved
+        print(f"{command}: {err or 'interrupted'}", file=sys.stderr)
+        return 128 + getattr(err, "signum", signal.SIGINT)
     finally:
         warnings.showwarning = showwarning

@@ -58,9 +58,9 @@ def test_an_interrupted_and_resumed_run_is_the_uninterrupted_run(text, tmp_path,
     _interrupt_at(monkeypatch, 20)
     assert train(text, "--steps", "40", "--out", str(split)) == 130
     monkeypatch.undo()
-    out = capsys.readouterr().out
-    assert "interrupted at step 20 of 40" in out
-    assert f"to continue: minitf train --resume {split}\n" in out
+    assert one_line(capsys) == (f"minitf train: interrupted (Ctrl-C) at step 20 of 40; "
+                                f"checkpoint saved to {split}/; to continue: minitf train "
+                                f"--resume {split}")
     assert checkpoint.read_meta(split)["step"] == 20
 
     assert cli.main(["train", "--resume", str(split), "--no-progress"]) == 0   # the printed command
@@ -75,6 +75,16 @@ def test_an_interrupted_and_resumed_run_is_the_uninterrupted_run(text, tmp_path,
     settings = {**a.meta["extra"]["run"], "out": str(tmp_path / "no-samples"), "samples": 0}
     char_lm.run(char_lm.RunConfig(**settings), log=lambda *args: None)
     assert checkpoint.read_meta(tmp_path / "no-samples")["rng"] == a.meta["rng"]
+
+
+def test_ctrl_c_after_a_step_that_saved_saves_no_second_copy_of_it(text, tmp_path,
+                                                                    monkeypatch, capsys):
+    """The step's checkpoint is the run's newest: another would push out an older one."""
+    run = tmp_path / "run"
+    _interrupt_at(monkeypatch, 20)
+    assert train(text, "--steps", "40", "--save-every", "10", "--out", str(run)) == 130
+    assert (run / checkpoint.INDEX).read_text().split() == ["step-000020", "step-000010"]
+    assert "checkpoint saved to" in one_line(capsys)
 
 
 def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
@@ -313,7 +323,10 @@ def test_a_run_s_own_folder_hidden_files_and_a_lock_of_nuls(text, tmp_path, caps
     assert (hidden / ".DS_Store").exists() and not (hidden / "lock").exists()
 
 
-def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tmp_path, capsys):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tmp_path, capsys,
+                                                                        signum):
+    """SIGTERM too (timeout, docker stop and Slurm send it): it killed the run unsaved."""
     run = tmp_path / "run"
     child = subprocess.Popen(
         [sys.executable, "-m", "minitf", "train", "--text", text, *SMALL, "--steps", "100000",
@@ -325,12 +338,15 @@ def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tm
         time.sleep(0.3)                                           # a few steps
         assert train(text, "--steps", "10", "--out", str(run)) == 2
         assert f"--out {run} is in use by another minitf train (pid {child.pid})" in one_line(capsys)
-        child.send_signal(signal.SIGINT)
+        child.send_signal(signum)
         stdout, stderr = child.communicate(timeout=60)
     finally:
         child.kill()
-    assert child.returncode == 130, stderr
-    assert f"to continue: minitf train --resume {run}" in stdout
-    assert stderr.strip().endswith("minitf train: interrupted")
-    assert 0 <= checkpoint.load(run).meta["step"] < 100000
+    assert child.returncode == 128 + signum, stderr
+    step = checkpoint.load(run).meta["step"]
+    name = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}[signum]
+    assert stderr.strip().splitlines()[-1] == (
+        f"minitf train: interrupted ({name}) at step {step} of 100000; checkpoint saved to "
+        f"{run}/; to continue: minitf train --resume {run}")
+    assert 0 < step < 100000
     assert not (run / "lock").exists()
