@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import itertools
 import shlex
-import signal
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -32,7 +30,7 @@ from minitf.generate import generate
 from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
-from minitf.train import Trainer
+from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
 
 DEFAULT_OUT = "runs/lm"
 MODEL_CHOICES = ("transformer", "rnn", "lstm")
@@ -114,9 +112,12 @@ def run(config: RunConfig, log=print) -> dict:
     if config.resume and not config.out and _one_step_of_a_run(Path(config.resume).resolve()):
         # its saves would go inside the step directory, among the run's own
         run_dir = Path(config.resume).resolve().parent
+        current = checkpoint.find(run_dir)
+        itself = (f", or continue the run itself with --resume {run_dir}"
+                  if checkpoint.is_whole(current) else
+                  f" (the run's current checkpoint, {current.name}, does not load)")
         raise ValueError(f"--resume {config.resume} is one checkpoint of the run in {run_dir}; "
-                         f"continue from it into a new --out DIR, or continue the run itself "
-                         f"with --resume {run_dir}")
+                         f"continue from it into a new --out DIR{itself}")
     _check_flags(config)
     out = Path(config.out or config.resume or DEFAULT_OUT)
     new = [p for p in (out, *out.parents) if not p.exists()]    # what probe creates, deepest first
@@ -250,32 +251,6 @@ def _check_same_characters(config: RunConfig, saved: dict, tokenizer) -> None:
                          f"resume with the text the run was trained on")
 
 
-STOPPING_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
-
-
-@contextmanager
-def _stop_on_signals(trainer: Trainer):
-    """Ctrl-C (SIGINT), or the SIGTERM that timeout, docker stop and Slurm send, asks the trainer
-    to stop after the step under way (``trainer.stop_requested`` then names the signal); a
-    second one stops at once. Outside the main thread Python delivers no signals, so there is
-    nothing to catch."""
-    def request_stop(signum, frame):
-        if trainer.stop_requested:
-            raise KeyboardInterrupt
-        trainer.stop_requested = signum
-    previous = {}
-    try:
-        for signum in STOPPING_SIGNALS:
-            previous[signum] = signal.signal(signum, request_stop)
-    except ValueError:
-        pass
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     seed(config.seed)
     tokenizer = data.CharTokenizer.fit(text)
@@ -325,7 +300,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         f"{config.eval_every} steps; all of them at the end")
 
     start = time.perf_counter()
-    with _stop_on_signals(trainer):
+    with stop_on_signals(trainer):
         trainer.fit(config.steps, progress=config.progress)
     seconds = time.perf_counter() - start
     if trainer.step < config.steps:                           # Ctrl-C or SIGTERM

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,7 +208,12 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     for old in dict.fromkeys(listed):
         if (old not in new_list and _STEP.fullmatch(old)
                 and _holds_only_a_checkpoint(directory / old)):
-            shutil.rmtree(directory / old)
+            try:
+                shutil.rmtree(directory / old)
+            except OSError as err:     # the save is done and current: this is no failure of it
+                warnings.warn(f"checkpoint.save: the old checkpoint {directory / old}, off the "
+                              f"list now, could not be removed ({err.strerror}); the new one, "
+                              f"{name}, is saved and current")
     return directory / name
 
 
@@ -248,7 +254,34 @@ def _located(directory) -> Path:
 
 def read_meta(directory) -> dict:
     """The JSON metadata of the current checkpoint in ``directory``, weights not read."""
-    return _meta_at(_located(directory))
+    found = _located(directory)
+    return _pointing_back(directory, found, _meta_at)
+
+
+def _pointing_back(directory, found: Path, read):
+    """``read(found)``; should the current checkpoint of a run be damaged (a file deleted or cut
+    short), the error names the newest of the run's earlier checkpoints that is whole."""
+    try:
+        return read(found)
+    except CheckpointError as err:
+        if found == Path(directory):
+            raise                                   # a step directory, loaded by its own path
+        for whole in (Path(directory) / name for name in _listed(Path(directory))[1:]):
+            if not is_whole(whole):
+                continue
+            raise CheckpointError(f"{err}; the run's newest whole checkpoint is {whole}: load "
+                                  f"it by its own path (minitf train --resume {whole} --out "
+                                  f"NEW_DIR continues the run from it)") from None
+        raise
+
+
+def is_whole(step_directory) -> bool:
+    """Whether the checkpoint in ``step_directory`` loads: its files there, and whole."""
+    try:
+        _read_at(Path(step_directory))
+    except CheckpointError:
+        return False
+    return True
 
 
 def _meta_at(found: Path) -> dict:
@@ -257,7 +290,8 @@ def _meta_at(found: Path) -> dict:
         with open(found / META, "rb") as f:
             meta = json.loads(f.read().decode())
     except FileNotFoundError:
-        raise CheckpointError(f"{where}: {META} is missing") from None
+        what = META if found.is_dir() else f"the folder, which {INDEX} names,"
+        raise CheckpointError(f"{where}: {what} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{where}: {META} is corrupt ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -271,6 +305,10 @@ def _meta_at(found: Path) -> dict:
 
 def _read(directory):
     found = _located(directory)            # once: a save may make another one current meanwhile
+    return _pointing_back(directory, found, _read_at)
+
+
+def _read_at(found: Path):
     meta = _meta_at(found)
     where = f"checkpoint {found}"
     try:

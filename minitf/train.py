@@ -21,8 +21,10 @@ a step cut in half, some parameters updated and others not, could not be resumed
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import time
+from contextlib import contextmanager
 from typing import Callable
 
 from minitf.backend import float_errors_ignored, get_array_module
@@ -232,3 +234,28 @@ class Trainer:
         self.tokens_per_second = tokens / max(time.perf_counter() - start, 1e-9)
         return self.history
 
+
+STOPPING_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
+@contextmanager
+def stop_on_signals(trainer: Trainer):
+    """Ctrl-C (SIGINT), or the SIGTERM that timeout, docker stop and Slurm send, asks the trainer
+    to stop after the step under way (``trainer.stop_requested`` then names the signal); a
+    second one stops at once. Outside the main thread Python delivers no signals, so there is
+    nothing to catch."""
+    def request_stop(signum, frame):
+        if trainer.stop_requested:
+            raise KeyboardInterrupt
+        trainer.stop_requested = signum
+    previous = {}
+    try:
+        for signum in STOPPING_SIGNALS:
+            previous[signum] = signal.signal(signum, request_stop)
+    except ValueError:
+        pass
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
