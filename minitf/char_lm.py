@@ -325,12 +325,12 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     # Saved before the samples draw from the random generator: the state in the checkpoint is the
     # one the training loop left, which a run continued with --resume must start from.
     _save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
-    _report(config, figures, model, tokenizer, text[len(text) - len(val_ids):], val_x.size, log)
-    try:
+    try:               # before the samples: a run stopped as they print has its plot too
         from minitf.viz import plot_history
         plot_history(trainer.history, out / "loss.png", baseline=bigram, title="character LM")
     except ImportError:
         pass
+    _report(config, figures, model, tokenizer, text[len(text) - len(val_ids):], val_x.size, log)
     log(f"\ncheckpoint saved to {out}/  (minitf generate --checkpoint {out} --prompt 'def ')")
     return figures
 

@@ -350,3 +350,13 @@ def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tm
         f"{run}/; to continue: minitf train --resume {run}")
     assert 0 < step < 100000
     assert not (run / "lock").exists()
+
+
+def test_a_run_stopped_while_its_samples_print_has_its_plot(text, tmp_path, monkeypatch):
+    """The last checkpoint is saved before the samples; the loss plot is drawn before them too."""
+    def ctrl_c(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(char_lm, "_report", ctrl_c)
+    run = tmp_path / "run"
+    assert train(text, "--steps", "10", "--out", str(run)) == 130
+    assert (run / "loss.png").is_file() and checkpoint.read_meta(run)["step"] == 10
