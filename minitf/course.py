@@ -145,7 +145,7 @@ LESSONS = (
     Lesson("19_your_first_exercise",
            "the exercise loop: start softmax_backward, check it, read a failing report, fix it, "
            "see it pass",
-           "backprop by hand (softmax's σ(z)_i and its backward p ⊙ (dp − Σ dp·p)); how minitf "
+           "backprop by hand (softmax's backward, as lesson 05 derives it); how minitf "
            "grades a student's backward and what its hints mean",
            ("19_attempts",), 2.5),
     Lesson("20_inside_a_pretrained_transformer",

@@ -122,6 +122,9 @@ def test_the_starter_keeps_the_fence_around_a_named_stub_and_drops_the_derivatio
     assert "exp(x_i) / Σ_j exp(x_j)" in text and "dp: (...) the gradient of p" in text
     assert "∂p_i/∂x_j = p_i (δ_ij − p_j)" not in text                  # the derivation
     assert "dx = p ⊙ (dp − Σ_j dp_j p_j)" not in text
+    everything = "\n".join(b.decode("utf-8", "replace") for b in _files(hw1).values())
+    for answer in ("p ⊙ (dp − Σ", "dp − Σ_j dp_j p_j"):     # nor anywhere else: course.py's
+        assert answer not in everything, answer           # lesson list, a docstring elsewhere
     readme = (hw1 / "README.md").read_text(encoding="utf-8")
     assert "python -m minitf homework grade ." in readme and "`attention_backward`" in readme
 
