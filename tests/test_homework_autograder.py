@@ -236,6 +236,19 @@ def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatc
     assert cli.main(["homework", "autograder", str(tmp_path), "--out",
                      str(tmp_path / "x.zip")]) == 2
     assert "not a homework directory" in capsys.readouterr().err
+    for inside in (hw / "ag.zip", hw / "minitf" / "ag.zip"):    # zipped with the handout
+        assert cli.main(["homework", "autograder", str(hw), "--out", str(inside)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"minitf homework autograder: --out {inside}: inside the homework folder {hw}, which "
+            f"students receive, and the zip holds the reference minitf, every answer; wanted a "
+            f"path outside it")
+        assert not inside.exists()
+    assert cli.main(["homework", "make", "--exercises", "relu_backward", "--solutions",
+                     "--out", str(hw / "key")]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"inside the homework folder {hw}, which students receive, and the key holds every "
+        f"answer; wanted a path outside it")
+    assert not (hw / "key").exists()
     missing = tmp_path / "missing" / "hw.zip"                  # was Python's Errno 2
     assert cli.main(["homework", "autograder", str(hw), "--out", str(missing)]) == 2
     assert f"--out {missing}: the folder {missing.parent} does not exist" in capsys.readouterr().err

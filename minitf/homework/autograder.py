@@ -22,7 +22,8 @@ from pathlib import Path
 
 from minitf.data.text import check_file_name
 from minitf.homework.autograde import manifest
-from minitf.homework.handout import MANIFEST, PACKAGE, SKIP, refuse_a_homework_copy
+from minitf.homework.handout import (MANIFEST, PACKAGE, SKIP, refuse_a_homework_copy,
+                                     refuse_answers_inside_a_homework)
 from minitf.validate import check_int, check_path
 
 # A fixed timestamp for every entry, so the same homework gives the same zip byte for byte.
@@ -138,6 +139,7 @@ def build(folder, out, timeout_minutes: int | None = None) -> Path:
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
     refuse_a_homework_copy()
+    refuse_answers_inside_a_homework(out, "the zip holds the reference minitf, every answer")
     if out.suffix != ".zip" or out.exists():
         got = "already exists" if out.exists() else "does not end in .zip"
         raise ValueError(f"--out {out}: {got}; wanted a new file ending in .zip")

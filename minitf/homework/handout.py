@@ -229,6 +229,15 @@ def _copy_package(out: Path, blank: dict, solutions: bool) -> dict:
     return frames
 
 
+def refuse_answers_inside_a_homework(out, what: str) -> None:
+    """One line when ``out``, which will hold the answers (``what``), lies inside a homework
+    folder: that folder is what students receive, and zipped whole it would carry them too."""
+    for folder in Path(out).absolute().parents:
+        if (folder / MANIFEST).is_file():
+            raise ValueError(f"--out {out}: inside the homework folder {folder}, which students "
+                             f"receive, and {what}; wanted a path outside it")
+
+
 def _check_make(out, exercises, files, solutions) -> None:
     """make's arguments from Python (the command line's are its flags'): a yes/no that is no
     bool, such as 'no', would write the answers into the students' copy."""
@@ -253,6 +262,8 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
     ``solutions``: the same directory with the bodies answered (the instructor's key)."""
     _check_make(out, exercises, files, solutions)
     out = Path(out)
+    if solutions:
+        refuse_answers_inside_a_homework(out, "the key holds every answer")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         got = "is a file" if not out.is_dir() else "already exists and is not empty"
         raise ValueError(f"--out {out}: {got}; wanted a new folder")
