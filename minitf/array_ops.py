@@ -40,9 +40,9 @@ def _add_rows_sorted(target, indices, values) -> None:
     (benchmarks/RESULTS.md, twenty-third entry).
     indices: (N,)   values: (N, ...) rows of target"""
     xp = get_array_module(target)                            # NumPy: CuPy has no add.reduceat
-    order = xp.argsort(indices, kind="stable")               # stable: a fixed summation order
-    ranked = indices[order]
-    starts = xp.flatnonzero(xp.concatenate(([True], ranked[1:] != ranked[:-1])))
+    order = xp.argsort(indices, kind="stable")               # (N,) stable: a fixed summation order
+    ranked = indices[order]                                  # (N,) the indices, sorted
+    starts = xp.flatnonzero(xp.concatenate(([True], ranked[1:] != ranked[:-1])))  # (U,) run starts
     target[ranked[starts]] += xp.add.reduceat(values[order], starts, axis=0)
 
 
@@ -90,9 +90,9 @@ def row_max(a, axis: int = -1):
     of them, as a knockout: the larger of each row's two halves, then of that result's two
     halves, and so on, log2(d) elementwise passes over ever shorter arrays. NumPy takes each
     short row's maximum on its own, at a cost per row that outweighs the row's numbers: on
-    (52, 4, 64, 64) scores (52 windows of 64 characters, 4 heads) 1.4-1.7 x as long as the
-    knockout (benchmarks/RESULTS.md, sixteenth entry). The maximum is exact either way, NaN
-    included; longer rows are faster with NumPy's own maximum.
+    (52, 4, 64, 64) scores (52 windows of 64 characters, 4 heads: minitf train's batch then)
+    1.4-1.7 x as long as the knockout (benchmarks/RESULTS.md, sixteenth entry). The maximum is
+    exact either way, NaN included; longer rows are faster with NumPy's own maximum.
     """
     xp = get_array_module(a)
     if axis not in (-1, a.ndim - 1):          # another axis: move it last and back (views, no copies)
@@ -157,8 +157,8 @@ def blocks_pay_off(*arrays) -> bool:
 
 def elementwise_in_blocks(fn, *arrays):
     """fn(*arrays) for an elementwise fn of arrays of one shape, ELEMENTWISE_BLOCK elements at a
-    time, into one new array, or a tuple of them where fn returns a tuple (GELU's forward: y and
-    Φ). What it saves: fn's temporaries are the size of a block, not of the arrays (GELU's
+    time, into one new array, or a tuple of them where fn returns a tuple (GELU's forward: Φ, then
+    y). What it saves: fn's temporaries are the size of a block, not of the arrays (GELU's
     backward makes two the size of the hidden layer), and a block stays in the cache from one of
     fn's passes to the next. On a GPU it is fn(*arrays) (see blocks_pay_off)."""
     if arrays[0].size <= ELEMENTWISE_BLOCK or not blocks_pay_off(*arrays):

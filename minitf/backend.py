@@ -356,8 +356,9 @@ def reuse_freed_memory(mmap_threshold: int = 32 << 20, trim_threshold: int = 1 <
 
     A training step makes and frees hundreds of temporaries of a few MiB each. By default glibc
     maps each large one fresh from the OS and unmaps it when freed, or returns the freed top of
-    its heap, and the next array of that size page-faults its way back in: on a 2-core CPU that
-    was ~110,000 page faults and 6 % of the default model's step (benchmarks/RESULTS.md). Arrays
+    its heap, and the next array of that size page-faults its way back in: a process running 13
+    steps of the default model of 2026-11-25 faulted 109,000 times, 29,000 with these settings,
+    and its step took 6 % longer (benchmarks/RESULTS.md, that day's Intel Xeon entry). Arrays
     under ``mmap_threshold`` (32 MiB, glibc's largest) come from the heap, and the heap keeps up
     to ``trim_threshold`` of free memory. The peak memory is unchanged; the process just does
     not shrink below it between steps. Run once, at import, on Linux with glibc only; a

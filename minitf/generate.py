@@ -72,18 +72,18 @@ def _sample(logits, temperature, top_k, top_p, greedy):
         logits = xp.where(logits < kth, -math.inf, logits)
     probs, _ = F.softmax(logits, axis=-1)                                          # (b, V)
     if top_p is not None:
-        order = xp.argsort(-probs, axis=-1)
-        sorted_probs = xp.take_along_axis(probs, order, axis=-1)
+        order = xp.argsort(-probs, axis=-1)                        # (b, V) most likely first
+        sorted_probs = xp.take_along_axis(probs, order, axis=-1)   # (b, V)
         # keep a token if the tokens more likely than it add up to less than p; the most likely
         # always (a p below float32's smallest number, 1e-46, kept none: 0/0, then token 0)
-        keep_sorted = xp.cumsum(sorted_probs, axis=-1) - sorted_probs < top_p
+        keep_sorted = xp.cumsum(sorted_probs, axis=-1) - sorted_probs < top_p     # (b, V) bool
         keep_sorted[:, 0] = True
-        keep = xp.take_along_axis(keep_sorted, xp.argsort(order, axis=-1), axis=-1)  # unsort
+        keep = xp.take_along_axis(keep_sorted, xp.argsort(order, axis=-1), axis=-1)  # (b, V) unsorted
         probs = probs * keep
         probs /= probs.sum(axis=-1, keepdims=True)
     # Inverse-CDF sampling with minitf's seeded generator: the same seed, the same text.
-    u = rand(probs.shape[0], 1, dtype=probs.dtype, like=probs)
-    ids = (xp.cumsum(probs, axis=-1) < u).sum(axis=-1)
+    u = rand(probs.shape[0], 1, dtype=probs.dtype, like=probs)          # (b, 1) uniform in [0, 1)
+    ids = (xp.cumsum(probs, axis=-1) < u).sum(axis=-1)                 # (b,) the first CDF ≥ u
     return xp.minimum(ids, probs.shape[-1] - 1)
 
 

@@ -36,6 +36,7 @@ class Optimizer:
 
     state_names: tuple = ()      # per-parameter arrays of the rule, e.g. ("m", "v")
     never_negative: tuple = ()   # those that are means of squares: √ of a negative one is NaN
+    weight_decay: float = 0.0    # λ of an L2 penalty added to the gradient (SGD's, Adam's)
 
     def __init__(self, params, lr: float):
         where = type(self).__name__
@@ -46,6 +47,10 @@ class Optimizer:
         self.params, self.lr, self.t = params, lr, 0
         self.state = {name: [get_array_module(p.data).zeros_like(p.data) for p in params]
                       for name in self.state_names}
+
+    def _gradient(self, p):
+        """g + λ·θ: the gradient of the loss plus an L2 penalty's, coupled to the rule's state."""
+        return p.grad + self.weight_decay * p.data if self.weight_decay else p.grad
 
     def step(self) -> None:
         where = f"{type(self).__name__}.step"
@@ -126,7 +131,7 @@ class SGD(Optimizer):
         self.momentum, self.weight_decay = momentum, weight_decay
 
     def _update(self, i, p):
-        g = p.grad + self.weight_decay * p.data if self.weight_decay else p.grad
+        g = self._gradient(p)
         if self.momentum:
             u = self.state["velocity"][i]
             u *= self.momentum if self.t > 1 else 0.0
@@ -160,9 +165,6 @@ class Adam(Optimizer):
         check_real(weight_decay, "weight_decay", where, low=0, low_open=False)
         self.betas, self.eps, self.weight_decay = tuple(betas), eps, weight_decay
 
-    def _gradient(self, p):
-        return p.grad + self.weight_decay * p.data if self.weight_decay else p.grad
-
     def _update(self, i, p):
         beta1, beta2 = self.betas
         g = self._gradient(p)
@@ -172,20 +174,21 @@ class Adam(Optimizer):
         m += (1 - beta1) * g
         v *= beta2
         v += (1 - beta2) * (g * g)
-        # The step lr · m̂ / (√v̂ + ε), built in one array (each parameter-sized temporary costs
-        # a pass over memory, and these run for every parameter at every step):
-        step = xp.sqrt(v)
-        step *= 1 / math.sqrt(1 - beta2 ** self.t)           # √v̂
-        step += self.eps
-        xp.divide(m, step, out=step)                          # m / (√v̂ + ε)
-        step *= self.lr / (1 - beta1 ** self.t)               # lr · m̂ / (√v̂ + ε)
-        p.data -= step
+        # The update Δθ = lr · m̂ / (√v̂ + ε), built in one array (each parameter-sized
+        # temporary costs a pass over memory, and these run for every parameter at every step):
+        delta = xp.sqrt(v)
+        delta *= 1 / math.sqrt(1 - beta2 ** self.t)          # √v̂
+        delta += self.eps
+        xp.divide(m, delta, out=delta)                        # m / (√v̂ + ε)
+        delta *= self.lr / (1 - beta1 ** self.t)              # lr · m̂ / (√v̂ + ε)
+        p.data -= delta
 
 
 def decayed(module: Module) -> set:
-    """Ids of the parameters AdamW decays by default: the weight matrices of linear maps, and
-    nothing else -- no bias, no LayerNorm γ or β, no token or position embedding, no CLS vector.
-    (Pulling a norm's scale or a token's vector toward zero is not a useful prior.)"""
+    """Ids of the parameters AdamW decays by default: the W of every ``nn.Linear``, and nothing
+    else -- no bias, no LayerNorm γ or β, no token or position embedding, no CLS vector.
+    (Pulling a norm's scale or a token's vector toward zero is not a useful prior.) A recurrent
+    cell's W_x and W_h are no nn.Linear and are not decayed: in an RNNLM only its head is."""
     if not isinstance(module, Module):
         raise TypeError(f"decayed: module is a {type(module).__name__}; wanted a minitf module "
                         f"(AdamW given a list of parameters decays every one)")

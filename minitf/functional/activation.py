@@ -37,7 +37,8 @@ def gelu(x, approximate="tanh"):
     approximate="none":  Φ(x) = ½ (1 + erf(x / √2))                      (exact; BERT)
     approximate="tanh":  Φ(x) ≈ ½ (1 + tanh(√(2/π) (x + 0.044715 x³)))    (GPT-2; no erf needed)
     x: (...)  ->  y: (...)
-    The cache keeps Φ(x) in both cases, for the backward.
+    The cache keeps Φ(x) in both cases, for the backward. (gelu_backward is the plain math on
+    whole arrays; nn.GELU runs it a block at a time, as this runs tanh-GELU's forward.)
     """
     check_float(x, "x", "gelu")
     if approximate == "none":

@@ -73,9 +73,9 @@ def softmax(x, axis=-1, out=None):
     if out is not None:               # else NumPy's broadcast or casting error, far from the call
         check_like(out, "out", x.shape, x.dtype, "softmax", "x")
     xp = get_array_module(x)
-    z, _ = _shifted(x, axis, out)
+    z, _ = _shifted(x, axis, out)     # x's shape: x − max, the row's largest now 0
     p = xp.exp(z, out=z)              # in place: one exp and no new array for the scores
-    sums = row_sum(p, axis)
+    sums = row_sum(p, axis)           # x's shape with the axis 1: Σ_j exp(z_j)
     # Σ ≥ 1 in every row that has a finite maximum (that entry adds e⁰ = 1); only a fully masked
     # row has Σ = 0, and max(Σ, 1) keeps its p at 0 instead of 0/0 = NaN
     p *= 1.0 / xp.maximum(sums, 1.0)

@@ -144,6 +144,7 @@ class VisionTransformer(_ClassTokenEncoder):
         self._check_input(images, "images", ("b", ("C", self.channels), ("H", size), ("W", size)))
         check_finite(images, "images", type(self).__name__)
         tokens, patch_cache = F.patches(images, self.patch_size)   # (b, N, p·p·C)
+        # the images' shape and p, no array: kept beside the module's cache, which _classify's
         self._patch_cache = patch_cache
         return self._classify(self.patch_emb(tokens))
 

@@ -101,7 +101,8 @@ class DecoderLM(Model):
 
     def _logits(self, x, offset: int = 0, mask=None, cache=None):
         """The stack above the token embeddings x (b, n, d_model) -> logits (b, n, vocab); mask:
-        an extra additive attention mask (padding keys, for the bidirectional EncoderLM)."""
+        an extra attention mask over the keys, boolean (True: attend) or additive (0 or −inf):
+        the bidirectional EncoderLM's padding, as a (b, 1, 1, n) boolean."""
         if self.pos_emb is not None:
             x = self.pos_emb(x, offset=offset)
         x = self.blocks(self.drop(x), mask=mask, cache=cache)   # (b, n, d_model)
