@@ -168,7 +168,8 @@ def test_two_files_of_one_name_are_one_clear_error(tmp_path):
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "softmax.py").write_text("")
-    with pytest.raises(ValueError, match="2 files called softmax.py; wanted one"):
+    with pytest.raises(ValueError, match=r"2 files called softmax.py \(a/softmax.py, "
+                                         r"b/softmax.py\); wanted one"):  # which, too
         find_submitted(tmp_path, FILES[0])
     assert find_submitted(tmp_path, FILES[1]) is None
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
+from minitf.data.text import read_utf8
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
 from minitf.exercises.time_limit import Budget, TookTooLong, seconds_for, time_limit
@@ -36,7 +37,7 @@ from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.handout import MANIFEST, check_name
-from minitf.homework.submission import find_submitted, not_a_submission, unzipped
+from minitf.homework.submission import find_submitted, not_a_submission, unzipped, what_it_holds
 from minitf.validate import check_path
 
 _loaded = itertools.count()
@@ -252,17 +253,20 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
             journal.starting(entry["name"])
         start, printed = time.perf_counter(), _Copied(sys.stdout)
         try:
-            path = (folder / entry["file"] if submission is None
-                    else find_submitted(Path(submission), entry["file"]))
+            path = (folder / entry["file"] if submission is None else find_submitted(
+                Path(submission), entry["file"], [e["file"] for e in data["exercises"]]))
         except ValueError as err:
             path, missing = None, str(err)
         else:
             missing = f"{entry['file']}: missing" + ("" if submission is None else
-                                                     " from the submission")
+                                                     f" from the submission "
+                                                     f"({what_it_holds(Path(submission))})")
         if budget.left() <= 0:
             result, text, edited = _stopped(budget.not_reached(entry["name"])), "", False
         elif path is None or not path.is_file():
             result, text, edited = _stopped(missing), "", False
+        elif _not_text(path, entry["file"]):   # UTF-16, say: else a SyntaxError about NULs
+            result, text, edited = _stopped(_not_text(path, entry["file"])), "", False
         else:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
@@ -280,6 +284,15 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         if journal is not None:
             journal.finished(outcomes[-1])
     return outcomes
+
+
+def _not_text(path: Path, file: str) -> str:
+    """Why the submitted copy of ``file`` is no UTF-8 text, which Python could read, or ''."""
+    try:
+        read_utf8(path, file + ": the submission's")
+    except (ValueError, OSError) as err:
+        return str(err)
+    return ""
 
 
 class _RegionsChanged(ValueError):
@@ -343,7 +356,7 @@ def failing_reports(outcomes: list[Outcome]) -> str:
     hint), so a student grading their own folder sees what to fix, not only a verdict."""
     return "\n\n".join(o.report for o in outcomes
                         if not o.result.passed and _verdict(o) in ("failed", "error",
-                                                                   "not graded"))
+                                                                   "not graded", "blocked"))
 
 
 def gradescope_test(outcome: Outcome) -> dict:

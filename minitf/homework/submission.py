@@ -17,23 +17,41 @@ UNPACKED_LIMIT = 200 << 20       # bytes a submission may unpack to: a homework 
 _UNPACKED = "minitf-submission-"  # + the grading process's id + a random part
 
 
-def find_submitted(submission: Path, file: str) -> Path | None:
+def find_submitted(submission: Path, file: str, homework_files=()) -> Path | None:
     """The student's copy of the homework file ``file`` (e.g. 'minitf/functional/softmax.py') in
     a submission folder: at that path, or under a folder of its own (an uploaded directory), or
-    the one file of that name anywhere (files uploaded one by one arrive side by side)."""
+    the one file of that name anywhere (files uploaded one by one arrive side by side) -- unless
+    another of the ``homework_files`` has that name too: only its folder tells the two apart."""
     exact = submission / file
     if exact.is_file():
         return exact
-    found = sorted(p for p in submission.rglob(Path(file).name) if p.is_file())
+    name = Path(file).name
+    found = sorted(p for p in submission.rglob(name) if p.is_file())
     tails = [p for p in found if p.as_posix().endswith("/" + file)]
     if len(tails) == 1:
         return tails[0]
-    if len(found) == 1:
+    namesakes = [f for f in homework_files if f != file and Path(f).name == name]
+    if len(found) == 1 and not namesakes:
         return found[0]
+    listed = ", ".join(p.relative_to(submission).as_posix() for p in found)
+    if found and namesakes:
+        raise ValueError(f"{file}: the submission's {listed} is not in {Path(file).parent}/, and "
+                         f"the homework has another {name} ({', '.join(namesakes)}); wanted "
+                         f"each in its folder: upload the homework's folder, or a zip of it")
     if found:
-        raise ValueError(f"{file}: the submission has {len(found)} files called "
-                         f"{Path(file).name}; wanted one")
+        raise ValueError(f"{file}: the submission has {len(found)} files called {name} "
+                         f"({listed}); wanted one")
     return None
+
+
+def what_it_holds(submission: Path, most: int = 8) -> str:
+    """The Python files a submission holds, for the line that says one is missing."""
+    files = sorted(p.relative_to(submission).as_posix() for p in submission.rglob("*.py")
+                   if p.is_file())
+    if not files:
+        return "it holds no .py file"
+    more = f", and {len(files) - most} more" if len(files) > most else ""
+    return f"it holds {', '.join(files[:most])}{more}"
 
 
 def not_a_submission(path, got: str) -> ValueError:
