@@ -126,12 +126,14 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
 
 
 def _same_run(a_dir, b_dir):
-    """Bit-identical weights, optimizer state and random generator in two run directories."""
+    """Bit-identical weights, optimizer state, random generator and history in two run
+    directories."""
     a, b = checkpoint.load(a_dir), checkpoint.load(b_dir)
     assert a.meta["step"] == b.meta["step"] and a.arrays.keys() == b.arrays.keys()
     for key in a.arrays:
         assert np.array_equal(a.arrays[key], b.arrays[key]), key
     assert a.meta["rng"] == b.meta["rng"]
+    assert a.meta["history"] == b.meta["history"]
 
 
 def test_a_finished_run_continued_to_40_steps_is_one_run_of_40(text, tmp_path):
