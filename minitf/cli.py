@@ -35,12 +35,25 @@ def _train(args) -> int:
               if getattr(args, f.name, None) is not None}
     chosen["progress"] = not args.no_progress
     if args.resume:               # the saved run's settings, but for the flags given here
+        _refuse_what_a_resume_ignores(args, RunConfig.resuming(args.resume))
         config = RunConfig.resuming(args.resume, **chosen)
     else:
         config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
     _refuse_what_the_model_ignores(config, chosen)
     run(config)
     return 0
+
+
+def _refuse_what_a_resume_ignores(args, saved) -> None:
+    """--fast and another --seed would be recorded in the continued run and change nothing: it
+    goes on with its own settings and the random generator its checkpoint saved."""
+    if args.fast:
+        raise ValueError(f"--fast starts a new smoke run, and --resume {args.resume} continues "
+                         f"the run there; wanted one of them")
+    if args.seed is not None and args.seed != saved.seed:
+        raise ValueError(f"--seed {args.seed}: the run in {args.resume} (--seed {saved.seed}) "
+                         f"goes on with the random generator its checkpoint saved; leave --seed "
+                         f"out")
 
 
 def _refuse_what_the_model_ignores(config, chosen: dict) -> None:

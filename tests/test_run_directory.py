@@ -109,9 +109,17 @@ def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
         err = one_line(capsys)
         assert f"{flag} {value}: the run in {run} was trained with {trained}" in err, err
         assert "a model's shape cannot change as it resumes" in err
+    # another seed, or --fast, would be recorded and change nothing: the run's generator goes on
+    assert cli.main(["train", "--resume", str(run), "--steps", "30", "--seed", "5"]) == 2
+    assert one_line(capsys).endswith(f"--seed 5: the run in {run} (--seed 0) goes on with the "
+                                     f"random generator its checkpoint saved; leave --seed out")
+    assert cli.main(["train", "--resume", str(run), "--steps", "30", "--fast"]) == 2
+    assert one_line(capsys).endswith(f"--fast starts a new smoke run, and --resume {run} "
+                                     f"continues the run there; wanted one of them")
     assert sorted(p.name for p in run.iterdir()) == before
-    # the same model is no change: d_ff given as the default it was (4 · 16)
-    assert cli.main(["train", "--resume", str(run), "--steps", "22", "--d-ff", "64"]) == 0
+    # the same model is no change: d_ff given as the default it was (4 · 16), the seed it had
+    assert cli.main(["train", "--resume", str(run), "--steps", "22", "--d-ff", "64",
+                     "--seed", "0"]) == 0
     # an RNN has no heads: the flag would change nothing, and is refused, not recorded
     lstm = tmp_path / "lstm"
     assert cli.main(["train", "--text", text, "--d-model", "16", "--context", "16",
