@@ -3,9 +3,10 @@ written by one run at a time.
 
     probe(out)           --out is a file, cannot be created, is not writable, or its disk is full:
                          one line now, not a lost run after an hour of training
-    with RunLock(out):   DIR/lock holds the PID of the run writing there; a second run refuses,
-                         a lock left by a run that died (SIGKILL, power cut) is taken over,
-                         and a file named lock holding no process number is refused, not removed
+    with RunLock(out):   DIR/lock, locked by the run writing there, holds its PID; a second run
+                         refuses, a lock left by a run that died (SIGKILL, power cut) is taken
+                         over, and a file named lock holding no process number is refused, not
+                         removed
 
 and the two writes every save of minitf is built from (a checkpoint, a tokenizer, a grade report):
     write_durably(path, data)    a new file, on the disk when the call returns
@@ -15,6 +16,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+try:
+    import fcntl                # POSIX: a lock the system ends with its process
+except ImportError:             # Windows
+    fcntl = None
 
 PROBE_BYTES = 1 << 16       # written and fsynced: a full disk fails this, not the first save
 LOCK = "lock"
@@ -79,11 +85,18 @@ def alive(pid: int) -> bool:
 
 class RunLock:
     """``with RunLock(directory):`` -- hold ``directory/lock``, which names this process, while
-    the run writes there. The lock is created with O_EXCL (only one process can create it); a lock
-    whose process is gone is taken over."""
+    the run writes there.
+
+    On POSIX the lock is the operating system's (flock) on that file: it ends with the process,
+    however that dies, so a run killed by SIGKILL or a power cut leaves nothing that keeps the
+    next one out, and two runs that find a dead run's file at the same instant cannot both take
+    it (each asks the system, not the file). The process number inside is for the message. A
+    file named lock that holds no process number is someone's own, refused and left as it is.
+    Elsewhere (Windows) the file is created with O_EXCL, and a lock whose process is gone is
+    taken over."""
 
     def __init__(self, directory, flag: str = "--out"):
-        self.path, self.flag = Path(directory) / LOCK, flag
+        self.path, self.flag, self.fd = Path(directory) / LOCK, flag, None
 
     def _owner(self) -> int | None:
         try:
@@ -99,17 +112,45 @@ class RunLock:
                                     f"is; wanted another {self.flag}, or that file moved away")
         return int(text) if text else None              # a lock cut short as its writer died
 
+    def _in_use(self, owner: int | None) -> RunDirectoryError:
+        pid = f" (pid {owner})" if owner is not None else ""
+        return RunDirectoryError(f"{self.flag} {self.path.parent} is in use by another minitf "
+                                 f"train{pid}; wait for it, or choose another {self.flag} (if no "
+                                 f"run uses it, delete {self.path})")
+
     def __enter__(self) -> "RunLock":
+        if fcntl is None:
+            return self._enter_by_process_number()
+        for _ in range(3):          # again if the file was replaced as this one was locked
+            self._owner()           # someone's own file named lock: refused before it is opened
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._in_use(self._owner()) from None
+            try:                    # the run that held it removed the file as it ended
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            self.fd = fd
+            return self
+        raise RunDirectoryError(f"{self.flag} {self.path.parent}: another run took its lock "
+                                f"just now; wait for it, or choose another {self.flag}")
+
+    def _enter_by_process_number(self) -> "RunLock":
         for _ in range(2):          # the second try follows taking over a dead run's lock
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
                 owner = self._owner()
                 if owner is not None and alive(owner):
-                    raise RunDirectoryError(
-                        f"{self.flag} {self.path.parent} is in use by another minitf train "
-                        f"(pid {owner}); wait for it, or choose another {self.flag} (if no run "
-                        f"uses it, delete {self.path})") from None
+                    raise self._in_use(owner) from None
                 self.path.unlink(missing_ok=True)
                 continue
             with os.fdopen(fd, "w") as f:
@@ -119,6 +160,11 @@ class RunLock:
                                 f"just now; wait for it, or choose another {self.flag}")
 
     def __exit__(self, *exc) -> None:
+        if self.fd is not None:     # removed while still held: the next run makes a new file
+            self.path.unlink(missing_ok=True)
+            os.close(self.fd)
+            self.fd = None
+            return
         try:
             ours = self._owner() == os.getpid()
         except RunDirectoryError:         # replaced while the run wrote: not ours to remove
