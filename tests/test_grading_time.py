@@ -2,6 +2,7 @@
 difference every weight) and a whole grading's budget (Gradescope kills a run past the
 assignment's timeout and scores it 0, showing nothing)."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -108,9 +109,9 @@ def test_an_answer_that_catches_its_stop_costs_its_own_exercise_alone(made, tmp_
     out = tmp_path / "results.json"
     run = _grade_in_a_process([hw, "--submission", submission, "--json", out])
     assert run.returncode == limits.ENDED_STATUS, run.stderr
-    assert run.stderr == ("minitf: softmax_backward ran on for 1.0 s after it was stopped at its "
-                          "limit of 1 s (its code caught the stop: an `except BaseException` or "
-                          "a bare `except:` in a loop?); this process ends here\n")
+    assert run.stderr == ("minitf: softmax_backward ran on for 1.0 s past its limit of 1 s (its "
+                          "code caught the stop: an `except BaseException` or a bare `except:` "
+                          "in a loop?); this process ends here\n")
     results = json.loads(out.read_text(encoding="utf-8"))
     assert "caught the stop at its time limit and ran on" in results["tests"][0]["output"]
 
@@ -132,3 +133,23 @@ def test_a_stop_that_is_not_caught_leaves_the_process_running(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout == "x ran for more than 0.1 s and was stopped (a loop that never ends?)\n" \
                          "still here\n"
+
+
+@pytest.mark.slow
+def test_one_numpy_call_past_the_limit_ends_the_process_in_one_line(tmp_path):
+    """No alarm interrupts a matrix product; the watchdog does, a grace past the limit (the
+    product alone, float32 6000², takes several seconds on one core)."""
+    code = ("import numpy as np; from minitf.exercises import time_limit as t\n"
+            "t.GRACE_SECONDS = 0.5\n"
+            "a = np.ones((6000, 6000), np.float32)\n"
+            "with t.time_limit('softmax_backward', 0.5):\n    a @ a\n"
+            "print('the call ended first')\n")
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1",
+                                           "OMP_NUM_THREADS": "1"})
+    assert run.returncode == limits.ENDED_STATUS, run.stdout + run.stderr
+    assert run.stderr == ("minitf: softmax_backward ran on for 0.5 s past its limit of 0.5 s "
+                          "(one call that no stop interrupts: a NumPy call on huge arrays?); "
+                          "this process ends here\n")
+    assert time.perf_counter() - start < 30

@@ -6,8 +6,11 @@ not the grading of every other one (nor, on Gradescope, the whole run and every 
 
 The limit is a POSIX alarm (SIGALRM): the interpreter stops the learner's Python between two of
 its steps and raises TookTooLong where it was, so the traceback shows the line that loops. A
-single NumPy call that never returns cannot be interrupted this way, and where there is no alarm
-(Windows, or a thread other than the main one) the block runs without a limit. Limits do not
+single NumPy call that never returns cannot be interrupted this way, nor code that catches the
+TookTooLong and runs on: GRACE_SECONDS past the limit a watchdog thread ends the process, in one
+line (a grading with --json takes that as an exercise that ended it, and --resume grades the
+rest). Where there is no alarm (Windows, or a thread other than the main one) the block runs
+without a limit. Limits do not
 nest: the grader sets one at a time. A Budget bounds a whole grading, as Gradescope's own timeout
 does: what is left of it shortens the last exercises' limits.
 """
@@ -57,15 +60,20 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
         yield
         return
 
-    watchdog = threading.Timer(GRACE_SECONDS, _end_the_process, (what, seconds))
+    stopped = threading.Event()
+    # A thread, which needs no signal: it ends the process inside a NumPy call that lets go of
+    # the interpreter (a matrix product does), where the alarm's TookTooLong waits for its end.
+    watchdog = threading.Timer(seconds + GRACE_SECONDS, _end_the_process,
+                               (what, seconds, stopped))
     watchdog.daemon = True
 
     def stop(signum, frame):
-        watchdog.start()             # a thread: it ends the process even inside a NumPy call
+        stopped.set()
         raise TookTooLong(f"{what} ran for more than {seconds:.3g} s and was stopped " +
                           (why or "(a loop that never ends?)"))
     previous = signal.signal(signal.SIGALRM, stop)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    watchdog.start()
     try:
         yield
     finally:
@@ -74,13 +82,15 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
         watchdog.cancel()
 
 
-def _end_the_process(what: str, seconds: float) -> None:
-    """The block caught its TookTooLong and ran on: one line, and the process ends. A grading
+def _end_the_process(what: str, seconds: float, stopped: threading.Event) -> None:
+    """The block outlived its limit by GRACE_SECONDS: one line, and the process ends. A grading
     with --json has written its results with that exercise at 0 before it ran, and
     run_autograder grades the rest in a new process (--resume)."""
-    sys.stderr.write(f"minitf: {what} ran on for {GRACE_SECONDS} s after it was stopped at its "
-                     f"limit of {seconds:.3g} s (its code caught the stop: an `except "
-                     f"BaseException` or a bare `except:` in a loop?); this process ends here\n")
+    why = ("its code caught the stop: an `except BaseException` or a bare `except:` in a loop?"
+           if stopped.is_set() else "one call that no stop interrupts: a NumPy call on huge "
+                                    "arrays?")
+    sys.stderr.write(f"minitf: {what} ran on for {GRACE_SECONDS} s past its limit of "
+                     f"{seconds:.3g} s ({why}); this process ends here\n")
     sys.stderr.flush()
     os._exit(ENDED_STATUS)
 
