@@ -256,7 +256,7 @@ for ax, (P, title) in zip(axes, panels):
                         ylabel="query position", title=title, vmin=0, vmax=1, hide=P == 0)
 fig.colorbar(image, ax=axes[2], label="attention weight", shrink=0.9)
 axes[3].plot(list(lost), list(lost.values()), "o-", label="one head, best linear read-out")
-axes[3].plot(list(lost), [lost_two] * len(lost), "s-", label="two heads")
+axes[3].axhline(lost_two, color="C1", linestyle="--", label=f"two heads (no p): {lost_two:.0f}")
 axes[3].set(xlabel="weight p on x_(t−1)", ylabel="fraction of the target lost", ylim=(-0.05, 0.7),
             title="Copying x_(t−1) and x_(t−2)")
 axes[3].legend(fontsize=8)
@@ -265,13 +265,15 @@ fig.suptitle("Two offset heads copy both neighbours; one head can only mix them"
 viz.save(fig, "06_copy_heads")
 
 # %% [markdown]
-# Full-width heads ("v1") or reduced heads ("v1.5")?
-# --------------------------------------------------
+# Full-width heads ("v1") or reduced heads?
+# ------------------------------------------
 #
-# Deck 002 builds multi-head attention in numbered steps, and its names are used here. In its
-# "v1" every head has the full width: W_i^q, W_i^k, W_i^v are d × d, the concatenation is h·d
-# wide and W_o is h·d × d. Its "v1.5" cuts each head to d / h features, the way everyone builds
-# it, and the deck notes that this costs about what *one* full-width head costs.
+# Deck 002 builds multi-head attention in numbered steps. In its "v1" every head has the full
+# width: W_i^q, W_i^k, W_i^v are d × d, the concatenation is h·d wide and W_o is h·d × d.
+# Reduced heads give each head d / h features, the way everyone builds it: each W_i^q is
+# d × d/h (the "W_i^q ∈ R^{d×d/m}" of deck 000), and h of them cost what *one* full-width head
+# costs, as deck 002 says of its own split. (That split, its "v1.5", cuts x before projecting:
+# the block-diagonal case of the section above, with fewer weights still.)
 # ``nn.MultiHeadAttention`` takes the head widths as arguments: ``d_head`` for queries and keys,
 # ``d_v`` for values. Build both, and a single full-width head to compare with, and run each on
 # one sentence of 8 tokens. Then count the FLOPs (2 per multiply-add) of the four matmuls from
@@ -297,7 +299,7 @@ def weights_only(module):
 n, d, h = 8, 16, 4
 one_sentence = backend.randn(1, n, d)
 modules = {"v1": nn.MultiHeadAttention(d, h, d_head=d),    # 4 heads of width 16
-           "v1.5": nn.MultiHeadAttention(d, h),            # 4 heads of width 4
+           "reduced": nn.MultiHeadAttention(d, h),         # 4 heads of width 4
            "1 full head": nn.MultiHeadAttention(d, 1)}     # 1 head of width 16
 cost = {}
 for name, m in modules.items():
@@ -305,16 +307,21 @@ for name, m in modules.items():
     cost[name] = matmul_flops(m)
     print(f"{name:>11}: W_qkv {m.W_qkv.W.shape}, W_o {m.W_o.W.shape}, probs {m.probs.shape}, "
           f"{m.num_parameters():,} parameters, {sum(cost[name].values()):,} FLOPs")
-v1, v15 = modules["v1"], modules["v1.5"]
+v1, reduced = modules["v1"], modules["reduced"]
 total = {name: sum(c.values()) for name, c in cost.items()}
 assert v1.W_o.W.shape == (h * d, d), "v1: W_o is [h·d, d] (deck 002)"
-assert weights_only(v1) == h * weights_only(v15), "full-width heads have h times the weights"
-assert total["v1"] == h * total["v1.5"], "and cost h times the FLOPs"
-assert cost["v1.5"] == cost["1 full head"], \
-    "v1.5 runs the same four matmul sizes as one full-width head (deck 002: about the same cost)"
-print(f"✓ v1 has {weights_only(v1) // weights_only(v15)} = h times the weights (with biases "
-      f"{v1.num_parameters() / v15.num_parameters():.2f}×); v1.5 costs what one full head "
-      f"costs, {total['v1.5']:,} FLOPs")
+assert weights_only(v1) == h * weights_only(reduced), "full-width heads have h times the weights"
+assert total["v1"] == h * total["reduced"], "and cost h times the FLOPs"
+assert cost["reduced"] == cost["1 full head"], \
+    "reduced heads run the same four matmul sizes as one full-width head (about the same cost)"
+# deck 002's v1.5: only the diagonal blocks of W_qkv (head i's d/h × d/h of q, k and v) are used
+diagonal = np.kron(np.eye(h), np.ones((d // h, d // h)))          # (d, d): 1 inside head i's block
+split_first_weights = 3 * int(diagonal.sum()) + reduced.W_o.W.data.size
+print(f"✓ v1 has {weights_only(v1) // weights_only(reduced)} = h times the weights (with biases "
+      f"{v1.num_parameters() / reduced.num_parameters():.2f}×); reduced heads cost what one full "
+      f"head costs, {total['reduced']:,} FLOPs; deck 002's split-first v1.5 has "
+      f"{split_first_weights} weights, 3d²/h + d², against v1's {weights_only(v1):,}")
+assert split_first_weights == 3 * d * d // h + d * d
 
 # %% [markdown]
 # Queries and keys must share a width (they meet in a dot product), values need not: one deck

@@ -66,8 +66,8 @@ print("✓ every block owns its weights; the shared embedding is one object")
 # by its position. The sinusoid table is built there with its frequencies in log space,
 # 10000^(−2i/d) = exp(−2i · ln 10000 / d), which is the same number minitf computes.
 #
-# One deck's code slices that table along the wrong axis: it keeps the first n *features* of
-# every position instead of the first n *positions* (erratum H5). With a table of shape
+# One deck's code slices that table along the wrong axis, an erratum: it keeps the first n
+# *features* of every position instead of the first n *positions*. With a table of shape
 # (1, max_len, d) the right cut is ``[:, :n]``. Below, ``Transformer.encode`` is recomputed
 # by hand from these pieces.
 
@@ -79,7 +79,7 @@ by_hand_table = np.zeros((n, d))
 by_hand_table[:, 0::2], by_hand_table[:, 1::2] = np.sin(angles), np.cos(angles)
 table_error = np.abs(by_hand_table - as_np(F.sinusoidal_table(n, d))).max()
 print(f"log-space sinusoids vs F.sinusoidal_table: max error {table_error:.1e}")
-assert table_error < 1e-14, "the log-space frequencies give minitf's table (E9)"
+assert table_error < 1e-14, "the log-space frequencies give minitf's table"
 
 long_table = by_hand_table[None]                                           # (1, max_len, d)
 print(f"slicing (1, {n}, {d}) for 5 tokens: right [:, :5] -> {long_table[:, :5].shape}, "
@@ -91,7 +91,7 @@ try:
     wrong_adds = True
 except ValueError:                                  # (1, 5, d) + (1, max_len, 5): no broadcast
     wrong_adds = False
-assert not wrong_adds, "H5: the feature-axis slice no longer adds to x"
+assert not wrong_adds, "the feature-axis slice no longer adds to x"
 
 src = np.array([[5, 9, 2, 17, 3, 0, 0], [8, 1, 1, 4, 12, 30, 6]])         # 0 = padding
 x = as_np(model.src_emb.W.data)[src] * math.sqrt(d) + by_hand_table         # (2, 7, d)
@@ -101,7 +101,7 @@ memory, _ = model.encode(src)
 encode_error = np.abs(manual_memory - as_np(memory)).max()
 print(f"encode by hand vs Transformer.encode: max error {encode_error:.1e}")
 assert encode_error < 1e-12, "√d · E[src] + PE, then the encoder stack, is Transformer.encode"
-print("✓ embedding × √d, sinusoids in log space, the H5 slice, encode recomputed")
+print("✓ embedding × √d, sinusoids in log space, the slice along positions, encode recomputed")
 
 # %% [markdown]
 # Masking with −1e9 or with −inf
@@ -127,9 +127,9 @@ for name, weights in (("−1e9 written in", filled), ("−1e9 added", as_np(adde
                       ("−inf added", as_np(inf.probs))):
     print(f"{name:>16}: " + "   ".join(" ".join(f"{w:.3f}" for w in row) for row in weights[0]))
 assert np.array_equal(filled[0, :2], as_np(inf.probs)[0, :2]), \
-    "rows with a visible key: −1e9 and −inf give the same weights (N21)"
+    "rows with a visible key: −1e9 and −inf give the same weights"
 assert np.allclose(filled[0, 2], 1 / 3) and not as_np(inf.probs)[0, 2].any(), \
-    "a fully masked row: uniform ⅓ with −1e9 written in, zeros with −inf (D10)"
+    "a fully masked row: uniform ⅓ with −1e9 written in, zeros with −inf"
 assert np.allclose(as_np(added.probs)[0, 2], unmasked[0, 2]), \
     "−1e9 added to a whole row changes nothing: softmax ignores a shift"
 print("✓ −1e9 = −inf except on a row with nothing to see")
@@ -164,8 +164,8 @@ n_four = sum(layer.num_parameters() for layer in four)
 print(f"four linears: {n_four} parameters, fused: {mha.num_parameters()}; "
       f"max error {mha_error:.1e}")
 assert n_four == mha.num_parameters() == 4 * d * d + 4 * d == 1088, \
-    "4d² + 4d = 1,088 parameters at d = 16, four linears or fused (B6)"
-assert mha_error < 1e-12, "W_qkv + W_o compute what the four separate linears compute (B6)"
+    "4d² + 4d = 1,088 parameters at d = 16, four linears or fused"
+assert mha_error < 1e-12, "W_qkv + W_o compute what the four separate linears compute"
 print("✓ four d×d linears = one fused W_qkv and W_o, parameter for parameter")
 
 # %% [markdown]
@@ -186,7 +186,7 @@ x = backend.randn(2, 5, d)
 wrapped = as_np(residual(x))
 by_hand = as_np(x + ffn(residual.norm(x)))                                 # dropout 0: identity
 assert np.abs(wrapped - by_hand).max() < 1e-12, \
-    "x + sublayer(norm(x)) is Residual(pre_ln=True) (C6)"
+    "x + sublayer(norm(x)) is Residual(pre_ln=True)"
 
 logits = backend.randn(2, 5, 11)
 targets = np.array([[1, 4, 0, 7, 10], [3, 3, 9, 2, 5]])
@@ -194,9 +194,9 @@ log_p, _ = F.log_softmax(logits)
 picked = np.take_along_axis(as_np(log_p), targets[..., None], axis=-1)
 loss, _ = F.cross_entropy(logits, targets)
 print(f"−mean log_softmax[target] = {-picked.mean():.6f},  F.cross_entropy = {float(loss):.6f}")
-assert abs(-picked.mean() - float(loss)) < 1e-12, "generator + NLL = the fused cross-entropy (D2)"
+assert abs(-picked.mean() - float(loss)) < 1e-12, "generator + NLL = the fused cross-entropy"
 assert Transformer(9, 9, d_model=8, n_heads=2, pre_ln=True).encoder_norm is not None, \
-    "a pre-LN stack ends with a LayerNorm (C6)"
+    "a pre-LN stack ends with a LayerNorm"
 print("✓ norm-first residual, a final norm per stack, log-softmax inside the loss")
 
 # %% [markdown]
@@ -207,6 +207,9 @@ print("✓ norm-first residual, a final norm per stack, log-softmax inside the l
 # dropout of 0.1: the paper's base model. An encoder block holds one attention (4d² + 4d), a
 # feed-forward network (2·d·d_ff + d_ff + d) and two LayerNorms (2d each); a decoder block one
 # more attention and one more LayerNorm. Building one block of each counts the same numbers.
+# The whole model below counts one embedding table shared by source and target, the 6 + 6
+# blocks as minitf builds them by default (post-LN, so no LayerNorm closes either stack), and
+# an output layer of its own, weights and bias.
 
 # %%
 d, h, d_ff, N, vocab = 512, 8, 2048, 6, 37000
@@ -215,15 +218,20 @@ encoder_block = nn.EncoderBlock(d, h, d_ff).num_parameters()
 decoder_block = nn.DecoderBlock(d, h, d_ff).num_parameters()
 print(f"EncoderBlock: {encoder_block:,}   DecoderBlock: {decoder_block:,}")
 assert encoder_block == attention_count + ffn_count + 2 * norm_count == 3_152_384, \
-    "an encoder block at (512, 8, 2048) holds 3,152,384 parameters (N8)"
+    "an encoder block at (512, 8, 2048) holds 3,152,384 parameters"
 assert decoder_block == 2 * attention_count + ffn_count + 3 * norm_count == 4_204_032, \
-    "a decoder block at (512, 8, 2048) holds 4,204,032 parameters (N8)"
+    "a decoder block at (512, 8, 2048) holds 4,204,032 parameters"
 
 parts = {"embeddings (shared)": vocab * d, "6 encoder blocks": N * encoder_block,
          "6 decoder blocks": N * decoder_block, "output layer": d * vocab + vocab}
 total = sum(parts.values())
 print(f"base model with one {vocab:,}-token vocabulary: {total:,} parameters")
-assert total == 82_063_496, "the base configuration holds 82,063,496 parameters (B9)"
+assert total == 82_063_496, "the base configuration holds 82,063,496 parameters"
+# the paper ties the output layer's weights to the embedding table: one d × vocab matrix less
+tied = total - d * vocab
+print(f"with the output layer tied to the embeddings, as the paper does: {tied:,} "
+      f"(its table gives 65 M for the base model)")
+assert tied == 63_119_496
 
 fig, (left, right) = viz.figure(1, 2, size=(10.5, 3.9))
 left.barh(list(parts), [v / 1e6 for v in parts.values()], color="tab:blue")
@@ -282,8 +290,8 @@ dropped = 1 - (as_np(cache.dropout) > 0).mean()
 drift = np.abs(np.mean(runs, axis=0) - as_np(plain)).mean() / np.abs(as_np(plain)).mean()
 print(f"p = 0.1: {dropped:.3f} of the weights dropped; mean of 1000 dropped outputs is "
       f"{drift:.3f} (relative) from the output without dropout")
-assert abs(dropped - 0.1) < 0.03, "about a fraction p of the attention weights is dropped (B10)"
-assert drift < 0.02, "scaled by 1/(1 − p), attention dropout is right on average (B10)"
+assert abs(dropped - 0.1) < 0.03, "about a fraction p of the attention weights is dropped"
+assert drift < 0.02, "scaled by 1/(1 − p), attention dropout is right on average"
 
 base = Transformer(1000, 1000, d_model=d, n_heads=h, n_layers=1, d_ff=d_ff, dropout=0.1,
                    attn_dropout=0.1, share_embeddings=True, init="xavier")
@@ -295,8 +303,8 @@ for name, W in (("W_q", W_qkv[:, :d]), ("W_k", W_qkv[:, d:2 * d]), ("W_v", W_qkv
     print(f"{name} {W.shape}: variance {W.var():.3e} vs 2/(fan_in + fan_out) = "
           f"{2 / (fan_in + fan_out):.3e}; largest |w| {np.abs(W).max():.4f} ≤ "
           f"√(6/(fan_in + fan_out)) = {math.sqrt(6 / (fan_in + fan_out)):.4f}")
-    assert abs(W.var() * (fan_in + fan_out) / 2 - 1) < 0.02, f"{name}: Xavier's variance (F12)"
-    assert np.abs(W).max() <= math.sqrt(6 / (fan_in + fan_out)), f"{name}: Xavier's bound (F12)"
+    assert abs(W.var() * (fan_in + fan_out) / 2 - 1) < 0.02, f"{name}: Xavier's variance"
+    assert np.abs(W).max() <= math.sqrt(6 / (fan_in + fan_out)), f"{name}: Xavier's bound"
 assert base.config["init"] == "xavier" and base.config["attn_dropout"] == 0.1, \
     "both choices are saved in the config, so a checkpoint rebuilds the same model"
 print("✓ attention dropout right on average; Xavier's variance and bound; both in the config")
