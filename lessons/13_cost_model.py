@@ -100,7 +100,8 @@ ab = cost.matmul_cost(n_, m_, k_)
 print(f"A {n_}×{m_} · B {m_}×{k_}: {ab['flops']:,} FLOPs, {ab['io']:,} numbers moved")
 assert ab["flops"] == 2 * n_ * m_ * k_, "deck 000: AB costs ≈ 2·n·m·k FLOPs"
 assert ab["io"] == n_ * m_ + m_ * k_ + n_ * k_, "IO of AB: read A, read B, write the n×k AB"
-assert ab["io"] != n_ * m_ + m_ * k_ + n_ * m_, "erratum: writing AB moves n×k numbers, not n×m"
+slide = n_ * m_ + m_ * k_ + n_ * m_                 # the erratum: n×m written for AB's n×k
+print(f"the slide's third term, n×m, would count {slide:,}: {slide - ab['io']:,} numbers too many")
 assert cost.matmul_cost(n_, m_, 1)["flops"] == 2 * n_ * m_, \
     "deck 000: a matrix-vector product costs 2·n·m FLOPs"
 
@@ -162,7 +163,11 @@ assert rows["softmax(S / √(d/h))"]["io"] == 2 * b * h * n * n, \
     "softmax reads and writes every one of the b·h·n² scores"
 decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"] for m in (n, 2 * n, 4 * n)]
 assert decode_io[2] - decode_io[1] == 2 * (decode_io[1] - decode_io[0]), \
-    "deck 000: a decoded token's IO, O(b·n·d + d²), is linear in n: each cached key read once"
+    "a decoded token's IO is linear in n: each cached key and value read once"
+# deck 000's total for a decoded token, O(b·m·n + b·n·d + d²) with m heads: per cached position,
+# the keys and values (2·b·d numbers) and each head's score and weight, read and written (4·b·h)
+assert decode_io[1] - decode_io[0] == n * (2 * b * d + 4 * b * h), \
+    "deck 000: the b·m·n and b·n·d terms of a decoded token's IO"
 print(f"intensity: full sequence {full['intensity']:.0f}, one token {step['intensity']:.1f} "
       f"FLOPs per number moved")
 
@@ -171,6 +176,8 @@ highest = max(r["intensity"] for r in full["rows"])     # the FFN: one colour sc
 viz.cost_table(axes[0], full, highest=highest,
                title=f"one block, whole sequence (b={b}, n={n}, d={d}, h={h}, d_ff={d_ff})")
 viz.cost_table(axes[1], step, f"one block, next token with a KV cache of n={n}", highest=highest)
+fig.text(0.5, 0.005, "colour: FLOPs per number moved, on a log scale -- yellow: bound by arithmetic, "
+         "blue-grey: bound by memory", ha="center", fontsize=8)
 viz.save(fig, "13_cost_table")
 print("✓ the table's FLOPs match lm_cost; softmax and decoding are limited by memory, not math")
 
@@ -272,13 +279,15 @@ print("✓ a causal attention needs only the scores on and below the diagonal")
 # x and Φ(x), attention q, k, v and the weights. That memory is the price of the backward pass
 # (an autograd framework keeps the same tensors), and it is why training needs more memory than
 # predicting. A forward that no backward follows -- evaluation, generation -- needs none of it:
-# under ``nn.no_grad()`` minitf's layers keep nothing, and a backward after such a forward is
-# refused. Below, two copies of one DecoderLM (the same seed, so the same weights) each run one
-# forward on 8 windows of 128 tokens, one as in training and one under ``no_grad()``; Python's
-# ``tracemalloc``, which NumPy reports its arrays to, says how much host memory each holds
-# afterwards beyond the logits. The difference must be at least what GELU alone keeps,
-# x and Φ(x) of each block's (b, n, d_ff) hidden layer. What ``no_grad()`` still holds is
-# each attention layer's last q, k, v and weights, kept so that ``probs`` can be plotted.
+# under ``nn.no_grad()`` minitf's layers keep nothing for a backward, and a backward after such
+# a forward is refused. Below, two copies of one DecoderLM (the same seed, so the same weights)
+# each run one forward on 8 windows of 128 tokens, one as in training and one under
+# ``no_grad()``; Python's ``tracemalloc``, which NumPy reports its arrays to, says how much
+# host memory each holds afterwards beyond the logits, and the most it held at once (the peak,
+# the temporaries of the widest layer included). The difference must be at least what GELU
+# alone keeps, x and Φ(x) of each block's (b, n, d_ff) hidden layer. What ``no_grad()`` still
+# holds is each attention layer's last q, k, v and weights, which ``probs`` shows for plotting,
+# and nothing more: 3·b·n·d numbers, and the weights of the causal blocks of the section above.
 
 # %%
 import tracemalloc  # noqa: E402
@@ -313,13 +322,19 @@ with backend.use("numpy"), backend.precision("float32"):      # host memory: wha
     except RuntimeError as err:
         refusal = str(err)
 gelu_bytes = 2 * 2 * (8 * 128 * 512) * 4          # x and Φ(x), L = 2 blocks, (b, n, d_ff), float32
+block = F.CAUSAL_BLOCK                             # queries a block, each block's keys: up to its end
+causal_scores = sum(min(block, 128 - s) * min(s + block, 128) for s in range(0, 128, block))
+attention_bytes = 2 * (3 * 8 * 128 * 128 + 8 * 4 * causal_scores) * 4   # L·(q, k, v + weights)
 print(f"held after a training forward:  {kept / 2**20:5.1f} MiB (peak {kept_peak / 2**20:.1f})\n"
       f"held after a no_grad() forward: {held / 2**20:5.1f} MiB (peak {free_peak / 2**20:.1f})\n"
-      f"GELU's x and Φ(x) alone: {gelu_bytes / 2**20:.1f} MiB\nthen a backward: {refusal}")
+      f"GELU's x and Φ(x) alone: {gelu_bytes / 2**20:.1f} MiB; attention's q, k, v and "
+      f"weights: {attention_bytes / 2**20:.1f} MiB\nthen a backward: {refusal}")
 assert np.array_equal(trained_logits, free_logits), "the same logits, to the last bit"
 assert kept - held >= gelu_bytes, "no_grad() frees at least what GELU keeps"
+assert 0 <= held - attention_bytes < 2**16, \
+    "no_grad() holds attention's last q, k, v and weights (and a few Python objects), no more"
 assert refusal.startswith("DecoderLM.backward(): the last forward ran under"), "refused"
-print("✓ a forward that no backward follows keeps nothing for it")
+print("✓ a forward that no backward follows keeps nothing for it, but what probs shows")
 
 # %% [markdown]
 # More arithmetic, fewer steps: attention against recurrence
@@ -449,7 +464,7 @@ fig, axes = viz.figure(1, 2, size=(11, 4))
 viz.curves(axes[0], np.arange(1, steps + 1), {n: r["loss"] for n, r in runs.items()},
            xlabel="training step", ylabel="loss (nats per character)", marker="",
            hline=(np.log(V), "chance, log V"),
-           title=f"Same {steps} batches, ~{min(sizes) // 1000}k parameters each")
+           title=f"Same {steps} batches, {min(sizes) // 1000}–{max(sizes) // 1000}k parameters")
 viz.curves(axes[1], np.arange(n_chars), reach, xlabel="distance back from the last position",
            ylabel="‖∂ out_n / ∂ xₜ‖", logy=True, marker="",
            title="How far back the gradient reaches")
