@@ -105,8 +105,9 @@ with backend.precision("float32"):
         adamw.lr = schedule(step)
         adamw.step()
 lm.to(dtype="float64")
-held_out = lm.loss(*data.evaluation_windows(val_ids, 32, max_windows=64))[0]
-bigram = data.bigram_loss(train_ids, val_ids, tok.vocab_size)
+val_x, val_y = data.evaluation_windows(val_ids, 32, max_windows=64)
+held_out = lm.loss(val_x, val_y)[0]
+bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tok.vocab_size)  # same characters
 print(f"{tok.vocab_size} characters; held-out loss {held_out:.3f} nats vs bigram {bigram:.3f}")
 assert held_out < bigram, "300 steps should already beat the one-character-back baseline"
 prompt = tok.encode("The value of the ")
@@ -196,9 +197,9 @@ viz.save(fig, "12_sampling")
 # One deck writes the new key as ``k_new = W_k x[:, :, -1]``. For a batch x of shape (b, n, d)
 # that index takes the last *feature* of every token, a (b, n) array. The newest token is the
 # last *position*: ``x[:, -1]``, of shape (b, d), and in minitf's row convention its key is
-# ``x[:, -1] W_k``. (The same slides give Q, K and V the width h, then call the output
-# (n × d) and divide by √d: with V of width h the output is (n × h), and the scale is √h, the
-# width of the queries and keys.) Check both on one attention layer with a ``KVCache``.
+# ``x[:, -1] W_k``. (The same slides give Q, K and V a width they call h -- w below, where h
+# counts heads -- then call the output (n × d) and divide by √d: with V of width w the output
+# is (n × w), and the scale is √w, the width of the queries and keys.) Check both on one attention layer with a ``KVCache``.
 
 # %%
 b, n, d, h = 2, 5, 8, 2
@@ -219,9 +220,10 @@ try:
     raise AssertionError("x[:, :, -1] should not even fit W_k when n ≠ d")
 except ValueError:
     print("x[:, :, -1] @ W_k fails: (b, n) features cannot meet a (d, d) matrix")
-Q, K, V = (x[0] @ backend.randn(d, 3) for _ in range(3))   # (n, h) each, h = 3 ≠ d = 8
+w = 3                                                     # the slides' width, ≠ d = 8
+Q, K, V = (x[0] @ backend.randn(d, w) for _ in range(3))   # (n, w) each
 out, att = F.attention(Q, K, V)
-assert out.shape == (n, 3) and att.scale == 1 / np.sqrt(3), "(n × h) out, scaled by 1/√h"
+assert out.shape == (n, w) and att.scale == 1 / np.sqrt(w), "(n × w) out, scaled by 1/√w"
 print("✓ the new key comes from the last position, x[:, -1]; one cached step = a full pass")
 
 # %% [markdown]
@@ -250,7 +252,7 @@ print("✓ cached and uncached generation: identical logits (to rounding), ident
 
 # %%
 seq2seq = models.Transformer(11, 11, d_model=32, n_heads=2, n_layers=2, dropout=0.0)
-src = backend.randint(3, 11, (2, 9))                     # 2 source sentences of m = 9 tokens
+src = backend.randint(3, 11, (2, 9))                     # 2 source sentences of N = 9 tokens
 tgt = np.concatenate([np.full((2, 1), data.BOS), backend.randint(3, 11, (2, 5))], axis=1)
 memory, memory_mask = seq2seq.encode(src)                # the encoder runs once
 two_caches = seq2seq.new_cache()                         # (self, cross) per decoder block
@@ -260,7 +262,7 @@ at_once = seq2seq.decode(tgt, memory, memory_mask)                  # all 6 posi
 own, cross = two_caches[0]
 print(f"after 6 steps: decoder's own k {own.k.shape}, cross-attention k {cross.k.shape}; "
       f"max |step by step − at once| = {np.abs(stepwise - at_once).max():.1e}")
-assert own.length == 6 and cross.length == 9, "self-attention grows by one per step; cross stays m"
+assert own.length == 6 and cross.length == 9, "self-attention grows by one per step; cross stays N"
 assert np.abs(stepwise - at_once).max() <= 1e-9, "the encoder–decoder's caches change nothing"
 print("✓ the cross-attention cache holds the projected encoder output, computed once")
 
@@ -303,8 +305,10 @@ print("✓ the KV cache: 2·L·b·n·d numbers; 24 MiB for the base model at n =
 # O(n²·d) for attention, so a step grows with n and the total over N steps grows as N². With
 # the cache, step n runs one token: O(d²) for its projections plus O(n·d) for its query against
 # n cached keys, "one less n" in every entry of the lectures' cost table (per token
-# O(b·d² + b·n·d), a time linear in n; reading the cache, O(b·n·d), is also what bounds the
-# memory traffic). ``cost.lm_cost`` puts numbers on it. Then we measure: 200 steps, the cached
+# O(b·d² + b·n·d), a time linear in n). What a token moves is O(b·m·n + b·n·d + d²) numbers
+# with m heads (deck 000): each head's weights over the cache, the cached keys and values, and
+# every weight matrix, 12·d² numbers a block at d_ff = 4d, more than the cache's 2·b·n·d a
+# block until b·n reaches 6·d. ``cost.lm_cost`` puts numbers on it. Then we measure: 200 steps, the cached
 # and the uncached forward timed side by side at every step, so that a busy machine slows both
 # alike. Timings vary by machine; only their ratio is asserted, with a wide margin.
 
