@@ -28,7 +28,7 @@ backend.seed(0)
 # Inputs and targets: the same text, shifted by one
 # -------------------------------------------------
 #
-# A language model is trained to make every position a predictor of the token to its right.
+# A language model learns, at each position of a text, to guess what comes one step later.
 # No labels have to be written: the text is its own answer key. Cut one copy of the text
 # without its last token and one without its first::
 #
@@ -45,7 +45,10 @@ X, Y = text[:, :-1], text[:, 1:]                                  # (1, 6) each
 for t in range(X.shape[1]):
     print(f"position {t}: reads {' '.join(vocab.words[i] for i in X[0, :t + 1]):22} "
           f"-> target {vocab.words[Y[0, t]]!r}")
-assert (Y[:, :-1] == X[:, 1:]).all(), "each target is the next input: Y_t = X_(t+1) (deck 000)"
+assert [vocab.words[i] for i in Y[0]] == "cat sat on the mat </s>".split(), \
+    "the targets are the text from its second token on, </s> last (deck 000)"
+assert [vocab.words[i] for i in X[0]] == "the cat sat on the mat".split(), \
+    "the inputs are the text without its last token: Y_t = X_(t+1)"
 
 corpus = data.default_corpus()                       # Python's documentation, shipped with minitf
 tok = data.CharTokenizer.fit(corpus)                 # characters as tokens

@@ -162,8 +162,8 @@ print("✓ generation meets its own mistakes, teacher forcing never does")
 # Three attentions, three sizes: the cost quiz
 # --------------------------------------------
 #
-# The lectures' quiz: a model summarises Wikipedia's sources, ten or so web pages per article,
-# so the passage is long. For a passage of N tokens and a summary of M, how much work is
+# The lectures' quiz: a model writes a Wikipedia article from its sources, found by searching
+# the web for each section title (about ten pages a search), so the passage is long. For a passage of N tokens and a summary of M, how much work is
 # attention? The choices::
 #
 #     (a) O(N) + O(M)               (b) O(N) + O(M) + O(NM)
@@ -204,7 +204,8 @@ print("✓ the answer is (c): O(N²) encoder self + O(M²) decoder self + O(NM) 
 # the encoder alone does N² work. (d) forgets the cross-attention, where each of the M target
 # tokens scores all N source tokens. (b) keeps the cross term but still misses the two squares.
 # The causal mask halves the work the decoder *needs* (M(M+1)/2 scores), but the masked scores
-# are computed all the same, and the order stays M².
+# are computed all the same here (a decoder given a padding mask scores every key; lesson 13's
+# causal blocks skip most of them), and either way the order stays M².
 #
 # When the passage is long and the summary short, N² is most of the bill. The figure counts
 # the three terms with M = N/4: the summary's own M² is the smallest, and the cross term NM
@@ -322,7 +323,8 @@ print("✓ the decoder learned to read the source backwards, sharpest in the top
 #   guesses, one token at a time, reusing the encoder's keys and values.
 # * Attention costs O(N²) + O(M²) + O(NM): the two self-attentions and the cross term.
 # * The three kinds of Transformer: decoder-only (masked, predicts the next token),
-#   encoder-only (no prediction, just understanding), and encoder–decoder (this lesson). Their
+#   encoder-only (every token sees every other, and the output describes the input rather
+#   than continuing it), and encoder–decoder (this lesson). Their
 #   tokens can be words, sub-words, image patches, discrete or continuous.
 #
 # Next, lesson 15: encoder-only models, with a classification token, for text and for images.
