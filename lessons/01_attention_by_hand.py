@@ -33,10 +33,10 @@ backend.seed(0)
 # * a **key** k: what this token offers, to be matched against queries,
 # * a **value** v: what this token hands over once it is chosen.
 #
-# A streaming service works the same way: your wish is the query, each film's list of
-# attributes (genre, actors, year) is its key, and the film itself is the value. The
-# difference is that attention does not pick one film: it blends all of them, weighted by how
-# well each key matches.
+# A library catalogue is a fair picture: what you ask the librarian is the query, the card of
+# each book (its title and subject) is the key, and the book on the shelf is the value. The
+# difference is that attention does not fetch one book: it hands over a blend of all of them,
+# each weighted by how well its card matches the question.
 #
 # For one query the recipe is::
 #
@@ -56,8 +56,10 @@ backend.seed(0)
 # v_i = x_i W_V. The lectures draw this for the four tokens "The cat sat on" and ask how much
 # "The" should attend to each position. The answer is one row of weights::
 #
-#     α_1,i = softmax_i( q_1 · k_i / √d )        for i = 1, …, 4
+#     α̂_1,i = softmax_i( q_1 · k_i / √d )        for i = 1, …, 4
 #
+# (The deck calls the score inside, q_1 · k_i / √d, α_1,i and its softmax α̂_1,i; the hat
+# marks the weights, which are what the code below calls ``alpha``.)
 # Below, the embeddings and the matrices are random (nothing has been trained, so the row says
 # nothing about English yet), but every step is the real one. The figure shows the row as a
 # 1 × 4 strip of the weight matrix: keys across, the one query down.
@@ -70,16 +72,16 @@ with backend.seed(1):                                   # its own seed: later ce
     W_Q, W_K, W_V = (nn.Linear(d, d, bias=False) for _ in range(3))
 queries, keys4, values4 = W_Q(x), W_K(x), W_V(x)        # (4, 8) each: row i is q_i, k_i, v_i
 z_the, the = F.attention(queries[:1], keys4, values4)   # only the query of "The"
-alpha = the.probs[0]                                    # (4,) α_1,i over the four positions
+alpha = the.probs[0]                                    # (4,) α̂_1,i over the four positions
 
 dots = keys4 @ queries[0] / np.sqrt(d)                  # the slide's recipe, written out in NumPy
 by_hand = np.exp(dots) / np.exp(dots).sum()
 for word, score, a in zip(sentence, dots, alpha):
-    print(f"q_1·k_i/√d for {word!r:6}= {score:+.3f}   α_1,i = {a:.3f}")
+    print(f"α_1,i = q_1·k_i/√d for {word!r:6}= {score:+.3f}   α̂_1,i = {a:.3f}")
 print(f"sum of the row = {alpha.sum():.6f}")
 assert np.allclose(alpha, by_hand, atol=1e-14), \
     "F.attention's row for 'The' should be softmax_i(q_1·k_i/√d), the lectures' formula"
-assert np.allclose(z_the[0], alpha @ values4), "z_1 should be Σ_i α_1,i v_i"
+assert np.allclose(z_the[0], alpha @ values4), "z_1 should be Σ_i α̂_1,i v_i"
 assert np.isclose(alpha.sum(), 1) and (alpha > 0).all(), \
     "softmax's defining property: the weights are positive and sum to 1"
 print("✓ 'The' attends to The / cat / sat / on with one softmax row; its output blends the v_i")
@@ -153,8 +155,8 @@ for ax, values, name, fmt in zip(axes, (raw, scaled, weights),
     ax.set_title(name)
     ax.set_xlabel("key")
     ax.set_ylim(0, max(values) * 1.18)
-axes[0].set_ylabel('query: "Thinking"')
-fig.suptitle("Thinking Machines: raw scores → scaled scores → weights")
+axes[0].set_ylabel("value")
+fig.suptitle('Thinking Machines, the query "Thinking": raw scores → scaled scores → weights')
 viz.save(fig, "01_thinking_machines")
 
 # %% [markdown]

@@ -105,7 +105,7 @@ print(f"position 5 divided by the last index: {5 / (11 - 1):.2f} (n = 11) vs "
 # -----------------------
 #
 # Decks 000 and 001 write position p in binary: 4 bits name 16 positions, each one uniquely. But
-# the information sits in a few bits: the last bit flips at every step, the first only once. Two
+# the bits do not share the work: the last flips at every step, the first only once. Two
 # neighbours differ in anything from 1 to 4 bits (one from 0 to 1, all four from 7 to 8), so the
 # code has no sense of "nearby": the jump from 7 to 8 is the largest of all. For 0/1 vectors the
 # squared Euclidean distance is the number of differing bits (the Hamming distance).
@@ -208,14 +208,14 @@ print("✓ one step is the same distance everywhere for sinusoids, 1 to 2 for bi
 # A fixed offset is a rotation
 # ----------------------------
 #
-# Pair k at p + k' is the pair at p turned by the angle ω_k k'. Stack those 2 × 2 turns into one
-# block-diagonal matrix R and, for *every* p, PE[p + k'] = PE[p] Rᵀ: moving by k' is one linear
-# map, the same everywhere. That is what lets a layer read "three tokens back" with a matrix. It
-# also makes PE[p] · PE[p + k'] = Σ_k cos(ω_k k') depend on the offset alone, the seed of the
-# relative schemes in lesson 09.
+# Pair k at p + Δ is the pair at p turned by the angle ω_k Δ. Stack those 2 × 2 turns into one
+# block-diagonal matrix R_Δ and, for *every* p, PE[p + Δ] = PE[p] R_Δᵀ: moving by Δ is one
+# linear map, the same everywhere. That is what lets a layer read "three tokens back" with a
+# matrix. It also makes PE[p] · PE[p + Δ] = Σ_k cos(ω_k Δ) depend on the offset alone, the seed
+# of the relative schemes in lesson 09.
 
 # %%
-shift = 7
+shift = 7                                                  # the offset Δ
 R = np.zeros((d_model, d_model))
 for kk, w in enumerate(omega):
     c, s = np.cos(w * shift), np.sin(w * shift)
@@ -225,9 +225,9 @@ dots = np.einsum("pi,pi->p", table[:-shift], table[shift:])            # PE[p]·
 print(f"PE[p+7] vs PE[p] R_7ᵀ: max error {rotation_error:.1e} over {len(table) - shift} positions")
 print(f"PE[p]·PE[p+7] = {dots[0]:.6f} for every p (spread {np.ptp(dots):.1e})")
 assert rotation_error < 1e-12, "a fixed offset acts on the sinusoidal table as a rotation"
-assert np.allclose(R @ R.T, np.eye(d_model)), "identity: R_k is made of 2 × 2 rotations"
-assert np.ptp(dots) < 1e-10, "PE[p]·PE[p+k] depends only on k"
-print("✓ PE[p + k] = PE[p] R_kᵀ with one R_k for every p")
+assert np.allclose(R @ R.T, np.eye(d_model)), "identity: R_Δ is made of 2 × 2 rotations"
+assert np.ptp(dots) < 1e-10, "PE[p]·PE[p+Δ] depends only on Δ"
+print("✓ PE[p + Δ] = PE[p] R_Δᵀ with one R_Δ for every p")
 
 # %% [markdown]
 # Three slips on the slides

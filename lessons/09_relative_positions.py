@@ -253,8 +253,8 @@ assert all(row.passed for row in rows), "the positional layers' backward passes 
 print("✓ rope, alibi, relative and shaw layers ignore a shift; their backward passes check out")
 
 # %% [markdown]
-# A picture of the four biases
-# ----------------------------
+# A picture of the four relative schemes
+# --------------------------------------
 #
 # Keys on x, queries on y. T5's bucket ids are constant along every diagonal. ALiBi's two heads
 # draw the same pattern at slopes 16 times apart: each panel has its own colour scale, and head

@@ -242,8 +242,7 @@ print("✓ past 31, sinusoids, T5 rows and RoPE angles are new to the model; ALi
 #   vector, an untrained bucket, an unseen angle) and their loss rises.
 # * ALiBi's distance penalty is a rule that keeps applying: its loss on positions 32–255 is
 #   within a percent of its loss at the training length.
-# * Positional encodings are everywhere in language models. They exist to break attention's
-#   blindness to order, and they come in many kinds: absolute, sinusoidal, learned, relative,
-#   rotary.
+# * Which scheme a model uses decides what it can do past its training length: here only the
+#   one whose positions are a rule about distance, not a vector per position, held its loss.
 #
 # Next, lesson 11: a decoder-only language model trained properly, and what it learns.
