@@ -98,6 +98,10 @@ print("largest change of (it→animal − it→street), tired vs wide, per layer
       np.round(np.abs(shift).max(axis=1), 2))
 assert to_animal["tired"][3, 1] > 0.5 and to_animal["tired"][3, 1] > 2 * to_animal["wide"][3, 1], \
     "layer 4 head 1 should send 'it' to 'animal' when the animal is tired, far less when wide"
+assert (round(float(to_animal["tired"][3, 1]), 2), round(float(to_animal["wide"][3, 1]), 2)) == \
+    (0.68, 0.28), "the weights the text above quotes"
+assert 3 < to_street["wide"][4, 0] / to_animal["wide"][4, 0] < 5, \
+    "with 'wide', layer 5 head 0 looks at 'street' about four times as much as at 'animal'"
 assert to_street["wide"][4, 0] > 2 * to_animal["wide"][4, 0], \
     "layer 5 head 0 should send 'it' to 'street' when the street is wide"
 assert np.abs(shift[0]).max() < 0.05 < 0.3 < np.abs(shift[3]).max(), \
@@ -158,6 +162,7 @@ print(np.round(cosines, 2))
 assert cosines[0, 2] > 0.85 and cosines[3, 4] > 0.6, "paraphrases should point the same way"
 assert np.abs(cosines[5, :5]).max() < 0.1, "an unrelated sentence should be nearly orthogonal"
 assert cosines[0, 1] > 0.8, "a negated sentence stays close: same topic, same words"
+assert round(float(cosines[0, 1]), 2) == 0.87, "the cosine the fine-tuning section quotes"
 print("✓ paraphrases close, unrelated sentences orthogonal, and negation barely moves the vector")
 labels = [f"{i + 1}: {s}" for i, s in enumerate(sentences)]
 fig, ax = viz.figure(size=(9.5, 6))
