@@ -14,6 +14,9 @@ seconds).
 """
 
 # %%
+import matplotlib.cm
+import matplotlib.colors
+import matplotlib.patches
 import numpy as np
 
 import minitf.functional as F
@@ -294,13 +297,18 @@ axes[0].set_ylabel("[CLS] → token attention\n(last block, mean of heads)")
 if digit_images is not None:
     grid = cls_to_patches.mean(axis=0).reshape(size // p, size // p)     # 2 × 2 patch grid
     axes[3].imshow(digit_images[1500, 0], cmap="gray_r", extent=(0, size, size, 0))
-    shade = axes[3].imshow(np.kron(grid, np.ones((p, p))), cmap="viridis", vmin=0, vmax=1,
-                           alpha=0.45, extent=(0, size, size, 0))
-    fig.colorbar(shade, ax=axes[3], fraction=0.046, label="[CLS] → patch attention")
+    # each patch framed in its weight's colour, the digit left as it is: a colour blended with
+    # the dark strokes would match no colour of the bar
+    weight_colour = matplotlib.cm.ScalarMappable(matplotlib.colors.Normalize(0, 1), "viridis")
+    fig.colorbar(weight_colour, ax=axes[3], fraction=0.046, label="[CLS] → patch attention")
     for r in range(size // p):
         for c in range(size // p):
+            axes[3].add_patch(matplotlib.patches.Rectangle(
+                (c * p + 0.15, r * p + 0.15), p - 0.3, p - 0.3, fill=False, linewidth=5,
+                edgecolor=weight_colour.to_rgba(grid[r, c])))
             axes[3].text(c * p + p / 2, r * p + p / 2, f"{grid[r, c]:.2f}", ha="center",
-                         va="center", color="white", fontsize=11, weight="bold")
+                         va="center", fontsize=11, weight="bold",
+                         bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
     axes[3].set_title(f"a ViT's [CLS] on a digit {digit_labels[1500]}", fontsize=10)
 else:
     axes[3].text(0.5, 0.5, "needs scikit-learn", ha="center", va="center")
