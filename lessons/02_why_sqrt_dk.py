@@ -138,7 +138,7 @@ print(f"✓ raw scores saturate (max weight {stats['max_raw'][0]:.2f} → "
 # %% [markdown]
 # Why compare with 1/√d_k? Once rows saturate, a row passes a real gradient only if its two
 # largest raw scores lie within about 1 of each other, and with scores spread by σ = √d_k the
-# chance of such a near-tie shrinks like 1/σ: so the mean |dx| of saturated rows falls like
+# chance of such a near-tie shrinks like 1/σ: so the mean gradient of saturated rows falls like
 # 1/√d_k, 16× from d_k = 4 to 1024. It falls only about 10× here because at d_k = 4 the raw rows
 # are not saturated yet (their largest weight is under 0.5): the start of the range sits below
 # the line the law draws. The mean is carried by those few near-tied rows; the median row tells
