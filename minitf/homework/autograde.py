@@ -36,7 +36,8 @@ from minitf.exercises.time_limit import Budget, TookTooLong, seconds_for, time_l
 from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
-from minitf.homework.handout import MANIFEST, check_name
+from minitf.homework.guard import reading_refused
+from minitf.homework.handout import MANIFEST, PACKAGE, check_name
 from minitf.homework.submission import find_submitted, not_a_submission, unzipped, what_it_holds
 from minitf.validate import check_path
 
@@ -140,14 +141,17 @@ def _file_cases(module, name: str) -> dict:
             for label, case in built.items()}
 
 
-def _grade_one(entry: dict, path: Path, budget: Budget | None = None) -> tuple:
+def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
+               solutions: tuple = ()) -> tuple:
     """(result, report) for one exercise of the manifest, graded from the file at ``path``
-    within its own time limit, or what is left of ``budget`` if that is less."""
+    within its own time limit, or what is left of ``budget`` if that is less; the code graded
+    cannot open the reference's ``solutions`` (guard.py)."""
     catalogue = entry["source"] == "minitf"
     exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
     seconds, why = (budget or Budget()).limit(exercise.seconds)    # a loop that never ends
+    read = []
     try:                                                             # costs its exercise alone
-        with time_limit(exercise.name, seconds, why):
+        with time_limit(exercise.name, seconds, why), reading_refused(path, solutions) as read:
             module = _load(path)
             if catalogue:
                 owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
@@ -161,6 +165,10 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None) -> tuple:
         #             function, calls exit() (which ended the grading with 0), or never returns
         result = _stopped("\n".join([f"{path.name} could not be graded:",
                                      *_their_lines(err, path)]))
+    if read:                    # whatever it then did with the refusal: it scores 0
+        result = _stopped(f"your {path.name} tried to read minitf's own {read[0].parent.name}/"
+                          f"{read[0].name}, which holds the solutions, while it was graded: "
+                          f"{exercise.name} scores 0")
     return result, report(exercise, result, path)
 
 
@@ -243,6 +251,10 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         got = "is a file" if Path(submission).exists() else "no such folder"
         raise not_a_submission(submission, got)
     budget = Budget(budget, journal.started if journal is not None else None)
+    # the reference's files of this homework's exercises, where the minitf running is the
+    # reference (a student's own copy holds nothing to keep from them)
+    solutions = () if (PACKAGE.parent / MANIFEST).is_file() else tuple(
+        PACKAGE.parent / e["file"] for e in data["exercises"] if e["source"] == "minitf")
     entries = [entry for entry in data["exercises"]
                if journal is None or entry["name"] not in journal.graded]
     if any(entry["source"] == "minitf" for entry in entries):
@@ -271,7 +283,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
                         redirect_stdout(printed):
-                    result, text = _grade_one(entry, graded, budget)
+                    result, text = _grade_one(entry, graded, budget, solutions)
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
             try:

@@ -1,0 +1,72 @@
+"""The reference's answers, kept from the code that is graded: while a student's file runs, a file
+of minitf's own that holds this homework's solutions (or its compiled copy in __pycache__) may
+not be opened by that code -- the four lines that loaded it by path and returned its answer
+scored full marks, and a print of it reached the feedback the student reads.
+
+    with reading_refused(student_file, solution_files) as read:
+        ...                       # run the student's code
+    read                          # the solution files it tried to open, refused ([] if none)
+
+Python's audit hook sees every open (``open``, ``io.open_code``, an import by path) and this one
+refuses those whose call stack holds a frame of the student's file: the grader's own reads (a
+traceback's source lines, after the student's code has returned) go through. It narrows the way
+in, it does not close it: the code runs in the grader's process, beside the reference's
+functions in memory (the README says so)."""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+_watching = {"student": None, "solutions": (), "read": None}
+_installed = False
+
+
+def _a_solution(path: str) -> Path | None:
+    """The solution file ``path`` is, or is the compiled copy of; None for any other file."""
+    name = os.path.basename(path)
+    if not any(name.startswith(solution.stem + ".") for solution in _watching["solutions"]):
+        return None                 # most opens: no path to resolve (an import opens dozens)
+    opened = Path(os.path.realpath(path))
+    for solution in _watching["solutions"]:
+        compiled = (opened.parent == solution.parent / "__pycache__"
+                    and opened.name.startswith(solution.stem + "."))
+        if opened == solution or compiled:
+            return solution
+    return None
+
+
+def _refuse(event: str, args: tuple) -> None:
+    if event != "open" or _watching["student"] is None:
+        return
+    path = args[0]
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return                                      # a file descriptor: nothing named
+    solution = _a_solution(os.fsdecode(path))
+    if solution is None:
+        return
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.realpath(frame.f_code.co_filename) == _watching["student"]:
+            _watching["read"].append(solution)
+            raise PermissionError(f"{solution.name} holds minitf's own solutions, which the "
+                                  f"code being graded may not read")
+        frame = frame.f_back
+
+
+@contextmanager
+def reading_refused(student_file, solution_files):
+    """While the block runs, code of ``student_file`` cannot open ``solution_files``."""
+    global _installed
+    if not _installed:              # once a process: an audit hook cannot be removed
+        sys.addaudithook(_refuse)
+        _installed = True
+    read = []
+    _watching.update(student=os.path.realpath(student_file), read=read,
+                     solutions=tuple(Path(os.path.realpath(f)) for f in solution_files
+                                     if os.path.realpath(f) != os.path.realpath(student_file)))
+    try:
+        yield read
+    finally:
+        _watching.update(student=None, solutions=(), read=None)

@@ -1,0 +1,63 @@
+"""The code a grading runs cannot open the reference's own solutions: loaded by path, they gave
+full marks in four lines, and printed, they reached the feedback a student reads."""
+import shutil
+
+import pytest
+
+from minitf import homework
+
+SOFTMAX = "minitf/functional/softmax.py"
+RIGHT = "return p * (dp - row_dot(dp, p, axis))"
+LOADED = """import importlib.util, os, minitf
+    where = os.path.join(os.path.dirname(minitf.__file__), "functional", "softmax.py")
+    spec = importlib.util.spec_from_file_location("answers", where)
+    answers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(answers)
+    return answers.softmax_backward(dp, cache)"""
+PRINTED = """import inspect, minitf.array_ops
+    import minitf.functional.softmax as mine
+    try:
+        print(open(minitf.array_ops.__file__.replace("array_ops.py", "functional/softmax.py")).read())
+    except PermissionError:
+        pass
+    """ + RIGHT
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    root = tmp_path_factory.mktemp("guard")
+    names = ["softmax_backward", "layer_norm_backward"]
+    return homework.make(root / "hw", names), homework.make(root / "key", names, solutions=True)
+
+
+def _submission(key, tmp_path, body):
+    folder = tmp_path / "submission"
+    shutil.copytree(key / "minitf", folder / "minitf")
+    path = folder / SOFTMAX
+    text = path.read_text(encoding="utf-8")
+    assert RIGHT in text
+    path.write_text(text.replace(RIGHT, body), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("body", [LOADED, PRINTED], ids=["loaded by path", "printed"])
+def test_code_that_opens_the_reference_s_solutions_scores_0_and_sees_nothing(made, tmp_path,
+                                                                            capsys, body):
+    hw, key = made
+    outcomes = {o.name: o for o in homework.grade(hw, _submission(key, tmp_path, body))}
+    stopped = outcomes["softmax_backward"]
+    assert stopped.score == 0 and stopped.result.stopped == (
+        "your softmax.py tried to read minitf's own functional/softmax.py, which holds the "
+        "solutions, while it was graded: softmax_backward scores 0")
+    assert stopped.result.stopped in stopped.report
+    assert RIGHT not in stopped.printed and RIGHT not in capsys.readouterr().out   # nothing shown
+    assert outcomes["layer_norm_backward"].result.passed                 # the others as they are
+
+
+def test_the_grader_s_own_reads_and_a_right_answer_go_through(made, tmp_path):
+    """A traceback's source lines are read by the grader, after the student's code returned."""
+    hw, key = made
+    raising = _submission(key, tmp_path, "raise ValueError('not yet')")
+    report = {o.name: o for o in homework.grade(hw, raising)}["softmax_backward"].report
+    assert "ValueError: not yet" in report and "holds the solutions" not in report
+    assert all(o.result.passed for o in homework.grade(hw, key))
