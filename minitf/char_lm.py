@@ -306,8 +306,9 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     if trainer.step < config.steps:                           # Ctrl-C or SIGTERM
         if not (config.save_every and trainer.step % config.save_every == 0):   # not just saved
             _save(out, model, trainer, tokenizer, extra={"run": settings})
+        how = STOPPING_SIGNALS.get(trainer.stop_requested, "stop_requested")
         stopped = KeyboardInterrupt(
-            f"interrupted ({STOPPING_SIGNALS[trainer.stop_requested]}) at step {trainer.step} of "
+            f"interrupted ({how}) at step {trainer.step} of "
             f"{config.steps}; checkpoint saved to {out}/; to continue: minitf train --resume "
             f"{shlex.quote(str(out))}")
         stopped.signum = trainer.stop_requested           # the exit status is 128 + its number

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import warnings
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from minitf import backend
 from minitf.cli_course import add_course_commands
@@ -35,8 +35,9 @@ def _train(args) -> int:
               if getattr(args, f.name, None) is not None}
     chosen["progress"] = not args.no_progress
     if args.resume:               # the saved run's settings, but for the flags given here
-        _refuse_what_a_resume_ignores(args, RunConfig.resuming(args.resume))
-        config = RunConfig.resuming(args.resume, **chosen)
+        saved = RunConfig.resuming(args.resume)
+        _refuse_what_a_resume_ignores(args, saved)
+        config = replace(saved, **chosen)
     else:
         config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
     _refuse_what_the_model_ignores(config, chosen)

@@ -15,8 +15,9 @@ A Trainer also validates every ``eval_every`` steps, keeps the loss history, sho
     times as high means it gives the right answer a probability near V^-3 on average, far worse
     than not having learned at all: the learning rate is too high and the weights are blowing
     up -- often on their way to inf and NaN, at times stuck at a huge finite loss for good.
-Setting ``stop_requested`` (minitf train does on Ctrl-C and SIGTERM) ends ``fit`` after the step under way:
-a step cut in half, some parameters updated and others not, could not be resumed exactly.
+Setting ``stop_requested`` (minitf train does on Ctrl-C and SIGTERM) ends ``fit`` after the step
+under way: a step cut in half, some parameters updated and others not, could not be resumed
+exactly.
 """
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ single NumPy call that never returns cannot be interrupted this way, nor code th
 TookTooLong and runs on: GRACE_SECONDS past the limit a watchdog thread ends the process, in one
 line (a grading with --json takes that as an exercise that ended it, and --resume grades the
 rest). Where there is no alarm (Windows, or a thread other than the main one) the block runs
-without a limit. Limits do not
-nest: the grader sets one at a time. A Budget bounds a whole grading, as Gradescope's own timeout
+without a limit. Limits do not nest: the grader sets one at a time. A Budget bounds a whole grading, as Gradescope's own timeout
 does: what is left of it shortens the last exercises' limits.
 """
 from __future__ import annotations
@@ -30,9 +29,9 @@ EXERCISE_SECONDS = 60      # one exercise, every case: all but a whole model's t
 # Gradescope runs a grader on half a virtual CPU by default
 COMPOSITE_SECONDS = 240
 TRACE_SECONDS = 10         # one registry case's forward and backward, run once to trace calls
-# After TookTooLong, the time the block has to end before the process is ended: code that
-# catches it (`except BaseException:` inside a loop) would otherwise run on with no alarm left,
-# and take every later exercise's time with it. Unwinding a grading takes well under a second.
+# Past the limit, the time the block has to end before the process is ended: code that catches
+# TookTooLong (`except BaseException:` inside a loop), or one NumPy call no alarm interrupts,
+# would otherwise run on and take every later exercise's time. Unwinding takes well under 1 s.
 GRACE_SECONDS = 10
 ENDED_STATUS = 124         # the exit status then, as timeout(1)'s
 

@@ -277,8 +277,8 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
             result, text, edited = _stopped(budget.not_reached(entry["name"])), "", False
         elif path is None or not path.is_file():
             result, text, edited = _stopped(missing), "", False
-        elif _not_text(path, entry["file"]):   # UTF-16, say: else a SyntaxError about NULs
-            result, text, edited = _stopped(_not_text(path, entry["file"])), "", False
+        elif unreadable := _not_text(path, entry["file"]):   # UTF-16: else a SyntaxError
+            result, text, edited = _stopped(unreadable), "", False
         else:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \

@@ -76,8 +76,8 @@ def _check_progress_replaceable(progress: Path, left) -> None:
 def _ended_inside(name: str, resumed: bool) -> str:
     return (f"{name} could not be graded: the grading process ended while it ran, so it scores 0 "
             f"(its code called os._exit(), crashed in compiled code, used more memory than the "
-            f"grader has, raised KeyboardInterrupt, held one call past the grading's time, or caught "
-            f"the stop at its time limit and ran on)" +
+            f"grader has, raised KeyboardInterrupt, held one call past the grading's time, or "
+            f"caught the stop at its time limit and ran on)" +
             ("; the grading went on in a new process" if resumed else ""))
 
 
