@@ -17,6 +17,7 @@ lesson says so and stops. Run it: ``python lessons/20_inside_a_pretrained_transf
 # %%
 import time
 
+import matplotlib.patches
 import numpy as np
 
 from minitf import backend, nn, pretrained, viz
@@ -129,7 +130,9 @@ viz.save(fig, "20_it_animal_or_street")
 # layer 2 on, many heads put most of their weight on [CLS], the first token, whatever the
 # query. Softmax must hand out a total weight of 1; a head with nothing useful to read for a
 # token parks that weight on a token whose value it has learned to ignore. In the original
-# BERT that sink is often [SEP]; this model uses [CLS].
+# BERT that sink is often [SEP]; this model uses [CLS]. The row of the query "it" is framed in
+# red in the two heads of the last section; in layer 4, head 1 its brightest cell is "animal",
+# not [CLS].
 
 # %%
 tired = maps["tired"]
@@ -140,10 +143,15 @@ print("mean weight on [CLS] per layer:", np.round(on_cls, 2))
 print("mean weight on [SEP] per layer:", np.round(on_sep, 2))
 assert on_cls[1:].min() > 0.3 and on_sep.max() < 0.1, \
     "layers 2–6 should park a third or more of their attention on [CLS], little on [SEP]"
+assert tired[3, 1, it].argmax() == animal, "layer 4 head 1: 'it' looks at 'animal' most"
 print("✓ [CLS] is the attention sink of this model")
-viz.save(attention_figure(tired, tokens_of["tired"], "all-MiniLM-L6-v2, every layer and head: "
-                                         + template.format("tired")),
-         "20_attention_grid")
+grid = attention_figure(tired, tokens_of["tired"], "all-MiniLM-L6-v2, every layer and head: "
+                        + template.format("tired"))
+panels = {ax.get_title(): ax for ax in grid.axes}
+for name in ("layer 4, head 1", "layer 5, head 0"):     # the heads that resolve "it"
+    panels[name].add_patch(matplotlib.patches.Rectangle(
+        (-0.5, it - 0.5), len(tokens), 1, fill=False, edgecolor="red", linewidth=1.5))
+viz.save(grid, "20_attention_grid")
 
 # %% [markdown]
 # Sentences as vectors
