@@ -24,8 +24,9 @@ from dataclasses import fields, replace
 from minitf import backend
 from minitf.cli_course import add_course_commands
 
-POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
-MODEL_CHOICES = ("transformer", "rnn", "lstm")          # minitf.char_lm's (a test keeps them equal)
+# Copies, so that --help need not import the models; a test keeps them equal to the originals.
+POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")     # minitf.models.lm's
+MODEL_CHOICES = ("transformer", "rnn", "lstm")                          # minitf.char_lm's
 
 
 def _train(args) -> int:

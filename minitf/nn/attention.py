@@ -8,7 +8,9 @@ from minitf.nn.positional import RelativePositionBias
 from minitf.validate import (check_broadcast, check_flags, check_int, check_probability,
                              check_rope_width)
 
-POSITIONAL = (None, "rope", "alibi", "relative", "shaw")
+# What an attention layer itself applies; None: positions, if any, were added to its input.
+# (A language model chooses among more: models.lm.POSITIONAL.)
+POSITIONAL_IN_ATTENTION = (None, "rope", "alibi", "relative", "shaw")
 
 
 def _shape_of(k, v) -> tuple:
@@ -135,8 +137,9 @@ class MultiHeadAttention(Module):
         d_v = d_head if d_v is None else d_v
         check_int(d_head, "d_head", where, what="the width of each head's queries and keys")
         check_int(d_v, "d_v", where, what="the width of each head's values")
-        if positional not in POSITIONAL:
-            raise ValueError(f"{where}: positional must be one of {POSITIONAL}; got {positional!r}")
+        if positional not in POSITIONAL_IN_ATTENTION:
+            raise ValueError(f"{where}: positional must be one of {POSITIONAL_IN_ATTENTION}; "
+                             f"got {positional!r}")
         if cross and (positional is not None or causal):
             raise ValueError(f"{where}: cross-attention takes neither positional nor causal: its "
                              f"queries and keys come from two different sequences")
