@@ -59,3 +59,22 @@ def test_bad_input_is_one_line_naming_the_argument():
         RNNLM(9, d_hidden=0)
     with raises(ValueError, "RNNLM", "ids", "vocab_size=9"):
         RNNLM(9)(backend.randint(9, 12, (1, 3)))
+
+
+@pytest.mark.parametrize("cell", [nn.RNN, nn.LSTM])
+def test_a_layer_moved_to_float64_starts_from_a_zero_state_of_its_own_dtype(cell):
+    layer = cell(3, 4).to(dtype="float64")                  # built in float32, then moved
+    H = layer(backend.randn(2, 5, 3).astype("float64"))       # no h0 given: zeros, in float64
+    assert H.dtype == "float64" and H.shape == (2, 5, 4)
+
+
+@pytest.mark.parametrize("cell", [nn.RNN, nn.LSTM])
+def test_no_steps_have_a_backward(cell, float64):
+    """An empty sequence is accepted by the forward, so its backward has to work too: the inputs'
+    gradient is empty, the states' are zero, and the weights get none."""
+    layer = cell(3, 4)
+    H = layer(backend.randn(2, 0, 3))
+    dx, *d_states = layer.backward(backend.randn(2, 0, 4))   # empty, like H
+    assert H.shape == (2, 0, 4) and dx.shape == (2, 0, 3)
+    assert all(d.shape == (2, 4) and float(abs(d).max()) == 0.0 for d in d_states)
+    assert all(float(abs(p.grad).max()) == 0.0 for p in layer.parameters())

@@ -34,7 +34,8 @@ def _check(x, states, W_x, W_h, b, gates: int, where: str) -> None:
 
 def _previous(h0, H):
     """h_{t−1} for every t: h0 then H without its last step.   (b, d_h), (b, n, d_h) -> (b, n, d_h)"""
-    return get_array_module(H).concatenate([h0[:, None], H[:, :-1]], axis=1)
+    n = H.shape[1]          # [:, :n] cuts nothing, but for n = 0 steps it drops h0, one too many
+    return get_array_module(H).concatenate([h0[:, None], H[:, :-1]], axis=1)[:, :n]
 
 
 def _weight_gradients(da, x, W_x, h0, H):

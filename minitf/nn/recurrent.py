@@ -11,7 +11,7 @@ each of x_t W_x and h_{t−1} W_h starts with about the variance of one feature 
 import math
 
 import minitf.functional as F
-from minitf.backend import float_dtype, get_array_module
+from minitf.backend import get_array_module
 from minitf.nn.module import Module, normal, zeros
 from minitf.validate import check_int
 
@@ -34,7 +34,8 @@ class _Recurrent(Module):
     def _inputs(self, x, given):
         """x checked; each initial state as given, or zeros (b, d_h)."""
         self._check_input(x, "x", ("b", "n", ("d_in", self.d_in)))
-        zero = get_array_module(x).zeros((x.shape[0], self.d_h), dtype=float_dtype())
+        # the parameters' dtype: a model moved to float64 is not one of float_dtype()'s
+        zero = get_array_module(x).zeros((x.shape[0], self.d_h), dtype=self.W_h.data.dtype)
         states = [zero if s is None else s for s in given]
         for name, s in zip(self.states, states):
             self._check_input(s, name, (("b", x.shape[0]), ("d_h", self.d_h)))
