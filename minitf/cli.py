@@ -125,7 +125,7 @@ def _info(args) -> int:
                   n_layers=flags["n_layers"],
                   d_ff=feed_forward_width(flags["d_ff"], d_model, "--d-ff"),
                   max_len=flags["context"], positional=flags["positional"],
-                  tie_weights=not args.untied)
+                  tie_weights=not args.untied, pre_ln=True)       # as `minitf train` builds
     kind, name = "lm", "DecoderLM"
     if args.checkpoint:             # the size flags then describe nothing: not checked
         from minitf import checkpoint

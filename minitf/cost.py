@@ -26,7 +26,7 @@ from minitf.validate import check_flags, check_heads, check_int, check_sizes, fe
 SOFTMAX_FLOPS = 6      # per score: × 1/√d_head, max, −, exp, +, ÷
 
 # What lm_cost_of reads from a DecoderLM's config: its sizes (whole numbers), then the others
-LM_CONFIG = ("vocab_size d_model n_heads n_layers d_ff max_len", "positional tie_weights")
+LM_CONFIG = ("vocab_size d_model n_heads n_layers d_ff max_len", "positional tie_weights pre_ln")
 
 
 def _check_keys(table, keys, name: str, where: str, wanted: str) -> None:
@@ -71,7 +71,7 @@ def block_parameters(d_model: int, d_ff: int) -> dict:
 def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = None,
             context: int = 256, batch_size: int = 1, positional: str = "learned",
             tie_weights: bool = True, n_heads: int = 4, bytes_per_number: int = 4,
-            relative_buckets: int = 32) -> dict:
+            relative_buckets: int = 32, pre_ln: bool = True) -> dict:
     """Parameters, FLOPs and memory of ``DecoderLM`` with this configuration.
 
     -> dict with parameters (exact), parameters_formula (L·(4d² + 2·d·d_ff)), embedding
@@ -83,7 +83,7 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
                 batch_size=batch_size, n_heads=n_heads, bytes_per_number=bytes_per_number)
     check_int(context, "context", "lm_cost", low=0, what="the keys a token attends to")
     check_int(relative_buckets, "relative_buckets", "lm_cost")
-    check_flags("lm_cost", tie_weights=tie_weights)        # a string such as 'no' is truthy
+    check_flags("lm_cost", tie_weights=tie_weights, pre_ln=pre_ln)  # 'no' would be truthy
     if positional not in POSITIONAL:
         raise ValueError(f"lm_cost: positional must be one of {POSITIONAL}; got {positional!r}")
     check_heads(d_model, n_heads, "lm_cost")
@@ -91,7 +91,8 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
     d_ff = feed_forward_width(d_ff, d, "lm_cost")
     block = block_parameters(d, d_ff)
     embedding = vocab_size * d + (context * d if positional == "learned" else 0)
-    extra = (relative_buckets * n_heads * L if positional == "relative" else 0) + 2 * d
+    final_norm = 2 * d if pre_ln else 0            # pre-LN's LayerNorm after the last block
+    extra = (relative_buckets * n_heads * L if positional == "relative" else 0) + final_norm
     head = 0 if tie_weights else d * vocab_size
     matmul_flops = 2 * (4 * d * d + 2 * d * d_ff)                 # per token per block
     attention_flops = 2 * 2 * n * d                               # per token per block, n keys
@@ -118,7 +119,8 @@ def lm_cost_of(config: dict, batch_size: int = 1, bytes_per_number: int = 4) -> 
     return lm_cost(config["vocab_size"], config["d_model"], config["n_layers"], config["d_ff"],
                    context=config["max_len"], batch_size=batch_size,
                    positional=config["positional"], tie_weights=config["tie_weights"],
-                   n_heads=config["n_heads"], bytes_per_number=bytes_per_number)
+                   n_heads=config["n_heads"], bytes_per_number=bytes_per_number,
+                   pre_ln=config["pre_ln"])
 
 
 def decoder_window_numbers(vocab_size: int, d_model: int, n_layers: int, d_ff: int,

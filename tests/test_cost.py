@@ -13,14 +13,14 @@ from test_bad_input import raises
 
 @pytest.mark.parametrize("positional", POSITIONAL)
 @pytest.mark.parametrize("tie_weights", [True, False])
-def test_the_exact_count_is_the_models(positional, tie_weights):
+@pytest.mark.parametrize("pre_ln", [True, False])
+def test_the_exact_count_is_the_models(positional, tie_weights, pre_ln):
     model = DecoderLM(50, 16, 2, 3, d_ff=40, max_len=12, positional=positional,
-                      tie_weights=tie_weights)
+                      tie_weights=tie_weights, pre_ln=pre_ln)
     cost = lm_cost(50, 16, 3, 40, context=12, positional=positional, tie_weights=tie_weights,
-                   n_heads=2)
+                   n_heads=2, pre_ln=pre_ln)
     assert cost["parameters"] == model.num_parameters()
-    assert lm_cost_of(model.config, batch_size=1) == lm_cost(
-        50, 16, 3, 40, context=12, positional=positional, tie_weights=tie_weights, n_heads=2)
+    assert lm_cost_of(model.config, batch_size=1) == cost
 
 
 def test_the_lecture_formulas():

@@ -110,7 +110,7 @@ def test_a_cost_of_a_model_that_cannot_exist_is_refused(call, message):
 SEQ2SEQ = Transformer(9, 9, d_model=8, n_heads=2, n_layers=1).config
 VIT = VisionTransformer(8, 4, 3, d_model=8, n_heads=2, n_layers=1).config
 LM_CONFIG = dict(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=32, max_len=16,
-                 positional="learned", tie_weights=True)
+                 positional="learned", tie_weights=True, pre_ln=True)
 
 
 @pytest.mark.parametrize("call, error, fragments", [
