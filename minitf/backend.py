@@ -277,16 +277,19 @@ def rand(*shape: int, dtype=None, like=None):
                      backend=where)
 
 
-def randint(low: int, high: int, shape: tuple):
-    """Integers drawn uniformly from [low, high), as int64, on the device."""
+def randint(low: int, high: int, shape: tuple, like=None):
+    """Integers drawn uniformly from [low, high), as int64, on the device of ``like`` (an array;
+    the active backend if None): indices into a host array are drawn on the host, not copied
+    to the GPU and back."""
     if not (is_int(low) and is_int(high) and low < high):     # (0, 2.5) drew from [0, 2)
         raise ValueError(f"randint: low and high must be integers with low < high; got "
                          f"{low!r}, {high!r}")
     shape = (shape,) if is_int(shape) else shape
     if not isinstance(shape, tuple):
         raise ValueError(f"randint: shape must be a tuple of sizes; got {shape!r}")
+    where = None if like is None else backend_of(like)
     return to_device(_rng["generator"].integers(low, high, size=_draw_shape(shape, "randint"),
-                                                dtype=numpy.int64))
+                                                dtype=numpy.int64), backend=where)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -220,7 +220,9 @@ class AdamW(Adam):
 def grad_norm(params) -> float:
     """The global L2 norm of all gradients, √(Σ_p Σ_i grad_i²), as a Python float."""
     params = _parameters(params, "grad_norm")
-    return math.sqrt(sum(float((p.grad * p.grad).sum()) for p in params))
+    squares = [(p.grad * p.grad).sum() for p in params]       # one number per parameter
+    # brought to the host together: on a GPU each float() would wait for the device once more
+    return math.sqrt(sum(to_numpy(get_array_module(squares[0]).stack(squares)).tolist()))
 
 
 def clip_grad_norm(params, max_norm: float) -> float:

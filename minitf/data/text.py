@@ -240,7 +240,7 @@ def random_windows(ids, batch_size: int, n: int):
         raise ValueError(f"random_windows: {len(ids)} tokens are too few for random windows of "
                          f"n + 1 = {n + 1}; wanted at least n + 2 = {n + 2} (a shorter context, "
                          f"or more text)")
-    starts = to_numpy(randint(0, len(ids) - n - 1, (batch_size,)))
+    starts = randint(0, len(ids) - n - 1, (batch_size,), like=ids)   # on the host, like ids
     windows = np.stack([ids[s:s + n + 1] for s in starts])       # (b, n + 1)
     return to_device(windows[:, :-1]), to_device(windows[:, 1:])
 
