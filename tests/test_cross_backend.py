@@ -2,10 +2,12 @@
 NumPy and on CuPy, computes the same forward and backward (to 1e-10 in float64, 1e-4 in
 float32), and a checkpoint saved on either backend loads on the other.
 
-The comparison is written against any second backend (``_agreement(other)``): the tests run it
-against CuPy where a GPU is present, and against NumPy itself everywhere, so the comparison
-code runs on every machine, not only on a GPU.
+The comparison (``_compare``) runs against CuPy where a GPU is present. Everywhere, it is shown to
+find a difference where there is one, and to find none between two builds on NumPy (the same
+seed, the same bits): so a GPU run tests the models, not the comparison.
 """
+import copy
+
 import numpy as np
 import pytest
 
@@ -14,8 +16,8 @@ from minitf import backend, checkpoint, gradcheck_cases
 from minitf.gradcheck import ModuleCase, relative_error, run_backward
 
 TOLERANCE = {"float64": 1e-10, "float32": 1e-4}
-OTHERS = ["numpy", pytest.param("cupy", marks=pytest.mark.skipif(
-    not backend.cupy_available(), reason="CuPy with a GPU is not available"))]
+CUPY = pytest.param("cupy", marks=pytest.mark.skipif(
+    not backend.cupy_available(), reason="CuPy with a GPU is not available"))
 
 
 def _model_cases() -> list[str]:
@@ -48,8 +50,9 @@ def _run(name: str, backend_name: str, dtype: str) -> dict:
         return {"weights": weights, "y": backend.to_numpy(y), "grads": grads}
 
 
-def _agreement(name: str, other: str, dtype: str) -> None:
-    ours, theirs = _run(name, "numpy", dtype), _run(name, other, dtype)
+def _compare(ours: dict, theirs: dict, dtype: str) -> None:
+    """AssertionError unless two runs of ``_run`` agree: equal weights, and the forward and every
+    gradient within the dtype's tolerance."""
     assert ours["weights"].keys() == theirs["weights"].keys()
     for key, W in ours["weights"].items():
         assert np.array_equal(W, theirs["weights"][key]), f"{key}: the same seed, other weights"
@@ -62,9 +65,30 @@ def _agreement(name: str, other: str, dtype: str) -> None:
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", MODEL_CASES)
-@pytest.mark.parametrize("other", OTHERS)
+@pytest.mark.parametrize("other", [CUPY])
 def test_a_model_family_is_the_same_on_both_backends(other, name, dtype):
-    _agreement(name, other, dtype)
+    _compare(_run(name, "numpy", dtype), _run(name, other, dtype), dtype)
+
+
+def _changed(run: dict, part: str, dtype: str) -> dict:
+    """A copy of ``run`` with its first weight, its output or its first gradient scaled by
+    1 + 10 × the tolerance: a difference the comparison must find."""
+    run = copy.deepcopy(run)
+    table = {"weights": run["weights"], "grads": run["grads"], "y": run}[part]
+    key = "y" if part == "y" else next(iter(table))
+    table[key] = table[key] * (1 + 10 * TOLERANCE[dtype])
+    return run
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_comparison_finds_a_difference_and_none_between_two_numpy_builds(dtype):
+    name = next(n for n in MODEL_CASES if isinstance(gradcheck_cases.build(n).module,
+                                                     models.DecoderLM))
+    ours, again = _run(name, "numpy", dtype), _run(name, "numpy", dtype)
+    _compare(ours, again, dtype)                       # the same seed: the same bits
+    for part in ("weights", "y", "grads"):
+        with pytest.raises(AssertionError):
+            _compare(ours, _changed(ours, part, dtype), dtype)
 
 
 def test_every_model_family_is_compared():
@@ -72,7 +96,7 @@ def test_every_model_family_is_compared():
     assert compared == set(models.MODELS.values())
 
 
-@pytest.mark.parametrize("other", OTHERS)
+@pytest.mark.parametrize("other", ["numpy", CUPY])
 def test_a_checkpoint_saved_on_one_backend_loads_on_the_other(other, tmp_path):
     """DecoderLM saved where it was built, loaded on the other backend: the same weights, and
     the same logits for the same ids."""
