@@ -266,6 +266,12 @@ def test_alibi(float64):
     bias = host(F.alibi_bias(4, 3, 5))
     assert bias.shape == (4, 3, 5)
     assert bias[0, 2, 0] == -0.25 * 4      # query 2 sits at position 4; key 0 is 4 away
+    # every entry, keys after the query too (an encoder has no causal mask to hide them): the
+    # penalty grows with the distance either way, −m_h · |i − j|
+    i = np.arange(3)[:, None] + 2                                   # queries at positions 2 … 4
+    j = np.arange(5)[None, :]
+    slopes = np.array(F.alibi_slopes(4))[:, None, None]
+    np.testing.assert_array_equal(bias, -slopes * np.abs(i - j))
 
 
 def test_relative_position_buckets_like_t5(float64):

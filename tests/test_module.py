@@ -316,3 +316,17 @@ def test_the_module_docstring_s_own_layer_passes_its_gradient_check(float64):
     exec(code, namespace)
     rows = check("Scale", ModuleCase(namespace["Scale"](), {"x": backend.randn(2, 3)}))
     assert [r.tensor for r in rows] == ["input x", "param a"] and all(r.passed for r in rows)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_t5_bias_tells_the_future_from_the_past_only_without_a_causal_mask(causal):
+    """An encoder's keys lie on both sides of a query: its T5 buckets are bidirectional, so a
+    key one step ahead and one step behind get different biases. A causal layer never sees
+    a later key, and spends no bucket on one: ahead is bucket 0, like the query itself."""
+    layer = nn.MultiHeadAttention(8, 2, positional="relative", causal=causal)
+    bias = backend.to_numpy(layer.relative_bias(3, 3))                # (h, n_q, n_k)
+    ahead, behind, itself = bias[:, 1, 2], bias[:, 1, 0], bias[:, 1, 1]
+    if causal:
+        assert np.array_equal(ahead, itself) and not np.array_equal(behind, itself)
+    else:
+        assert not np.array_equal(ahead, behind) and not np.array_equal(ahead, itself)
