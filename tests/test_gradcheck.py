@@ -294,3 +294,30 @@ def test_a_numpy_scalar_is_the_gradient_of_a_0d_input():
                             lambda dy, cache: (dy * cache[1], (dy * cache[0]).sum()),
                             {"x": randn(3, 4), "a": np.array(1.7)}, ("x", "a"))
         assert all(row.passed for row in check("scale", case))
+
+
+MODULE_CASES = [name for name in gradcheck_cases.CASES
+                if isinstance(gradcheck_cases.build(name), ModuleCase)]
+
+
+@pytest.mark.parametrize("name", MODULE_CASES)
+def test_a_second_backward_adds_to_every_grad(name, float64):
+    """``.grad`` accumulates: two backwards without zero_grad() leave twice one backward's
+    gradient in every parameter (what gradient accumulation over micro-batches relies on). The
+    gradient check zeroes every .grad first, so a backward that wrote ``grad = dW`` would pass it."""
+    from minitf.backend import seed, to_numpy
+    from minitf.gradcheck import _upstream_gradient
+
+    case = gradcheck_cases.build(name)
+    module = case.module
+    module.zero_grad()
+    after = []                                              # every .grad after each backward
+    for _ in range(2):
+        with seed(1):                                       # the same dropout masks both times
+            y = module(*case.inputs.values(), **case.options)
+        module.backward(_upstream_gradient(y, 1))
+        after.append({key: to_numpy(p.grad).copy() for key, p in module.named_parameters()})
+    once, twice = after
+    for key in once:
+        np.testing.assert_allclose(twice[key], 2 * once[key], rtol=1e-12, atol=0,
+                                   err_msg=f"{name}: {key}")
