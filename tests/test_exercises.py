@@ -7,7 +7,7 @@ import pytest
 from minitf import cli, exercises, gradcheck_cases
 from minitf.backend import precision
 from minitf.exercises import EXERCISES, find, grading_cases, starter_text, write_starter
-from minitf.exercises.starter import FENCE, reference_body
+from minitf.exercises.starter import FENCE, body_parts
 from minitf.gradcheck import FunctionCase, run_backward
 
 SLOW = {"DecoderLM.backward", "Transformer.backward"}   # 10-30 s of finite differences each
@@ -102,8 +102,23 @@ def test_the_starter_has_the_signature_the_forward_and_no_body(exercise):
     assert f'raise NotImplementedError("{exercise.name}: not written yet")' in text
     assert FENCE.format("START", exercise.name) in text and FENCE.format("END", exercise.name) in text
     assert f'EXERCISE = "{exercise.name}"' in text
-    answer = {line.strip() for line in reference_body(exercise).splitlines() if line.strip()}
-    assert not answer & {line.strip() for line in text.splitlines()}, "the answer leaked"
+    _, answer, _ = body_parts(exercise)
+    answer = {line.strip() for line in answer if line.strip()}
+    assert answer and not answer & {line.strip() for line in text.splitlines()}, "the answer leaked"
+
+
+@pytest.mark.parametrize("name", ["attention_backward", "gelu_backward"])
+def test_the_starter_imports_no_function_that_holds_part_of_the_answer(name):
+    """attention_backward's two steps and tanh-GELU's slope are solution regions of their
+    exercise: imported, they answered it in four lines. What they call is imported instead."""
+    exercise = find(name)
+    helpers = {"attention_backward": {"_values_backward", "_scores_backward"},
+               "gelu_backward": {"_gelu_tanh_slope"}}[name]
+    imported = {alias.name for node in ast.parse(starter_text(exercise)).body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert not helpers & imported
+    if name == "attention_backward":          # as its hint says
+        assert {"softmax_backward", "dropout_backward"} <= imported
 
 
 def test_the_starter_shows_the_forward_and_not_the_derivation():

@@ -2,14 +2,17 @@
 
 Everything in it is derived from the reference and its catalogue entry, so it cannot drift from
 what the check grades: the signature is the reference's, the imports are the names the reference
-body uses, the forward it differentiates is quoted from minitf's source. The body sits between two
-fence lines that a later tool can find again (the CS231n "START OF YOUR CODE" convention):
+body uses (never a helper that holds part of the answer), the forward it differentiates is quoted
+from minitf's source. The answer sits between two fence lines that a later tool can find again
+(the CS231n "START OF YOUR CODE" convention); lines of the body outside its solution region stay
+outside them:
 
     # *** START OF YOUR CODE (softmax_backward) -- do not edit this line ***
     raise NotImplementedError("softmax_backward: not written yet")
     # *** END OF YOUR CODE (softmax_backward) -- do not edit this line ***
 
-``solution=True`` puts the reference body between the fences instead: the same file, answered.
+``solution=True`` puts the reference's answer between the fences instead, and its helpers below:
+the same file, answered.
 """
 from __future__ import annotations
 
@@ -36,12 +39,33 @@ def _names_used(code: types.CodeType) -> set:
     return names
 
 
-def _import_lines(exercise: Exercise) -> list[str]:
-    """Import statements for the module-level names the reference body uses, each taken from
-    where it is defined when that module exports it, else from the reference's own module."""
+def _regions():
+    """minitf.homework.regions (the BEGIN/END SOLUTION lines), imported when first used: the
+    homework package imports this module, so importing it here at the top would be circular."""
+    from minitf.homework import regions
+    return regions
+
+
+def _answer_helpers(exercise: Exercise) -> dict:
+    """The module's other functions whose bodies are part of this exercise's answer (they hold a
+    solution region of its name, as attention_backward's two steps do), by name. The starter
+    never imports them: they would answer the exercise."""
     home = importlib.import_module(exercise.module)
+    regions = _regions().find_regions(inspect.getsource(home), exercise.module)
+    return {r.function: vars(home)[r.function] for r in regions
+            if r.name == exercise.name and r.function in vars(home)
+            and r.function != exercise.attribute}
+
+
+def _import_lines(exercise: Exercise) -> list[str]:
+    """Import statements for the module-level names the reference body and its answer helpers
+    use (the helpers themselves left out), each taken from where it is defined when that module
+    exports it, else from the reference's own module."""
+    home = importlib.import_module(exercise.module)
+    helpers = _answer_helpers(exercise)
+    used = set().union(*(_names_used(f.__code__) for f in [exercise.reference, *helpers.values()]))
     plain, from_module = [], {}
-    for name in sorted(_names_used(exercise.reference.__code__)):
+    for name in sorted(used - set(helpers)):
         if name not in vars(home) or hasattr(builtins, name):
             continue
         obj = vars(home)[name]
@@ -64,13 +88,23 @@ def _forward_source(exercise: Exercise) -> str:
                        for name in exercise.forwards).rstrip()
 
 
-def reference_body(exercise: Exercise) -> str:
-    """The reference's body without its docstring, dedented."""
+def body_parts(exercise: Exercise) -> tuple[list, list, list]:
+    """The reference's body without its docstring, dedented, as lines: those before its solution
+    region (attention_backward's dispatch of a causal cache), those in it (the answer, without
+    the BEGIN/END SOLUTION lines), those after it. A region that starts with the body has no
+    BEGIN line in it, one that ends with it no END line: the body runs from statement to
+    statement, and those lines are comments around it."""
     source = textwrap.dedent(inspect.getsource(exercise.reference))
     node = ast.parse(source).body[0]
     body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-    lines = source.splitlines()[body[0].lineno - 1:body[-1].end_lineno]
-    return textwrap.dedent("\n".join(lines))
+    marker = _regions().marker
+    lines = textwrap.dedent("\n".join(
+        source.splitlines()[body[0].lineno - 1:body[-1].end_lineno])).splitlines()
+    begin = next((i for i, line in enumerate(lines) if marker(line) == "begin"), None)
+    end = next((i for i, line in enumerate(lines) if marker(line) == "end"), None)
+    before = [] if begin is None else lines[:begin]
+    after = [] if end is None else lines[end + 1:]
+    return before, lines[0 if begin is None else begin + 1:len(lines) if end is None else end], after
 
 
 def _docstring(exercise: Exercise) -> str:
@@ -98,19 +132,29 @@ def starter_text(exercise: Exercise, solution: bool = False) -> str:
         '"""',
         f'EXERCISE = "{exercise.name}"   # which exercise this file answers: keep this line',
     ])
-    body = reference_body(exercise) if solution else \
-        f'raise NotImplementedError("{exercise.name}: not written yet")'
+    # Only the answer is cut out: lines of the reference around its solution region (a dispatch,
+    # a check) stay outside the fences, as minitf runs them.
+    before, answer, after = body_parts(exercise)
+    body = answer if solution else [f'raise NotImplementedError("{exercise.name}: not written yet")']
     signature = f"def {exercise.attribute}{inspect.signature(exercise.reference)}:"
     forward = textwrap.indent(_forward_source(exercise), "#     ", lambda line: True)
     forward = "\n".join(line.rstrip() for line in forward.splitlines())
+    lines = [*before, FENCE.format("START", exercise.name), *body,
+             FENCE.format("END", exercise.name), *after]
     function = "\n".join([signature, textwrap.indent(_docstring(exercise), "    "),
-                          "    " + FENCE.format("START", exercise.name),
-                          textwrap.indent(body, "    "),
-                          "    " + FENCE.format("END", exercise.name)])
+                          textwrap.indent("\n".join(lines), "    ")])
     imports = "\n".join(_import_lines(exercise))
+    # answered, the file needs the helpers it calls (never imported: see _answer_helpers)
+    helpers = [_without_markers(inspect.getsource(f)) for f in _answer_helpers(exercise).values()]
     return "\n\n\n".join([header + ("\n\n" + imports if imports else ""),
                           f"# The forward, as minitf writes it ({source_file}):\n#\n{forward}",
-                          function]) + "\n"
+                          function, *(helpers if solution else [])]) + "\n"
+
+
+def _without_markers(source: str) -> str:
+    """A function's source without its BEGIN/END SOLUTION lines, dedented."""
+    return textwrap.dedent("\n".join(line for line in source.splitlines()
+                                     if not _regions().marker(line))).rstrip()
 
 
 def write_starter(exercise: Exercise, folder: Path) -> Path:

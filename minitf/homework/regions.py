@@ -47,7 +47,7 @@ class Edit:
     body: bool = True   # a region's body (False: a docstring replaced)
 
 
-def _marker(line: str) -> str | None:
+def marker(line: str) -> str | None:
     """"begin" or "end" for a marker line, else None. Only a comment line of its own counts."""
     text = line.strip()
     if text == END:
@@ -77,7 +77,7 @@ def _fences(lines: list, where: str) -> list[tuple[int, int]]:
     alone, so a file whose code does not parse (a student's half-written answer) has them too."""
     fences, opened = [], None
     for i, line in enumerate(lines):
-        kind = _marker(line)
+        kind = marker(line)
         if kind == "begin":
             if opened is not None:
                 raise ValueError(f"{where}, line {i + 1}: BEGIN SOLUTION inside the region "
