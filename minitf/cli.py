@@ -77,20 +77,40 @@ def _generate(args) -> int:
     from minitf import checkpoint
     from minitf.generate import generate
 
+    # --greedy takes the most likely character: a sampling flag beside it would change nothing
+    # (--temperature's default is None, not 0.8, so that one given is told from the default)
+    given = [f"{flag} {value}" for flag, value in (("--temperature", args.temperature),
+             ("--top-k", args.top_k), ("--top-p", args.top_p)) if value is not None]
+    if args.greedy and given:
+        them = "it" if len(given) == 1 else "them"
+        raise ValueError(f"{', '.join(given)}: --greedy takes the most likely character and "
+                         f"ignores {them}; leave {them} out, or leave out --greedy to sample")
     saved = checkpoint.load(args.checkpoint)
-    if saved.tokenizer is None or saved.meta["kind"] not in ("lm", "rnn"):
-        raise ValueError(f"--checkpoint {args.checkpoint}: not a character language model")
+    name = type(saved.model).__name__
+    if saved.meta["kind"] not in ("lm", "rnn"):
+        raise ValueError(f"--checkpoint {args.checkpoint}: the model saved there is {name}; "
+                         f"wanted a language model, DecoderLM or RNNLM, as 'minitf train' saves")
+    if saved.tokenizer is None:
+        raise ValueError(f"--checkpoint {args.checkpoint}: the {name} there was saved without a "
+                         f"tokenizer; wanted one (checkpoint.save(..., tokenizer=)) to read --prompt")
     backend.seed(args.seed)
     try:
         prompt = saved.tokenizer.encode(args.prompt)
     except ValueError as err:     # the flag named: the default prompt, a newline, is one too
         raise ValueError(f"--prompt {args.prompt!r}: {str(err).split(': ', 1)[-1]}; wanted "
                          f"characters of the text the run was trained on") from None
-    print(args.prompt, end="", flush=True)             # then each character as it is drawn
-    generate(saved.model, prompt, args.max_new_tokens, temperature=args.temperature,
-             top_k=args.top_k, top_p=args.top_p, greedy=args.greedy, use_cache=not args.no_cache,
-             on_token=lambda ids: print(saved.tokenizer.decode(ids[:1]), end="", flush=True))
-    print()
+    # The prompt is echoed with the first character drawn, not before: generate warns of a
+    # prompt longer than the context before its first step, and the warning went into the text.
+    echo = [args.prompt]
+
+    def show(ids):
+        print(*echo, saved.tokenizer.decode(ids[:1]), sep="", end="", flush=True)
+        echo.clear()
+    sampling = dict(greedy=True) if args.greedy else dict(
+        temperature=args.temperature or 0.8, top_k=args.top_k, top_p=args.top_p)
+    generate(saved.model, prompt, args.max_new_tokens, **sampling, use_cache=not args.no_cache,
+             on_token=show)
+    print(*echo)                  # the prompt alone where no character was drawn; then a newline
     return 0
 
 
@@ -284,10 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "character at a time, with the KV cache.")
     gen.add_argument("--checkpoint", metavar="DIR", type=PATH, required=True,
                      help="a run directory")
-    gen.add_argument("--prompt", default="\n", help="the text to continue (default: a newline)")
+    gen.add_argument("--prompt", default="\n", type=_checked(str, bool, "at least one character "
+                                                          "to continue"),
+                     help="the text to continue (default: a newline)")
     gen.add_argument("--max-new-tokens", type=NEW_TOKENS, default=300,
                      help=f"characters to add (300; at most {MAX_NEW_TOKENS:,})")
-    gen.add_argument("--temperature", type=POSITIVE_REAL, default=0.8,
+    gen.add_argument("--temperature", type=POSITIVE_REAL,      # None: 0.8, unless --greedy
                      help="sampling temperature (0.8)")
     gen.add_argument("--top-k", type=POSITIVE, help="sample among the k most likely characters")
     gen.add_argument("--top-p", type=PROBABILITY,

@@ -27,12 +27,19 @@ def _check_sampling(max_new_tokens, temperature, top_k, top_p, greedy: bool, whe
     """The settings of ``generate`` and ``sample_next``, checked once before the first step."""
     check_int(max_new_tokens, "max_new_tokens", where, low=0)
     check_flags(where, greedy=greedy)
-    if not greedy:
-        check_real(temperature, "temperature", where, low=0)
+    check_real(temperature, "temperature", where, low=0)
     if top_k is not None:
         check_int(top_k, "top_k", where)
     if top_p is not None:
         check_real(top_p, "top_p", where, low=0, high=1)
+    # greedy takes the argmax: a temperature, top_k or top_p beside it would change nothing
+    ignored = [f"{name}={value!r}" for name, value, default in
+               (("temperature", temperature, 1.0), ("top_k", top_k, None), ("top_p", top_p, None))
+               if value != default]
+    if greedy and ignored:
+        raise ValueError(f"{where}: greedy=True takes the most likely token, and ignores "
+                         f"{', '.join(ignored)}; leave {'it' if len(ignored) == 1 else 'them'} "
+                         f"out, or sample with greedy=False")
 
 
 def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
@@ -61,15 +68,22 @@ def _sample(logits, temperature, top_k, top_p, greedy):
     xp = get_array_module(logits)
     # τ → 0 is greedy: a τ below the smallest normal number of the logits' dtype takes that
     # limit (float32 holds no 1e-300; dividing by it as 0 gave NaN, then token 0)
-    if greedy or temperature < xp.finfo(logits.dtype).tiny:
+    # (τ compared as a Python float: cast to float32, a τ of 1e39 would be inf, with a warning)
+    if greedy or temperature < float(xp.finfo(logits.dtype).tiny):
         return logits.argmax(axis=-1)
     # shifted so that the largest is 0: a small τ then sends the others towards −∞ and none to
     # +∞, where softmax would take inf − inf = NaN (the shift does not change softmax)
     logits = logits - logits.max(axis=-1, keepdims=True)          # a new array: divided in place
-    logits /= temperature
-    if top_k is not None:
+    if top_k is not None:         # before dividing by τ, which keeps the order: a τ of 3e38
+        # sends differences of 1e-7 below float32's smallest number, to ties with the largest
         kth = xp.sort(logits, axis=-1)[:, -min(top_k, logits.shape[-1])][:, None]   # (b, 1)
         logits = xp.where(logits < kth, -math.inf, logits)
+    if temperature <= float(xp.finfo(logits.dtype).max):
+        logits /= temperature
+    else:   # τ cast to float32 would be inf: every logit / inf = 0, and −inf / inf = NaN. In
+        # float64 τ is a number, and the quotients (below 1 in size: the shifted logits lie in
+        # [−3.4e38, 0], or are −inf) come back to float32 as numbers, −inf as −inf
+        logits = (logits.astype("float64") / temperature).astype(logits.dtype)
     probs, _ = F.softmax(logits, axis=-1)                                          # (b, V)
     if top_p is not None:
         order = xp.argsort(-probs, axis=-1)                        # (b, V) most likely first
@@ -122,6 +136,16 @@ def _check_model(model, kind, where):
                         f"{missing[0]}; wanted {wanted}")
 
 
+def _check_language_model(model):
+    """A model that gives the next token. An EncoderLM has a DecoderLM's attributes (it is one,
+    without the causal mask), but each of its positions sees the tokens on both sides: it fills
+    in masked tokens, and its forward takes no cache."""
+    _check_model(model, _LANGUAGE_MODEL, "generate")
+    if getattr(model, "kind", None) == "mlm":
+        raise TypeError(f"generate: model is an EncoderLM, which fills in masked tokens from both "
+                        f"sides and gives no next token; wanted {_LANGUAGE_MODEL[1]}")
+
+
 def _check_translator(model, where):
     """A Transformer to translate with, whose target vocabulary holds BOS and EOS: decoding
     starts from BOS and stops at EOS, and with tgt_vocab_size=2 it never stopped before max_len."""
@@ -162,7 +186,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
     """
     _check_sampling(max_new_tokens, temperature, top_k, top_p, greedy, "generate")
     check_flags("generate", use_cache=use_cache, return_logits=return_logits)
-    _check_model(model, _LANGUAGE_MODEL, "generate")
+    _check_language_model(model)
     if on_token is not None and not callable(on_token):
         raise TypeError(f"generate: on_token must be a function of the new ids, or None; "
                         f"got {on_token!r}")
@@ -172,7 +196,7 @@ def generate(model, prompt, max_new_tokens: int, temperature: float = 1.0,
     if ids.shape[1] > model.max_len:
         warnings.warn(f"the prompt has {ids.shape[1]} tokens, more than the model's context of "
                       f"max_len={model.max_len}; only its last {model.max_len} tokens are used",
-                      stacklevel=2)
+                      stacklevel=3)   # 1 here, 2 _back_in_its_mode's wrapper, 3 the caller
     model.eval()
     use_cache = use_cache and model.config.get("n_layers") != 0     # no blocks: nothing to cache
     cache, fed, steps = None, 0, []
