@@ -39,10 +39,11 @@ encoder = model.encoder
 # The model is minitf's own layers
 # --------------------------------
 #
-# The loader read three files: config.json (the sizes), vocab.txt (30,522 word pieces) and
+# The loader read four files: config.json (the sizes), vocab.txt (30,522 word pieces),
 # model.safetensors (the weights: a JSON header and raw arrays, read with NumPy; nothing in the
-# file is ever executed). It built a BertEncoder from minitf.nn modules and copied each published
-# matrix into place. Two details had to match exactly: every LayerNorm uses ε = 10⁻¹², the
+# file is ever executed) and sentence_bert_config.json, which says that a text is cut to 256
+# tokens: the model was trained on texts that short, although its position table has 512. It
+# built a BertEncoder from minitf.nn modules and copied each published matrix into place. Two details had to match exactly: every LayerNorm uses ε = 10⁻¹², the
 # value the model was trained with, and the feed-forward uses the exact GELU, x Φ(x) with erf.
 # With the wrong ε or the tanh GELU the numbers drift away from the reference. The published
 # 22.7 M parameters include BERT's "pooler", a layer on [CLS] that sentence embeddings never
@@ -51,9 +52,10 @@ encoder = model.encoder
 # %%
 config = encoder.config
 print({k: config[k] for k in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "eps")})
-print(f"parameters: {encoder.num_parameters():,}")
+print(f"parameters: {encoder.num_parameters():,}; a text is cut to {tokenizer.max_len} tokens")
 assert all(isinstance(block, nn.EncoderBlock) for block in encoder.blocks), "minitf's blocks"
 assert (config["n_layers"], config["n_heads"], config["d_model"]) == (6, 12, 384)
+assert (tokenizer.max_len, encoder.position.max_len) == (256, 512), "cut to 256 of 512 positions"
 assert encoder.num_parameters() == 22_713_216 - (384 * 384 + 384), \
     "all-MiniLM-L6-v2 has 22.7 M parameters, less BERT's unused pooler layer"
 print("✓ six post-LN encoder blocks of width 384 with 12 heads, built from minitf.nn")

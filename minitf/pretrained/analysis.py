@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from minitf import viz
 from minitf.backend import get_array_module, to_numpy
+from minitf.pretrained.tokenizer import check_texts
 
 NEGATION_PAIR = ("my kid likes this movie", "my kid does not like this movie")
 
 
 def similarity(model, tokenizer, sentences):
     """(n, n) host array of cosine similarities between ``sentences``, a list of strings."""
-    if isinstance(sentences, str):                    # it compared the string's characters
-        raise TypeError("similarity: sentences must be a list of strings; got one string "
-                        "(wrap it in a list)")
-    vectors = model.embed(tokenizer.batch(list(sentences)))                # (n, d), unit length
+    sentences = check_texts(sentences, "sentences", "similarity")    # not the tokenizer's words
+    vectors = model.embed(tokenizer.batch(sentences))                      # (n, d), unit length
     return to_numpy(vectors @ vectors.T)
 
 

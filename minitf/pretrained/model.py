@@ -54,6 +54,11 @@ class BertEncoder(Module):
         where = type(self).__name__
         check_shape(ids, "ids", ("b", "n"), where)
         check_ids(ids, "ids", self.word.vocab_size, where)
+        if ids.shape[1] > self.position.max_len:    # else named by the position table inside
+            raise ValueError(f"{where}: ids has {ids.shape[1]} tokens per row (shape "
+                             f"{tuple(ids.shape)}); wanted at most max_len="
+                             f"{self.position.max_len}, the encoder's positions (the tokenizer "
+                             f"cuts a text to fit)")
         xp = get_array_module(ids)
         if types is None:
             types = xp.zeros_like(ids)                              # one sentence: all type 0
@@ -134,7 +139,11 @@ class SentenceClassifier(Module):
     """
 
     def __init__(self, encoder: BertEncoder, n_classes: int):
-        _check_encoder(encoder, type(self).__name__)
+        where = type(self).__name__
+        _check_encoder(encoder, where)
+        # one class would make every loss 0 (softmax over one logit is 1): nothing to learn
+        check_int(n_classes, "n_classes", where, low=2, what="the number of classes")
+        self.n_classes = n_classes
         self.sentence = SentenceEncoder(encoder)
         self.head = Linear(encoder.config["d_model"], n_classes)
 

@@ -5,15 +5,21 @@
                           ->  WordPiece, longest piece first:     the cafe ' s cr ##ep ##es !
                           ->  [CLS] … [SEP], then ids from vocab.txt (line number = id)
 
-A word with no split into known pieces becomes [UNK] as a whole. This reproduces the reference
-(uncased) BERT tokenizer's ids exactly; the tests check it on sentences with punctuation, accents
-and unknown words.
+A word with no split into known pieces becomes [UNK] as a whole. A special token typed in the
+text exactly so, "[MASK]" say, is first cut out whole, as the reference tokenizer does (it is
+matched before any cleaning or lower-casing: "[mask]" is ordinary text). This reproduces the
+reference (uncased) BERT tokenizer's ids exactly; the tests check it on sentences with
+punctuation, accents, unknown words and special tokens.
 """
 from __future__ import annotations
 
+import os
+import re
+import sys
 import unicodedata
 import warnings
 from collections.abc import Iterable
+from pathlib import Path
 
 from minitf.backend import to_device, to_numpy
 from minitf.data.tasks import pad_batch
@@ -21,6 +27,39 @@ from minitf.data.text import read_utf8
 from minitf.validate import check_ids, check_int, check_path
 
 MAX_WORD_CHARS = 100                   # a longer "word" is [UNK] without trying
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")      # kept whole when typed
+_PACKAGE = os.path.join(str(Path(__file__).parents[1]), "")          # minitf/, as frames name it
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel, for its caller, that points at the first frame outside minitf:
+    a cut text is reported where the user's code asked for it (tokenizer.batch, similarity, …),
+    not at the line of minitf that called encode."""
+    frame, level = sys._getframe(2), 2              # 1 is the caller, which calls warn itself
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _check_text(text) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"WordPieceTokenizer: text is a {type(text).__name__}; wanted a str")
+
+
+def check_texts(texts, name: str, where: str) -> list:
+    """``texts`` as a list of one or more strings, or one line naming ``where`` and ``name``: a
+    string alone would be read as its characters, and no texts left pad_batch to complain."""
+    if isinstance(texts, str) or not isinstance(texts, Iterable):
+        got = "one string (wrap it in a list)" if isinstance(texts, str) else \
+            type(texts).__name__
+        raise TypeError(f"{where}: {name} must be a list of strings; got {got}")
+    texts = list(texts)
+    if not texts:
+        raise ValueError(f"{where}: {name} must be a non-empty list of strings; got an empty one")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{where}: {name}[{i}] is a {type(text).__name__}; wanted a str")
+    return texts
 
 
 def _is_whitespace(ch: str) -> bool:
@@ -51,6 +90,8 @@ class WordPieceTokenizer:
     """Text to ids and back, with BERT's special tokens.
 
     vocab: the tokens in id order (vocab.txt). [PAD] must be id 0 -- the model's padding id.
+    max_len: the most tokens a text is cut to, [CLS] and [SEP] included: sentence-transformers'
+    max_seq_length (load() reads it, 256 for all-MiniLM-L6-v2), at most the model's positions.
     encode(text) -> [CLS] pieces [SEP] as a list of ids;  batch(texts) -> padded (b, n) ids.
     """
 
@@ -67,9 +108,12 @@ class WordPieceTokenizer:
         self.cls_id, self.sep_id = self.index["[CLS]"], self.index["[SEP]"]
         if len(self.index) != len(self.vocab):        # two ids for one piece: one never read
             raise ValueError("WordPieceTokenizer: the vocabulary holds a token twice")
+        # one capturing group: re.split puts each special token found between the texts around it
+        self._specials = re.compile("(" + "|".join(
+            re.escape(token) for token in SPECIAL_TOKENS if token in self.index) + ")")
         # [CLS] and [SEP] take two positions: fewer than three leave no room for the text
         check_int(max_len, "max_len", "WordPieceTokenizer", low=3,
-                  what="the model's number of positions")
+                  what="the most tokens a text is cut to, [CLS] and [SEP] included")
         self.max_len = max_len
 
     @classmethod
@@ -85,8 +129,7 @@ class WordPieceTokenizer:
 
     def words(self, text: str) -> list:
         """Clean, lower-case, strip accents, split at whitespace and around punctuation."""
-        if not isinstance(text, str):
-            raise TypeError(f"WordPieceTokenizer: text is a {type(text).__name__}; wanted a str")
+        _check_text(text)
         text = "".join(" " if _is_whitespace(ch) else ch for ch in text
                        if ord(ch) not in (0, 0xFFFD) and not _is_control(ch))
         text = "".join(f" {ch} " if _is_cjk(ch) else ch for ch in text)
@@ -123,26 +166,31 @@ class WordPieceTokenizer:
         return pieces
 
     def tokenize(self, text: str) -> list:
-        """The text's pieces, without [CLS]/[SEP]:  "it's" -> ["it", "'", "s"]."""
-        return [piece for word in self.words(text) for piece in self.pieces(word)]
+        """The text's pieces, without [CLS]/[SEP]:  "it's" -> ["it", "'", "s"]; a special token
+        typed exactly so stays whole:  "a [MASK]." -> ["a", "[MASK]", "."]."""
+        _check_text(text)
+        parts = self._specials.split(text)          # text, special, text, special, …, text
+        return [piece for i, part in enumerate(parts)
+                for piece in ([part] if i % 2 else
+                              [p for word in self.words(part) for p in self.pieces(word)])]
 
     def encode(self, text: str) -> list:
-        """[CLS] pieces [SEP] as ids, cut to max_len (the model's number of positions)."""
+        """[CLS] pieces [SEP] as ids, cut to max_len tokens ([CLS] and [SEP] included), as
+        sentence-transformers cuts a text to its max_seq_length."""
         ids = [self.index.get(piece, self.unk_id) for piece in self.tokenize(text)]
+        if self.pad_id in ids:              # the model reads the id as padding: it would vanish
+            raise ValueError(f"WordPieceTokenizer: text holds [PAD] typed out, id {self.pad_id}, "
+                             f"which the model masks as padding; wanted a text without it")
         if len(ids) > self.max_len - 2:     # the rest would be missing from its embedding, unsaid
             # one message for every such text: Python shows it once, not once per text
             warnings.warn(f"WordPieceTokenizer: a text of more than {self.max_len - 2} pieces "
-                          f"is cut to its first {self.max_len - 2} (the model's {self.max_len} "
-                          f"positions less [CLS] and [SEP])", stacklevel=2)
+                          f"is cut to its first {self.max_len - 2} (max_len={self.max_len} "
+                          f"tokens less [CLS] and [SEP])", stacklevel=_user_stacklevel())
         return [self.cls_id] + ids[:self.max_len - 2] + [self.sep_id]
 
     def batch(self, texts):
         """Several texts -> (b, n) int64 ids on the active backend, right-padded with [PAD]."""
-        if isinstance(texts, str) or not isinstance(texts, Iterable):
-            got = "one string (wrap it in a list)" if isinstance(texts, str) else \
-                type(texts).__name__
-            raise TypeError(f"WordPieceTokenizer.batch: texts must be a list of strings; got "
-                            f"{got}")
+        texts = check_texts(texts, "texts", "WordPieceTokenizer.batch")
         ids, _ = pad_batch([self.encode(text) for text in texts], self.pad_id)
         return to_device(ids)
 
