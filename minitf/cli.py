@@ -14,7 +14,6 @@ The course's commands (lesson, exercise, homework) are in cli_course.py.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -23,6 +22,8 @@ from dataclasses import fields, replace
 
 from minitf import backend
 from minitf.cli_course import add_course_commands
+from minitf.cli_flags import (DROPOUT, MAX_NEW_TOKENS, NEW_TOKENS, NON_NEGATIVE, PATH, POSITIVE,
+                              POSITIVE_REAL, PROBABILITY, SOME_TEXT, add_backend, checked)
 
 # Copies, so that --help need not import the models; a test keeps them equal to the originals.
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")     # minitf.models.lm's
@@ -192,38 +193,6 @@ def _embed(args) -> int:
     return 0
 
 
-def _checked(convert, accept, wanted: str):
-    """An argparse ``type=``: ``convert`` the text, then ``accept`` the value or say, in the one
-    line argparse prints as "argument --flag: …", what it got and what was wanted."""
-    def parse(text: str):
-        try:
-            value = convert(text)
-        except ValueError:
-            value = None
-        if value is None or not accept(value):
-            raise argparse.ArgumentTypeError(f"got {text!r}; wanted {wanted}")
-        return value
-    return parse
-
-
-POSITIVE = _checked(int, lambda n: n >= 1, "an integer ≥ 1")
-NON_NEGATIVE = _checked(int, lambda n: n >= 0, "an integer ≥ 0")
-POSITIVE_REAL = _checked(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
-MAX_NEW_TOKENS = 100_000
-NEW_TOKENS = _checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
-                      f"an integer in [0, {MAX_NEW_TOKENS}]")
-PROBABILITY = _checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
-DROPOUT = _checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
-# a homework's autograder stops grading a minute before the assignment's timeout on Gradescope
-TIMEOUT_MINUTES = _checked(int, lambda n: n >= 2, "a whole number of minutes ≥ 2 (the grading "
-                                                 "stops a minute before it)")
-# "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
-# started a new run, --out "" wrote to runs/lm
-PATH = _checked(str, lambda text: text != "", "a path (a file or folder name)")
-# "" is in every name: --only "$CHECK" with CHECK unset ran all 800-odd checks
-SOME_TEXT = _checked(str, lambda text: text.strip() != "", "some text of a check's name")
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line (and a pointer to --help), not usage + error."""
 
@@ -246,11 +215,6 @@ def _add_model_flags(parser):
     parser.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
     parser.add_argument("--positional", choices=POSITIONAL,
                         help="positional scheme (default rope)")
-
-
-def _add_backend(parser):
-    parser.add_argument("--backend", choices=backend.BACKENDS, default=None,
-                        help="array backend (default: numpy, or $MINITF_BACKEND)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
     train.add_argument("--no-progress", action="store_true",
                        help="no progress bar (nor, into a file, a line per --eval-every steps)")
-    _add_backend(train)
+    add_backend(train)
     train.set_defaults(run=_train)
 
     gen = commands.add_parser(
@@ -304,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "character at a time, with the KV cache.")
     gen.add_argument("--checkpoint", metavar="DIR", type=PATH, required=True,
                      help="a run directory")
-    gen.add_argument("--prompt", default="\n", type=_checked(str, bool, "at least one character "
+    gen.add_argument("--prompt", default="\n", type=checked(str, bool, "at least one character "
                                                           "to continue"),
                      help="the text to continue (default: a newline)")
     gen.add_argument("--max-new-tokens", type=NEW_TOKENS, default=300,
@@ -317,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--greedy", action="store_true", help="always take the most likely one")
     gen.add_argument("--no-cache", action="store_true", help="recompute the whole context each step")
     gen.add_argument("--seed", type=NON_NEGATIVE, default=0, help="random seed (0)")
-    _add_backend(gen)
+    add_backend(gen)
     gen.set_defaults(run=_generate)
 
     check = commands.add_parser(
@@ -329,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "10 minutes on a GPU, where every operation of every pass is a kernel launch.")
     check.add_argument("--only", metavar="TEXT", default=None, type=SOME_TEXT,
                        help="run only the checks whose name contains TEXT (e.g. 'attention')")
-    _add_backend(check)
+    add_backend(check)
     check.set_defaults(run=_gradcheck)
 
     info = commands.add_parser(
@@ -354,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
     info.set_defaults(run=_info)
 
-    add_course_commands(commands, _add_backend, PATH, POSITIVE_REAL, TIMEOUT_MINUTES)
+    add_course_commands(commands)
 
     embed = commands.add_parser(
         "embed", help="cosine similarities of sentences by a pretrained encoder",
@@ -368,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("--model", metavar="DIR", type=PATH, default=None,
                        help="a model directory (config.json, model.safetensors, vocab.txt) "
                             "instead of the installed all-MiniLM-L6-v2")
-    _add_backend(embed)
+    add_backend(embed)
     embed.set_defaults(run=_embed)
     return parser
 

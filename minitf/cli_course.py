@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from minitf.cli_flags import PATH, POSITIVE_REAL, TIMEOUT_MINUTES, add_backend
+
 
 def _lesson(args) -> int:
     from minitf import course
@@ -82,11 +84,8 @@ def _homework(args) -> int:
     return 0 if all(test["status"] == "passed" for test in journal.tests) else 1
 
 
-def add_course_commands(commands, add_backend, path, seconds, minutes) -> None:
-    """Add lesson, exercise and homework to ``commands`` (the subcommands of ``minitf``);
-    ``add_backend(parser)`` gives a parser minitf's --backend flag, and ``path``, ``seconds`` and
-    ``minutes`` are the argparse types of a file or folder name (it refuses ""), a number > 0
-    and an autograder's timeout in minutes."""
+def add_course_commands(commands) -> None:
+    """Add lesson, exercise and homework to ``commands`` (the subcommands of ``minitf``)."""
     lesson = commands.add_parser(
         "lesson", help="list the lessons, or run one",
         description="The course: lesson scripts in lessons/, each a story with printed numbers, "
@@ -108,10 +107,10 @@ def add_course_commands(commands, add_backend, path, seconds, minutes) -> None:
     actions.add_parser("list", help="the exercises, the checks that grade them, what they teach")
     start = actions.add_parser("start", help="write the file for exercise NAME")
     start.add_argument("name", metavar="NAME", help="e.g. softmax_backward (see 'list')")
-    start.add_argument("--dir", default=".", metavar="DIR", type=path,
+    start.add_argument("--dir", default=".", metavar="DIR", type=PATH,
                        help="where to write it (default .)")
     grade = actions.add_parser("check", help="grade your file")
-    grade.add_argument("file", metavar="FILE", type=path, help="a file written by 'start', e.g. "
+    grade.add_argument("file", metavar="FILE", type=PATH, help="a file written by 'start', e.g. "
                                                      "softmax_backward.py")
     add_backend(grade)
     exercise.set_defaults(run=_exercise)
@@ -134,36 +133,36 @@ def add_course_commands(commands, add_backend, path, seconds, minutes) -> None:
     make = steps.add_parser("make", help="write a student directory")
     make.add_argument("--exercises", metavar="A,B,...",
                       help="catalogue exercises to blank, e.g. softmax_backward,attention_backward")
-    make.add_argument("--file", action="append", default=[], metavar="FILE.py", type=path,
+    make.add_argument("--file", action="append", default=[], metavar="FILE.py", type=PATH,
                       help="an instructor's own file with marked regions (may be repeated)")
-    make.add_argument("--out", required=True, metavar="DIR", type=path,
+    make.add_argument("--out", required=True, metavar="DIR", type=PATH,
                       help="a new (or empty) folder")
     make.add_argument("--solutions", action="store_true",
                       help="keep the reference bodies: the answered directory (the key)")
     mark = steps.add_parser("grade", help="grade a homework directory (a submission)")
-    mark.add_argument("dir", metavar="DIR", type=path, help="a directory written by 'make'")
-    mark.add_argument("--json", metavar="FILE", type=path,
+    mark.add_argument("dir", metavar="DIR", type=PATH, help="a directory written by 'make'")
+    mark.add_argument("--json", metavar="FILE", type=PATH,
                       help="also write Gradescope's results.json here, kept up to date before "
                            "each exercise (a FILE.progress beside it while grading runs)")
     mark.add_argument("--resume", action="store_true",
                       help="with --json, take up a grading whose process ended inside an "
                            "exercise (FILE.progress left behind): that exercise scores 0, the "
                            "ones already graded are kept, the rest are graded")
-    mark.add_argument("--budget", metavar="SECONDS", type=seconds,
+    mark.add_argument("--budget", metavar="SECONDS", type=POSITIVE_REAL,
                       help="stop grading after this long in all (counted from the start of the "
                            "run --resume takes up): each exercise gets its time limit or what is "
                            "left, and those reached after are not graded (run_autograder passes "
                            "a minute under Gradescope's timeout)")
-    mark.add_argument("--submission", metavar="DIR", type=path,
+    mark.add_argument("--submission", metavar="DIR", type=PATH,
                       help="take each exercise's file from this folder (a student's upload: the "
                            "same paths, or the files side by side), or from a .zip of it, "
                            "unpacked as Gradescope does, instead of from DIR")
     add_backend(mark)
     ship = steps.add_parser("autograder", help="write a Gradescope autograder zip for a "
                                                "homework directory")
-    ship.add_argument("dir", metavar="DIR", type=path, help="a directory written by 'make'")
-    ship.add_argument("--out", required=True, metavar="FILE.zip", type=path, help="a new .zip file")
-    ship.add_argument("--timeout-minutes", metavar="M", type=minutes,
+    ship.add_argument("dir", metavar="DIR", type=PATH, help="a directory written by 'make'")
+    ship.add_argument("--out", required=True, metavar="FILE.zip", type=PATH, help="a new .zip file")
+    ship.add_argument("--timeout-minutes", metavar="M", type=TIMEOUT_MINUTES,
                       help="the assignment's autograder timeout on Gradescope, as set in its "
                            "autograder settings (default: Gradescope's own default): the "
                            "grading stops a minute before it, so a student whose answers never "

@@ -1,0 +1,48 @@
+"""The types of minitf's flags, for argparse's ``type=``: each turns the text into a value or
+refuses it in the one line argparse prints, "argument --flag: got '…'; wanted …". Shared by the
+commands of cli.py and cli_course.py.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+from minitf import backend
+
+
+def checked(convert, accept, wanted: str):
+    """An argparse ``type=``: ``convert`` the text, then ``accept`` the value or say, in the one
+    line argparse prints as "argument --flag: …", what it got and what was wanted."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"got {text!r}; wanted {wanted}")
+        return value
+    return parse
+
+
+POSITIVE = checked(int, lambda n: n >= 1, "an integer ≥ 1")
+NON_NEGATIVE = checked(int, lambda n: n >= 0, "an integer ≥ 0")
+POSITIVE_REAL = checked(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
+MAX_NEW_TOKENS = 100_000
+NEW_TOKENS = checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
+                     f"an integer in [0, {MAX_NEW_TOKENS}]")
+PROBABILITY = checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
+DROPOUT = checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
+# a homework's autograder stops grading a minute before the assignment's timeout on Gradescope
+TIMEOUT_MINUTES = checked(int, lambda n: n >= 2, "a whole number of minutes ≥ 2 (the grading "
+                                                "stops a minute before it)")
+# "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
+# started a new run, --out "" wrote to runs/lm
+PATH = checked(str, lambda text: text != "", "a path (a file or folder name)")
+# "" is in every name: --only "$CHECK" with CHECK unset ran all 800-odd checks
+SOME_TEXT = checked(str, lambda text: text.strip() != "", "some text of a check's name")
+
+
+def add_backend(parser) -> None:
+    """A command's --backend flag."""
+    parser.add_argument("--backend", choices=backend.BACKENDS, default=None,
+                        help="array backend (default: numpy, or $MINITF_BACKEND)")
