@@ -228,8 +228,54 @@ def test_a_gradient_minitf_cannot_use_gets_a_shape_hint_not_numpy_alone(tmp_path
     assert status == 1 and "W: your gradient has shape (5, 4), wanted (4, 5)" in report, report
     assert ("in case 'Linear', your linear_backward raised an error (raised in minitf, after it "
             "returned):\nValueError: operands could not be broadcast together") in report
-    assert ("hint: minitf could not use what your linear_backward returned: is each gradient "
-            "the shape of its input?") in report
+    assert ("hint: minitf could not use what your linear_backward returned (a tuple of 3: an "
+            "array of shape (2, 3, 4), an array of shape (3, 4), an array of shape (3,)): is each "
+            "gradient the shape of its input, and are there as many as minitf's own returns?"
+            ) in report
+
+
+def test_a_tuple_where_one_gradient_is_wanted_is_described(tmp_path):
+    """embedding_backward returning (dW, None) failed in Embedding's dW += … with NumPy's "setting
+    an array element with a sequence" alone: the report now says what came back."""
+    path = tmp_path / "embedding_backward.py"
+    text = starter_text(find("embedding_backward"), solution=True)
+    assert "    return dW\n" in text, "the embedding_backward line this test breaks has changed"
+    path.write_text(text.replace("    return dW\n", "    return dW, None\n"))
+    report, status = exercises.check_file(path)
+    assert status == 1 and ("minitf could not use what your embedding_backward returned (a tuple "
+                            "of 2: an array of shape (7, 4), None)") in report, report
+
+
+@pytest.mark.parametrize("name, swap, wrong, says", [
+    ("layer_norm_backward", lambda g: (g[0], g[2], g[1]), "gamma",
+     "gamma: your gradient is the gradient of beta, not of gamma"),
+    ("linear_backward", lambda g: (g[1], g[0], g[2]), "x",
+     "x: your gradient has the shape of W, not of x")])
+def test_gradients_returned_in_another_order_are_named_as_such(name, swap, wrong, says):
+    """layer_norm's dγ and dβ swapped got layer norm's classic-mistake hint (the mean or variance
+    path missing from dx, which was right); linear's dW and dx swapped got shape lines only."""
+    exercise = find(name)
+    reference = vars(importlib.import_module(exercise.module))[exercise.attribute]
+    result = grade(exercise, lambda dy, cache: swap(reference(dy, cache)), cases=[name[:-9]])
+    hints = _hints(result)
+    assert says in hints and "hint: gradients returned (or added into .grad) in another order?" \
+        in hints, hints
+    assert exercise.mistake not in hints
+
+
+def test_a_not_implemented_error_of_the_learner_s_own_is_their_error(tmp_path):
+    """raise NotImplementedError("dropout: later") in an answer was reported as "dropout is not
+    written yet, and attention_backward calls it": no exercise is called dropout."""
+    path = tmp_path / "attention_backward.py"
+    text = starter_text(find("attention_backward"), solution=True)
+    first = "    dv, dweights = _values_backward(dout, cache)\n"
+    assert first in text, "the attention_backward line this test changes has changed"
+    path.write_text(text.replace(first, '    if cache.dropout is not None:\n        raise '
+                                        'NotImplementedError("dropout: later")\n' + first))
+    report, status = exercises.check_file(path)
+    assert status == 1 and "not written yet" not in report, report
+    assert "your attention_backward raised an error:" in report
+    assert 'raise NotImplementedError("dropout: later")' in report
 
 
 def test_a_syntax_error_and_a_missing_function_are_one_clear_message(tmp_path):

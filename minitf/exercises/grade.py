@@ -9,6 +9,7 @@ attribute. Everything is put back afterwards, also when the learner's code raise
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 import traceback
@@ -18,9 +19,9 @@ from pathlib import Path
 
 import minitf
 from minitf import gradcheck_cases
-from minitf.backend import backend_name, precision, randn, seed
+from minitf.backend import backend_name, is_array, precision, randn, seed
 from minitf.data.text import read_utf8
-from minitf.exercises.catalogue import Exercise, find
+from minitf.exercises.catalogue import EXERCISES, Exercise, find
 from minitf.exercises.diagnose import shape_problem, value_problem
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases, traces
@@ -28,6 +29,7 @@ from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, r
     run_backward
 
 OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores it
+EXERCISE_NAMES = {exercise.name for exercise in EXERCISES}
 
 
 class StudentError(Exception):
@@ -157,14 +159,14 @@ def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
                                        "hint: never write into the forward's arrays; make new "
                                        "ones"]))
         return
-    other = None
+    other, numerics = None, {}
     for tensor, (x, dx) in run.tensors.items():
         if dx is None and x.dtype.kind != "f":
             continue                                 # integer ids have no gradient
         problem = shape_problem(tensor, x, dx)
         error = float("inf")
         if not problem:
-            numeric = numerical_gradient(run.loss, x)
+            numeric = numerics[tensor] = numerical_gradient(run.loss, x)
             error = relative_error(dx, numeric)
             if not error <= TOLERANCE:
                 if other is None:
@@ -175,36 +177,94 @@ def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
                                         exercise.mistake, exercise.upstream)
         result.rows.append(Row(name, tensor, tuple(x.shape), error))
         if problem:
-            result.problems.append((name, problem))
+            result.problems.append((name, _in_another_order(tensor, dx, run, numerics, problem)
+                                    or problem))
 
 
-def run_cases(exercise, cases, path: Path | None = None) -> Result:
+def _in_another_order(tensor: str, dx, run, numerics: dict, problem: list) -> list[str] | None:
+    """Lines saying that the wrong ``dx`` is another tensor's gradient -- the gradients returned
+    (or added into .grad) in another order -- or None. By shape where dx has another tensor's
+    shape and ``problem`` (shape_problem's lines) has no hint of its own (a broadcast left
+    unsummed, a transpose), else by value: it equals another tensor's numerical gradient (kept
+    in ``numerics``, worked out here where not yet). The exercise's classic-mistake hint would
+    otherwise send the learner looking for a mistake in a gradient that is right."""
+    if not is_array(dx):
+        return None
+    for name, (y, _) in run.tensors.items():
+        if name == tensor or y.dtype.kind != "f" or tuple(y.shape) != tuple(dx.shape):
+            continue
+        if tuple(dx.shape) != tuple(run.tensors[tensor][0].shape):      # another's shape
+            if len(problem) > 1:
+                return None
+            match = f"has the shape of {name}"
+        else:
+            if name not in numerics:
+                numerics[name] = numerical_gradient(run.loss, y)
+            if relative_error(dx, numerics[name]) > TOLERANCE:
+                continue
+            match = f"is the gradient of {name}"
+        order = ", ".join(n for n, (z, _) in run.tensors.items() if z.dtype.kind == "f")
+        return [f"{tensor}: your gradient {match}, not of {tensor}",
+                f"hint: gradients returned (or added into .grad) in another order? wanted in the "
+                f"order {order}"]
+    return None
+
+
+def _described(value) -> str:
+    """What a backward returned, in a few words: "a tuple of 2: an array of shape (6, 3), None"."""
+    def one(v):
+        return f"an array of shape {tuple(v.shape)}" if is_array(v) else \
+            "None" if v is None else f"a {type(v).__name__}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value)
+    return one(value)
+
+
+def run_cases(exercise, cases, path: Path | None = None, returned: list = ()) -> Result:
     """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
-    what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake."""
+    what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake.
+    ``returned``: a list holding what the learner's function last returned (see grade), to say
+    what minitf could not use when it raises after that function returned."""
     result = Result()
     for name in cases:
         try:
             _grade_case(exercise, name, result)
-        except NotImplementedError as err:
-            result.stopped = _not_written(exercise, err)
-            break
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
+            if _stub_of(err, exercise) is not None:
+                result.stopped = _not_written(exercise, _stub_of(err, exercise))
+                break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
             after = len(lines) == 1       # none of their lines: minitf choked on what they gave
-            hint = [f"  hint: minitf could not use what your {exercise.attribute} returned: is "
-                    f"each gradient the shape of its input?"] if after and path else []
+            what = f" ({_described(returned[-1])})" if returned else ""
+            hint = [f"  hint: minitf could not use what your {exercise.attribute} returned{what}: "
+                    f"is each gradient the shape of its input, and are there as many as minitf's "
+                    f"own returns?"] if after and path else []
             result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
                                                  if after else ":"), *lines, *hint])
             break
     return result
 
 
-def _not_written(exercise, err) -> str:
+def _stub_of(err: BaseException, exercise) -> str | None:
+    """The exercise whose untouched stub raised ``err``, or None. A stub raises
+    NotImplementedError("NAME: …"), NAME this exercise or another of the catalogue (a homework's
+    region says its hint after the colon, an instructor's "not written yet"); a
+    NotImplementedError of the learner's own ("dropout: later") is an error their code raised."""
+    if not isinstance(err, NotImplementedError):
+        return None
+    named, colon, rest = str(err).partition(":")
+    named = named.strip()
+    if colon and (named == exercise.name or named in EXERCISE_NAMES
+                  or rest.strip() == "not written yet"):
+        return named
+    return None
+
+
+def _not_written(exercise, named: str) -> str:
     """Which body still raises: this exercise's, or (when a learner grades against their own
-    copy of minitf) another exercise's that it calls -- its stub names it before a colon."""
-    named = str(err).split(":", 1)[0].strip()
-    if named and named != exercise.name and " " not in named:
+    copy of minitf) another exercise's that it calls."""
+    if named != exercise.name:
         return f"{named} is not written yet, and {exercise.name} calls it"
     return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"
 
@@ -213,8 +273,15 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None) ->
     """Run the cases that grade ``exercise`` (default: all of them) with ``function`` standing
     in for minitf's own, in float64. ``path``, the learner's file, trims tracebacks to it."""
     cases = grading_cases(exercise) if cases is None else cases
-    with precision("float64"), standing_in(exercise, function):
-        return run_cases(exercise, cases, path)
+    returned = []
+
+    @functools.wraps(function)
+    def recording(*args, **kwargs):      # what it returned, for an error minitf raises after
+        returned[:] = [function(*args, **kwargs)]
+        return returned[0]
+
+    with precision("float64"), standing_in(exercise, recording):
+        return run_cases(exercise, cases, path, returned)
 
 
 LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only
