@@ -337,3 +337,23 @@ def test_a_long_failing_table_shows_its_failing_rows_only():
     assert "39 of 40 tensors within 1e-06; 1 FAILED (only those are shown)" in text
     short = report(find("relu_backward"), Result(rows=result.rows[:20]))    # every row
     assert "param p8 " in short and "only those" not in short
+
+
+def test_code_below_the_end_line_and_a_name_without_py_are_pointed_out(tmp_path):
+    """An answer pasted below the END line was reported as "not written yet" alone, and
+    'check softmax_backward' (no .py) as "no such file"."""
+    exercise = find("softmax_backward")
+    path = tmp_path / "softmax_backward.py"
+    end = "    " + exercises.starter.FENCE.format("END", exercise.name)
+    starter = starter_text(exercise)
+    path.write_text(starter.replace(end, end + "\n    p, axis = cache\n    return p * dp"))
+    report, status = exercises.check_file(path)
+    assert status == 1 and report.startswith(
+        "softmax_backward.py: softmax_backward is not written yet") and \
+        "there is code below its END OF YOUR CODE line, which never runs" in report, report
+    path.write_text(starter)                                 # the untouched starter: no such word
+    report, status = exercises.check_file(path)
+    assert status == 1 and "below" not in report, report
+    with pytest.raises(ValueError, match=re.escape(
+            "FILE softmax_backward: no such file (did you mean softmax_backward.py?)")):
+        exercises.check_file(tmp_path / "softmax_backward")

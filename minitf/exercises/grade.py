@@ -23,6 +23,7 @@ from minitf.backend import backend_name, is_array, precision, randn, seed
 from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import EXERCISES, Exercise, find
 from minitf.exercises.diagnose import shape_problem, value_problem
+from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases, traces
 from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, relative_error, \
@@ -87,6 +88,8 @@ def load(path) -> tuple:
     path = Path(path).resolve()
     if not path.is_file():
         got = "is a folder" if path.is_dir() else "no such file"
+        if path.suffix != ".py" and path.with_name(path.name + ".py").is_file():
+            got += f" (did you mean {path.name}.py?)"
         raise ValueError(f"FILE {path.name}: {got}; wanted an exercise file written by "
                          f"'minitf exercise start NAME'")
     source = read_python(path, "FILE", "the exercise file 'minitf exercise start NAME' wrote")
@@ -328,4 +331,27 @@ def check_file(path) -> tuple:
         return str(err), 1
     except TookTooLong as err:              # stopped where it was: the lines show which loop
         return "\n".join([f"{path.name} could not be graded:", *_their_lines(err, path)]), 1
+    if result.stopped == _not_written(exercise, exercise.name) and _below_the_end(exercise, path):
+        result.stopped += ("; there is code below its END OF YOUR CODE line, which never runs "
+                           "(the stub above it raises first): move it between the START and END "
+                           "lines, in place of the stub")
     return report(exercise, result, path), 0 if result.passed else 1
+
+
+def _below_the_end(exercise: Exercise, path: Path) -> bool:
+    """Whether the learner's file has more code below its END OF YOUR CODE line, inside the
+    function, than the starter has (lines of the reference after its solution region)."""
+    def lines_below(text: str) -> int:
+        lines = text.splitlines()
+        end = lines.index(next(line for line in lines
+                               if line.strip() == FENCE.format("END", exercise.name)))
+        count = 0
+        for line in lines[end + 1:]:
+            if line.strip() and not line.startswith((" ", "\t")):
+                break                                        # the function has ended
+            count += bool(line.strip()) and not line.strip().startswith("#")
+        return count
+    try:
+        return lines_below(read_utf8(path, "FILE")) > lines_below(starter_text(exercise))
+    except StopIteration:                    # no END line: nothing to say about code below it
+        return False
