@@ -128,6 +128,13 @@ def _():
                       {"mask": F.padding_mask([5, 3], 5)})
 
 
+@case("MultiHeadAttention, cross, attention dropout")
+def _():
+    return ModuleCase(nn.MultiHeadAttention(8, 2, cross=True, attn_dropout=0.3),
+                      {"x": randn(2, 3, 8), "memory": randn(2, 5, 8)},
+                      {"mask": F.padding_mask([5, 3], 5)})
+
+
 @case("MultiHeadAttention, d_head and d_v free")
 def _():
     return ModuleCase(nn.MultiHeadAttention(6, 3, d_head=5, d_v=7), {"x": randn(2, 4, 6)})
@@ -166,6 +173,13 @@ def _():
 def _():
     return ModuleCase(nn.MultiHeadAttention(8, 2, causal=True, positional="rope"),
                       {"x": randn(2, 4, 8)})
+
+
+@case("MultiHeadAttention, RoPE, not causal, padding mask, attention dropout")
+def _():
+    """RoPE through the general path (masks and dropout), not causal_attention's."""
+    return ModuleCase(nn.MultiHeadAttention(8, 2, positional="rope", attn_dropout=0.3),
+                      {"x": randn(2, 4, 8)}, {"mask": F.padding_mask([4, 2], 4)})
 
 
 @case("MultiHeadAttention, ALiBi")

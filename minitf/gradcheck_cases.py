@@ -174,6 +174,11 @@ def _():
     return ModuleCase(nn.Linear(4, 3), {"x": randn(2, 3, 4)})
 
 
+@case("Linear, no bias")
+def _():
+    return ModuleCase(nn.Linear(4, 3, bias=False), {"x": randn(2, 3, 4)})
+
+
 @case("Embedding")
 def _():
     return ModuleCase(nn.Embedding(7, 4), options={"ids": randint(0, 7, (2, 5))})
@@ -257,6 +262,12 @@ def _():
 @case("EncoderBlock, pre-LN")
 def _():
     return ModuleCase(nn.EncoderBlock(8, 2, 16, pre_ln=True, dropout=0.1, activation="gelu"),
+                      {"x": randn(2, 4, 8)}, {"mask": F.padding_mask([4, 3], 4)})
+
+
+@case("EncoderBlock, pre-LN, no biases")
+def _():
+    return ModuleCase(nn.EncoderBlock(8, 2, 16, pre_ln=True, bias=False),
                       {"x": randn(2, 4, 8)}, {"mask": F.padding_mask([4, 3], 4)})
 
 

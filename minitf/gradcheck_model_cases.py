@@ -133,6 +133,13 @@ def _():
     return ModuleCase(encoder, {"ids": _padded_ids(9, 2, 5, [5, 3])})
 
 
+@case("BertEncoder, sentence pairs: token types and padding")
+def _():
+    encoder = pretrained.BertEncoder(9, 8, 2, 1, 12, max_len=6, eps=1e-12)
+    types = get_array_module().asarray([[0, 0, 1, 1, 1], [0, 1, 1, 0, 0]])   # padding: type 0
+    return ModuleCase(encoder, {"ids": _padded_ids(9, 2, 5, [5, 3])}, {"types": types})
+
+
 @case("SentenceClassifier (BERT encoder, mean pooling, linear head)")
 def _():
     model = pretrained.SentenceClassifier(pretrained.BertEncoder(9, 8, 2, 1, 12, max_len=6), 3)
