@@ -3,15 +3,15 @@ both take it over, and one that dies, however it dies, keeps no later run out.""
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
 from minitf import rundir
 
 # A process that holds the lock of DIR for a second and says whether it got it. With "slow" it
-# waits a second each time it has read the lock's file: where the lock was that file alone, it
-# read a dead run's number, waited, and then removed the lock the other process had taken since.
+# says "read" and waits a second each time it has read the lock's file: where the lock was that
+# file alone, it read a dead run's number, waited, and then removed the lock the other process
+# had taken since.
 HOLDER = """
 import sys, time
 from minitf import rundir
@@ -20,6 +20,7 @@ if pace == "slow":
     read = rundir.RunLock._owner
     def slow_owner(self):
         owner = read(self)
+        print("read", flush=True)
         time.sleep(1)
         return owner
     rundir.RunLock._owner = slow_owner
@@ -49,9 +50,9 @@ def _holder(directory, pace):
 def test_two_runs_taking_over_a_dead_run_s_lock_at_once_get_it_once(tmp_path):
     (tmp_path / rundir.LOCK).write_text(f"{_dead_pid()}\n")
     slow = _holder(tmp_path, "slow")
-    time.sleep(0.4)
+    assert slow.stdout.readline().strip() == "read"     # inside its second: the other comes now
     fast = _holder(tmp_path, "fast")
-    said = [p.communicate(timeout=60)[0].strip() for p in (slow, fast)]
+    said = [p.communicate(timeout=60)[0].strip().splitlines()[-1] for p in (slow, fast)]
     assert sorted(s.split(":")[0] for s in said) == ["held", "refused"], said
     assert "is in use by another minitf train (pid " in [s for s in said if s != "held"][0]
     assert not (tmp_path / rundir.LOCK).exists()           # removed by the one that held it
