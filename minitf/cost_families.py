@@ -63,16 +63,16 @@ def rnn_cost(vocab_size: int, d_model: int, d_hidden: int | None = None, cell: s
         raise ValueError(f"rnn_cost: cell must be one of {tuple(GATES)}; got {cell!r}")
     check_sizes("rnn_cost", vocab_size=vocab_size, d_model=d_model, context=context,
                 batch_size=batch_size, **({} if d_hidden is None else {"d_hidden": d_hidden}))
-    d, h, n, b = d_model, d_model if d_hidden is None else d_hidden, context, batch_size
+    d, d_h, n, b = d_model, d_model if d_hidden is None else d_hidden, context, batch_size
     g = GATES[cell]
-    recurrent = g * (d * h + h * h + h)                         # W_x, W_h, b
-    forward = 2 * g * (d * h + h * h) + 2 * h * vocab_size      # per token: the layer, the head
-    return {"parameters": vocab_size * d + recurrent + h * vocab_size + vocab_size,
+    recurrent = g * (d * d_h + d_h * d_h + d_h)                     # W_x, W_h, b
+    forward = 2 * g * (d * d_h + d_h * d_h) + 2 * d_h * vocab_size  # a token: the layer, the head
+    return {"parameters": vocab_size * d + recurrent + d_h * vocab_size + vocab_size,
             "recurrent_parameters": recurrent,
             "forward_flops_per_token": forward,
             "training_flops_per_step": 3 * forward * b * n,
             "sequential_steps": n, "path_length": n - 1,
-            "state_numbers": b * h * (2 if cell == "lstm" else 1),
+            "state_numbers": b * d_h * (2 if cell == "lstm" else 1),
             "decode_flops": b * forward}
 
 

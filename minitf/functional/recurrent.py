@@ -19,13 +19,13 @@ from minitf.functional.linear import linear, linear_backward
 from minitf.validate import check_same, check_shape, gradient_of
 
 
-def _check(x, states, W_x, W_h, b, gates: int, where: str) -> None:
-    """x: (b, n, d_in); every state (b, d_h); W_x (d_in, gates·d_h); W_h (d_h, gates·d_h)."""
+def _check(x, states, W_x, W_h, b, n_gates: int, where: str) -> None:
+    """x: (b, n, d_in); every state (b, d_h); W_x (d_in, n_gates·d_h); W_h (d_h, n_gates·d_h)."""
     check_shape(W_h, "W_h", ("d_h", "gates·d_h"), where)       # two axes before reading d_h
     d_h = W_h.shape[0]
-    check_shape(W_h, "W_h", ("d_h", (f"{gates}·d_h", gates * d_h)), where)
-    check_shape(W_x, "W_x", ("d_in", (f"{gates}·d_h", gates * d_h)), where)
-    check_shape(b, "b", ((f"{gates}·d_h", gates * d_h),), where)
+    check_shape(W_h, "W_h", ("d_h", (f"{n_gates}·d_h", n_gates * d_h)), where)
+    check_shape(W_x, "W_x", ("d_in", (f"{n_gates}·d_h", n_gates * d_h)), where)
+    check_shape(b, "b", ((f"{n_gates}·d_h", n_gates * d_h),), where)
     check_shape(x, "x", ("b", "n", ("d_in", W_x.shape[0])), where)
     for name, h in states.items():
         check_shape(h, name, ("b", ("d_h", d_h)), where)
@@ -50,7 +50,7 @@ def _weight_gradients(da, x, W_x, h0, H):
 def rnn(x, h0, W_x, W_h, b):
     """h_t = tanh(x_t W_x + h_{t−1} W_h + b) for t = 1 … n.
 
-    x: (b, n, d_in)  h0: (b, d_h)  W_x: (d_in, d_h)  W_h: (d_h, d_h)  b: (d_h,)
+    x: (b, n, d_in)  h0: (b, d_h)  W_x: (d_in, d_h)  W_h: (d_h, d_h)  b (the bias): (d_h,)
     ->  H: (b, n, d_h), every step's state (the last one, H[:, -1], is h_n)
     """
     _check(x, {"h0": h0}, W_x, W_h, b, 1, "rnn")
@@ -95,7 +95,7 @@ def lstm(x, h0, c0, W_x, W_h, b):
         c_t = f ⊙ c_{t−1} + i ⊙ g        (the cell: added to, not squashed, at every step)
         h_t = o ⊙ tanh(c_t)
 
-    x: (b, n, d_in)  h0, c0: (b, d_h)  W_x: (d_in, 4·d_h)  W_h: (d_h, 4·d_h)  b: (4·d_h,)
+    x: (b, n, d_in)  h0, c0: (b, d_h)  W_x: (d_in, 4·d_h)  W_h: (d_h, 4·d_h)  b (the bias): (4·d_h,)
     ->  H: (b, n, d_h)
     """
     _check(x, {"h0": h0, "c0": c0}, W_x, W_h, b, 4, "lstm")

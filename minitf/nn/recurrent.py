@@ -17,9 +17,10 @@ from minitf.validate import check_int
 
 
 class _Recurrent(Module):
-    """What the RNN and the LSTM share: weights for ``gates`` stacked blocks, zero initial states."""
+    """What the RNN and the LSTM share: weights for ``n_gates`` stacked blocks, zero initial
+    states."""
 
-    gates = 1
+    n_gates = 1
     states = ("h0",)
 
     def __init__(self, d_in: int, d_h: int):
@@ -27,9 +28,9 @@ class _Recurrent(Module):
         check_int(d_in, "d_in", where, what="the width of its input")
         check_int(d_h, "d_h", where, what="the width of its state")
         self.d_in, self.d_h = d_in, d_h
-        self.W_x = normal(d_in, self.gates * d_h, std=1.0 / math.sqrt(d_in))
-        self.W_h = normal(d_h, self.gates * d_h, std=1.0 / math.sqrt(d_h))
-        self.b = zeros(self.gates * d_h)
+        self.W_x = normal(d_in, self.n_gates * d_h, std=1.0 / math.sqrt(d_in))
+        self.W_h = normal(d_h, self.n_gates * d_h, std=1.0 / math.sqrt(d_h))
+        self.b = zeros(self.n_gates * d_h)
 
     def _inputs(self, x, given):
         """x checked; each initial state as given, or zeros (b, d_h)."""
@@ -69,7 +70,7 @@ class LSTM(_Recurrent):
     ``last_cell`` keeps c_n after each forward, for carrying the state on (generation).
     """
 
-    gates = 4
+    n_gates = 4
     states = ("h0", "c0")
 
     def forward(self, x, h0=None, c0=None):
