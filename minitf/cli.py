@@ -289,8 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check the gradients of every op, module and model (inputs and parameters) "
                     "against central differences in float64, and print a table of max relative "
                     "errors. Exit status 1 if any tensor fails. Each entry of every tensor costs "
-                    "two forward passes of tiny arrays: about 30 s on a 2-core CPU, and some "
-                    "10 minutes on a GPU, where every operation of every pass is a kernel launch.")
+                    "two forward passes of tiny arrays: 20 s to a minute and a half on a 2-core "
+                    "CPU, by CPU, and some 10 minutes on a GPU, where every operation of every pass is a kernel launch.")
     check.add_argument("--only", metavar="TEXT", default=None, type=SOME_TEXT,
                        help="run only the checks whose name contains TEXT (e.g. 'attention')")
     add_backend(check)
@@ -330,8 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the sentences (default: 'my kid likes this movie' and 'my kid does "
                             "not like this movie')")
     embed.add_argument("--model", metavar="DIR", type=PATH, default=None,
-                       help="a model directory (config.json, model.safetensors, vocab.txt) "
-                            "instead of the installed all-MiniLM-L6-v2")
+                       help="a model directory (config.json, model.safetensors, vocab.txt, "
+                            "and sentence_bert_config.json where there is one) instead of the "
+                            "installed all-MiniLM-L6-v2")
     add_backend(embed)
     embed.set_defaults(run=_embed)
     return parser
