@@ -19,6 +19,10 @@ import os
 import sys
 from pathlib import Path
 
+from minitf.validate import check_int, check_real, is_real_number, plain_int
+from minitf.viz_inputs import (as_numbers, check_axes, check_cost_table, check_history, check_labels,
+                               check_limits, image_path, refuse_non_finite)
+
 FIGURES_ENV = "MINITF_FIGURES"
 ATTENTION_CMAP = "viridis"
 _DPI = 110
@@ -33,6 +37,9 @@ def figure(nrows: int = 1, ncols: int = 1, *, size: tuple | None = None, squeeze
     """
     from matplotlib.figure import Figure
 
+    # checked here: figure("2") failed multiplying a str by 4.2, figure(0) inside gridspec
+    check_int(plain_int(nrows), "nrows", "figure", what="the rows of panels")
+    check_int(plain_int(ncols), "ncols", "figure", what="the panels in a row")
     size = size or (4.2 * ncols, 3.6 * nrows)
     fig = Figure(figsize=size, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=squeeze, **subplot_kw)
@@ -51,6 +58,10 @@ def figures_dir() -> Path:
             folder = script_dir.parent / "figures"
         else:
             folder = Path.cwd() / "figures"
+    if folder.exists() and not folder.is_dir():      # mkdir's FileExistsError would not say so
+        source = f" (${FIGURES_ENV})" if os.environ.get(FIGURES_ENV) else ""
+        raise NotADirectoryError(f"figures_dir: {str(folder)!r}{source} is a file; wanted a folder "
+                                 f"to save figures in (the file is left as it is)")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -65,15 +76,23 @@ def _shown(path: Path) -> str:
 
 
 def save(fig, name: str) -> Path:
-    """Save ``fig`` as ``<figures_dir>/<name>.png``, print where, and return the path.
+    """Save ``fig`` as ``<figures_dir>/<name>.png``, print where, and return the path. A name
+    that ends in .png already is that file ("x.png" writes x.png, not x.png.png).
 
     The PNG carries no software version or date, so re-running an unchanged lesson rewrites the
     same bytes and a repository that keeps the figures sees no churn.
     """
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):            # (fig, ax), an Axes, None: no savefig to call
+        hint = " (pass its .figure)" if isinstance(getattr(fig, "figure", None), Figure) else ""
+        raise TypeError(f"save: fig must be a matplotlib Figure, the first of what viz.figure() "
+                        f"returns; got {type(fig).__name__}{hint}")
     if not isinstance(name, str) or not name or Path(name).name != name:
         raise ValueError(f"save: name must be a file name without folders, such as "
                          f"'01_attention'; got {name!r}")
-    path = figures_dir() / f"{name}.png"
+    path = image_path(figures_dir() / (name if name.lower().endswith(".png") else f"{name}.png"),
+                       "save")
     fig.savefig(path, dpi=_DPI, metadata={"Software": None})
     print(f"[figure] {_shown(path)}")
     return path
@@ -89,20 +108,40 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     colorbar             a label: draws a colorbar beside this axis
     annotate             a format such as ".2f": writes each value in its cell
     hide                 boolean array, True = draw the cell empty (masked entries), left white
+
+    A NaN or infinite value in a cell that is not hidden is refused: matplotlib would draw it
+    empty, exactly like a hidden cell, and a NaN row would pass for the causal mask.
     """
     import numpy as np
     from matplotlib import colormaps
 
-    matrix = _numbers(matrix, "matrix", "heatmap")
-    if matrix.ndim != 2:
-        raise ValueError(f"heatmap: matrix has shape {matrix.shape}; wanted (rows, columns)")
+    from minitf.backend import is_array, to_numpy
+
+    check_axes(ax, "heatmap")
+    matrix = as_numbers(matrix, "matrix", "heatmap")
+    if matrix.ndim != 2 or matrix.size == 0:
+        raise ValueError(f"heatmap: matrix has shape {matrix.shape}; wanted (rows, columns), "
+                         f"at least one of each")
     if hide is not None and np.shape(hide) != matrix.shape:
         raise ValueError(f"heatmap: hide has shape {np.shape(hide)}; wanted {matrix.shape}, "
                          f"the shape of matrix")
     n_rows, n_cols = matrix.shape
-    _check_labels(x_labels, "x_labels", n_cols, "column", "heatmap")
-    _check_labels(y_labels, "y_labels", n_rows, "row", "heatmap")
-    shown = np.ma.masked_array(matrix, mask=np.zeros_like(matrix, bool) if hide is None else hide)
+    check_labels(x_labels, "x_labels", n_cols, "column", "heatmap")
+    check_labels(y_labels, "y_labels", n_rows, "row", "heatmap")
+    if not isinstance(cmap, str) or cmap not in colormaps:
+        raise ValueError(f"heatmap: cmap must be the name of a matplotlib colour map, such as "
+                         f"'viridis' or 'RdBu_r'; got {cmap!r}")
+    check_limits(vmin, vmax, "heatmap")
+    if annotate:
+        try:                          # a bad format failed only at the first cell's text
+            format(0.5, annotate)
+        except (TypeError, ValueError):
+            raise ValueError(f"heatmap: annotate must be a format for fractional numbers, such "
+                             f"as '.2f' or '.0f'; got {annotate!r}") from None
+    hidden = np.zeros(matrix.shape, bool) if hide is None else \
+        np.asarray(to_numpy(hide) if is_array(hide) else hide, dtype=bool)
+    refuse_non_finite(matrix, "matrix", "heatmap", hidden)
+    shown = np.ma.masked_array(matrix, mask=hidden)
     palette = colormaps[cmap].with_extremes(bad="white")
     image = ax.imshow(shown, cmap=palette, vmin=vmin, vmax=vmax, aspect="auto",
                       interpolation="nearest")
@@ -126,25 +165,6 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     return image
 
 
-def _numbers(values, name: str, where: str):
-    """``values`` as a float NumPy array (from any backend), or one line saying it is not one."""
-    import numpy as np
-
-    from minitf.backend import is_array, to_numpy
-
-    try:
-        return np.asarray(to_numpy(values) if is_array(values) else values, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{where}: {name} must hold numbers; got {values!r:.60}") from None
-
-
-def _check_labels(labels, name: str, n: int, what: str, where: str) -> None:
-    """One label per position, or none at all."""
-    if labels is not None and len(labels) != n:
-        got = f"{len(labels)} label" + ("" if len(labels) == 1 else "s")
-        raise ValueError(f"{where}: {name} has {got}; wanted {n}, one per {what}")
-
-
 def _ticks(set_ticks, n: int, labels, rotate: bool = False) -> None:
     """Label every position when there are labels or few positions; else let matplotlib choose."""
     if labels is not None:
@@ -165,15 +185,16 @@ def attention_grid(probs, *, queries=None, keys=None, title: str = "", row_names
     columns are visible; ``hide_zeros=False`` draws them as 0.
     Returns the Figure.
     """
-    p = _numbers(probs, "probs", "attention_grid")
-    if p.ndim not in (2, 3, 4):
+    p = as_numbers(probs, "probs", "attention_grid")
+    if p.ndim not in (2, 3, 4) or p.size == 0:        # 0 panels or cells: nothing to lay out
         raise ValueError(f"attention_grid: probs has shape {p.shape}; wanted (n_q, n_k), "
-                         f"(h, n_q, n_k) or (layers, h, n_q, n_k)")
+                         f"(h, n_q, n_k) or (layers, h, n_q, n_k), none of them 0")
+    refuse_non_finite(p, "probs", "attention_grid")    # indexed in the caller's shape
     p = p.reshape((1,) * (4 - p.ndim) + p.shape)
     layers, heads, n_q, n_k = p.shape
-    _check_labels(keys, "keys", n_k, "key", "attention_grid")
-    _check_labels(queries, "queries", n_q, "query", "attention_grid")
-    _check_labels(row_names, "row_names", layers, "layer", "attention_grid")
+    check_labels(keys, "keys", n_k, "key", "attention_grid")
+    check_labels(queries, "queries", n_q, "query", "attention_grid")
+    check_labels(row_names, "row_names", layers, "layer", "attention_grid")
     fig, axes = figure(layers, heads, size=(panel_size * heads + 1.2, panel_size * layers + 0.6),
                        squeeze=False)
     for layer in range(layers):
@@ -207,12 +228,17 @@ def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = 
 
     hline: (value, label) draws a dashed horizontal reference line (a tolerance, a baseline).
     """
+    check_axes(ax, "curves")
+    if hline is not None and not (isinstance(hline, (tuple, list)) and len(hline) == 2
+                                  and is_real_number(hline[0])):
+        raise TypeError(f"curves: hline must be a (value, label) pair, such as (0.5, 'chance'); "
+                        f"got {hline!r:.60}")
     if not isinstance(ys, dict):
         raise TypeError(f"curves: ys must be a dict of named series, {{'label': values}}; got "
                         f"{type(ys).__name__}")
-    x = _numbers(x, "x", "curves")
+    x = as_numbers(x, "x", "curves")
     for label, y in ys.items():
-        y = _numbers(y, f"ys[{label!r}]", "curves")
+        y = as_numbers(y, f"ys[{label!r}]", "curves")
         if y.shape != x.shape:
             raise ValueError(f"curves: ys[{label!r}] has shape {y.shape}; wanted {x.shape}, "
                              f"the shape of x")
@@ -240,10 +266,15 @@ def cost_table(ax, table: dict, title: str = "", highest: float | None = None) -
     import matplotlib
     import numpy as np
 
+    check_axes(ax, "cost_table")
+    check_cost_table(table)
+    if highest is not None:       # log10(1) = 0 divided every shade; 0 meant the default
+        check_real(highest, "highest", "cost_table", low=1)
     rows = table["rows"] + [dict(table, operation="total")]
     cells = [[r["operation"], f"{r['flops']:.2e}", f"{r['io']:.2e}", f"{r['intensity']:.1f}"]
              for r in rows]
-    top = np.log10(highest or max(r["intensity"] for r in table["rows"]))
+    # a table whose own highest is ≤ 1 (all memory-bound) gets the bottom colour throughout
+    top = max(np.log10(highest or max(r["intensity"] for r in table["rows"])), 1e-9)
     colours = matplotlib.colormaps[ATTENTION_CMAP]
     # An intensity of 1 or less gets the colour a quarter along the map: its darkest quarter,
     # half transparent, would hide the cell's number.
@@ -264,10 +295,13 @@ def cost_table(ax, table: dict, title: str = "", highest: float | None = None) -
 
 def plot_history(history: dict, path, baseline: float | None = None, title: str = "") -> Path:
     """Training loss per step and validation loss, with an optional horizontal baseline (e.g. the
-    bigram model's held-out loss), saved as an image at ``path``."""
+    bigram model's held-out loss), saved as an image at ``path`` (.png added to a name without a
+    suffix); returns the path of the file written. An existing file of that name is replaced."""
+    path = image_path(path, "plot_history")        # checked before anything is drawn
+    validated = check_history(history)
     fig, ax = figure(size=(6, 3.5))
     ax.plot(history["step"], history["loss"], lw=0.8, alpha=0.7, label="train")
-    if history.get("val_step"):
+    if validated:
         ax.plot(history["val_step"], history["val_loss"], "o-", label="validation")
     if baseline is not None:
         ax.axhline(baseline, color="gray", ls="--", label="bigram baseline")
@@ -275,6 +309,5 @@ def plot_history(history: dict, path, baseline: float | None = None, title: str 
     ax.set_ylabel("cross-entropy (nats / token)")
     ax.set_title(title)
     ax.legend()
-    path = Path(path)
     fig.savefig(path, dpi=120, metadata={"Software": None})
     return path

@@ -11,7 +11,7 @@ ARRAY_LIBRARIES = {"numpy", "cupy", "cupyx", "scipy"}
 HOST_ONLY = {"checkpoint.py", "checkpoint_format.py",                # host arrays only: files,
              "data/text.py", "data/tasks.py",                        # ids
              "pretrained/safetensors.py", "pretrained/loader.py",   # model files, read on the host
-             "viz.py"}                                            # and plots
+             "viz.py", "viz_inputs.py"}                           # and plots
 
 
 def _imported_roots(path):
