@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from minitf.backend import rng_state, set_rng_state
-from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta, rebuilt,
-                                      with_weights)
+from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta,
+                                      check_same_model, rebuilt, with_weights)
 from minitf.data import CharTokenizer
 from minitf.data.text import not_utf8
 from minitf.models import MODELS, Model
@@ -153,6 +153,10 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     if trainer is not None and not all(hasattr(trainer, a) for a in resumable):
         raise TypeError(f"checkpoint.save: trainer is a {type(trainer).__name__}; wanted a "
                         f"minitf.train.Trainer (its optimizer, step and history are saved)")
+    if trainer is not None and getattr(trainer, "model", None) is not model:
+        # A's weights with B's optimizer state, step and history: resume took it as one run
+        raise ValueError("checkpoint.save: trainer trains another model than model; wanted "
+                         "save(directory, trainer.model, trainer)")
     directory = _run_directory(directory, "checkpoint.save")
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}
     meta = {"format": FORMAT, "version": VERSION, "kind": model.kind, "config": model.config,
@@ -173,9 +177,10 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     weights = buffer.getvalue()
     meta["weights_sha256"] = hashlib.sha256(weights).hexdigest()
 
+    listed = _listed(directory)
+    _refuse_a_list_of_someone_else(directory, listed)       # a save rewrites it, and cuts it
     directory.mkdir(parents=True, exist_ok=True)      # only now: a refused save makes no folder
     clean(directory)                # what a save killed earlier left, should it be in the way
-    listed = _listed(directory)
     step = f"step-{meta.get('step', 0):06d}"
     candidates = itertools.chain([step], (f"{step}-{i}" for i in itertools.count(1)))
     name = next(n for n in candidates                  # a step saved twice: a new name
@@ -215,6 +220,16 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
                               f"list now, could not be removed ({err.strerror}); the new one, "
                               f"{name}, is saved and current")
     return directory / name
+
+
+def _refuse_a_list_of_someone_else(directory: Path, listed: list) -> None:
+    """A checkpoints.txt of the user's own is not rewritten and cut to KEEP lines: each line must
+    name a step directory, or a checkpoint elsewhere (edited to ../best, which load follows)."""
+    for number, line in enumerate(listed, 1):        # (isfile: a line too long is no file)
+        if not (_STEP.fullmatch(line) or os.path.isfile(directory / line / META)):
+            raise CheckpointError(f"checkpoint {directory}: {INDEX} is not minitf's (line "
+                                  f"{number}, {line[:40]!r}, names no checkpoint), and a save "
+                                  f"would rewrite it; {_LISTING}, or save to another directory")
 
 
 def find(directory) -> Path | None:
@@ -277,6 +292,7 @@ def _pointing_back(directory, found: Path, read):
 
 def is_whole(step_directory) -> bool:
     """Whether the checkpoint in ``step_directory`` loads: its files there, and whole."""
+    check_path(step_directory, "step_directory", "checkpoint.is_whole")
     try:
         _read_at(Path(step_directory))
     except CheckpointError:
@@ -331,14 +347,19 @@ def _read_at(found: Path):
 
 def load(directory, model: Model | None = None) -> Checkpoint:
     """Read a checkpoint. Without ``model``, build one from the saved kind and config; with one,
-    load into it -- a model of another config is refused with every mismatched key and shape."""
+    load into it -- a model of another kind or config is refused with every mismatched key and
+    shape (but for the dropout rates and max_len: see checkpoint_format.check_same_model)."""
     directory = _run_directory(directory, "checkpoint.load")
     if model is not None and not isinstance(model, Model):
         raise TypeError(f"checkpoint.load: model is a {type(model).__name__}; wanted a minitf "
                         f"model to load into, or None to build the saved one")
     meta, arrays = _read(directory)
     where = f"checkpoint {directory}"
-    model = rebuilt(meta, arrays, where) if model is None else with_weights(model, arrays, where)
+    if model is None:
+        model = rebuilt(meta, arrays, where)
+    else:                                 # its kind and config first: the weights alone may fit
+        check_same_model(model, meta, arrays, where)
+        with_weights(model, arrays, where)
     tokenizer = CharTokenizer.from_json(meta["tokenizer"]) if meta.get("tokenizer") else None
     return Checkpoint(model, tokenizer, meta, arrays, directory)
 

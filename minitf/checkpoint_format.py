@@ -5,6 +5,7 @@ one line names the file and the field, what it holds and what was wanted.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 
@@ -90,13 +91,63 @@ def rebuilt(meta: dict, arrays: dict, where: str, fits: str = "") -> Model:
 
 def with_weights(model: Model, arrays: dict, where: str, fits: str = "") -> Model:
     """``model`` given the saved weights; CheckpointError naming every key that does not fit."""
-    state = {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
+    state = _model_state(arrays)
     try:
         model.load_state_dict(state)
     except ValueError as err:
         what = f": {fits}" if fits else " does not fit this model"
         raise CheckpointError(f"{where}{what}: {str(err).split(': ', 2)[-1]}") from None
     return model
+
+
+# What a model loaded into may set otherwise: the dropout rates change training only (trained
+# weights in a model of other dropout is fine-tuning), and max_len only the longest input
+# accepted (a table of learned positions, the one weight of its size, is checked by its shape;
+# minitf train --resume may change --context)
+_MAY_DIFFER = ("dropout", "attn_dropout", "max_len")
+
+
+def check_same_model(model: Model, meta: dict, arrays: dict, where: str) -> None:
+    """CheckpointError unless ``model`` is of the saved kind and config (but for _MAY_DIFFER).
+    The weights alone do not tell: a rope model's fit an alibi model, a gelu model's a relu one,
+    a causal model's one that sees the future -- and each then computed other logits from them,
+    its config no longer the checkpoint's. Names every key that differs with both values, and
+    every weight that does not fit."""
+    if model.kind != meta["kind"]:
+        saved = MODELS[meta["kind"]].__name__ if meta["kind"] in MODELS else "unknown"
+        raise CheckpointError(f"{where} holds a {meta['kind']!r} model ({saved}); model is a "
+                              f"{type(model).__name__} ({model.kind!r}); wanted a model of the "
+                              f"saved kind, or load(directory) to build it")
+    defaults = {name: p.default for name, p in inspect.signature(type(model)).parameters.items()}
+    absent = object()              # a key an older checkpoint lacks: the constructor's default
+    differ = []
+    for key in dict.fromkeys([*meta["config"], *model.config]):
+        saved, own = (c.get(key, defaults.get(key, absent)) for c in (meta["config"], model.config))
+        if key not in _MAY_DIFFER and saved != own:
+            differ.append(f"{key}: saved {_text(saved, absent)}, model {_text(own, absent)}")
+    if differ:
+        state, params = _model_state(arrays), dict(model.named_parameters())
+        weights = ([f"missing {name} {tuple(p.shape)}" for name, p in params.items()
+                    if name not in state]
+                   + [f"unexpected {name} {tuple(state[name].shape)}" for name in state
+                      if name not in params]
+                   + [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
+                      for name, p in params.items()
+                      if name in state and tuple(state[name].shape) != tuple(p.shape)])
+        also = f"; and its weights: {'; '.join(weights)}" if weights else ""
+        raise CheckpointError(f"{where} holds a model of another config: {'; '.join(differ)}"
+                              f"{also}; wanted a {type(model).__name__} of the saved config "
+                              f"({', '.join(_MAY_DIFFER)} may differ), or load(directory) to "
+                              f"build it")
+
+
+def _model_state(arrays: dict) -> dict:
+    """The model's arrays of a checkpoint's, by the names its state_dict() gives them."""
+    return {key[len("model/"):]: value for key, value in arrays.items() if key.startswith("model/")}
+
+
+def _text(value, absent) -> str:
+    return "nothing" if value is absent else repr(value)
 
 
 def check_loadable(meta: dict, arrays: dict) -> None:

@@ -14,8 +14,10 @@ Counted from 0, a warm-up's first step would have a learning rate of 0 and chang
 from __future__ import annotations
 
 import math
+import re
 
-from minitf.backend import backend_of, get_array_module, is_array, to_device, to_numpy
+from minitf.backend import (backend_of, float_errors_ignored, get_array_module, is_array,
+                            to_device, to_numpy)
 from minitf.nn import Linear, Module, Parameter
 from minitf.validate import check_int, check_probability, check_real, not_real_numbers
 
@@ -29,6 +31,19 @@ def _parameters(params, where: str) -> list:
     if not params or not all(isinstance(p, Parameter) for p in params):
         raise TypeError(f"{where}: params must be a Module or a non-empty list of Parameter")
     return params
+
+
+def _check_gradients(params: list, where: str, none_ok: bool = False) -> None:
+    """ValueError unless every p.grad is an array of p's own shape (a gradient of another shape
+    would broadcast into the update, or into the norm). ``none_ok``: None, no gradient at all
+    (a frozen parameter), passes; the norms skip it, a step refuses it."""
+    for i, p in enumerate(params):
+        if (p.grad is None and none_ok) or (is_array(p.grad) and p.grad.shape == p.data.shape):
+            continue
+        got = ("no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"
+               if is_array(p.grad) else f"a {type(p.grad).__name__} as its gradient")
+        raise ValueError(f"{where}: parameter {i} {p.data.shape} has {got}; wanted its "
+                         f"own shape (a gradient of another shape would broadcast)")
 
 
 class Optimizer:
@@ -57,13 +72,7 @@ class Optimizer:
         # lr may have been set since (a schedule's value, or by hand): a NaN or negative one
         # would quietly ruin every weight, or climb the loss
         check_real(self.lr, "lr", where, low=0, low_open=False)
-        # every gradient checked before any update: a refused step moves no weight
-        for i, p in enumerate(self.params):
-            if not is_array(p.grad) or p.grad.shape != p.data.shape:
-                got = ("no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"
-                       if is_array(p.grad) else f"a {type(p.grad).__name__} as its gradient")
-                raise ValueError(f"{where}: parameter {i} {p.data.shape} has {got}; wanted its "
-                                 f"own shape (a gradient of another shape would broadcast)")
+        _check_gradients(self.params, where)   # all before any update: a refused step moves none
         self.t += 1
         for i, p in enumerate(self.params):
             self._follow(i, p)
@@ -91,27 +100,57 @@ class Optimizer:
         if not isinstance(saved, dict) or not {"arrays", "t", "lr"} <= set(saved):
             raise ValueError(f"{where}: saved must be a dict holding 'arrays', 't' and 'lr', as "
                              f"state_dict() returns; got {str(saved)[:60]}")
+        arrays = saved["arrays"]
+        if not isinstance(arrays, dict):
+            raise TypeError(f"{where}: saved['arrays'] is a {type(arrays).__name__}; wanted a "
+                            f"dict of the state's arrays by name ("
+                            f"{', '.join(f'{n}.0' for n in self.state_names)}, …), as "
+                            f"state_dict() returns")
         check_int(saved["t"], "t", where, low=0, what="the number of steps taken")
         check_real(saved["lr"], "lr", where, low=0, low_open=False)
+        self._check_same_parameters(arrays, where)
+        cast = {}
         for name, per_param in self.state.items():
             for i, a in enumerate(per_param):
                 key = f"{name}.{i}"
-                if key not in saved["arrays"] or getattr(saved["arrays"][key], "shape",
-                                                         None) != a.shape:
+                if key not in arrays or getattr(arrays[key], "shape", None) != a.shape:
                     raise ValueError(f"{where}: state {key} is "
                                      f"missing or has the wrong shape; wanted {tuple(a.shape)}")
-                if not_real_numbers(saved["arrays"][key]):
-                    raise ValueError(f"{where}: state {key} "
-                                     f"{not_real_numbers(saved['arrays'][key])}")
-                if name in self.never_negative and (saved["arrays"][key] < 0).any():
+                if not_real_numbers(arrays[key]):
+                    raise ValueError(f"{where}: state {key} {not_real_numbers(arrays[key])}")
+                if name in self.never_negative and (arrays[key] < 0).any():
                     raise ValueError(f"{where}: state {key} holds negative values; wanted "
                                      f"≥ 0, a running mean of squared gradients (its square "
                                      f"root would make the weights NaN)")
+                # cast here and checked again: 1e300 is finite in float64 and inf in float32
+                with float_errors_ignored():             # the overflow is reported just below
+                    cast[key] = to_device(arrays[key], backend_of(a), a.dtype).copy()
+                if not_real_numbers(cast[key]):
+                    raise ValueError(f"{where}: state {key} holds values beyond {a.dtype}'s "
+                                     f"range; wanted finite numbers in the state's dtype")
         for name, per_param in self.state.items():         # all checked: now load them
-            for i, a in enumerate(per_param):
-                per_param[i] = to_device(saved["arrays"][f"{name}.{i}"], backend_of(a),
-                                         a.dtype).copy()
+            for i in range(len(per_param)):
+                per_param[i] = cast[f"{name}.{i}"]
         self.t, self.lr = int(saved["t"]), float(saved["lr"])
+
+    def _check_same_parameters(self, arrays: dict, where: str) -> None:
+        """The saved state is of as many parameters as this optimizer's, and holds nothing else:
+        a full model's state loaded into an optimizer of a few of its parameters (or a state of
+        another rule) loaded the part that matched and said nothing of the rest."""
+        found = [re.fullmatch(r"(\w+)\.(\d+)", str(key)) for key in arrays]
+        indices = {int(m[2]) for m in found if m and m[1] in self.state_names}
+        if indices == set(range(len(indices))) and len(indices) != len(self.params):
+            raise ValueError(f"{where}: the saved state is of {len(indices)} parameter(s); this "
+                             f"optimizer has {len(self.params)}; wanted the state of an "
+                             f"optimizer of these same parameters")
+        wanted = {f"{name}.{i}" for name in self.state_names for i in range(len(self.params))}
+        unknown = sorted(str(key) for key in arrays if key not in wanted)
+        if unknown:
+            names = ", ".join(f"{name}.i" for name in self.state_names)
+            raise ValueError(f"{where}: saved['arrays'] holds {', '.join(unknown[:3])}"
+                             f"{' …' if len(unknown) > 3 else ''}, which is no state of this "
+                             f"{type(self).__name__}; wanted only {names} for i < "
+                             f"{len(self.params)}")
 
 
 class SGD(Optimizer):
@@ -218,9 +257,16 @@ class AdamW(Adam):
 
 
 def grad_norm(params) -> float:
-    """The global L2 norm of all gradients, √(Σ_p Σ_i grad_i²), as a Python float."""
-    params = _parameters(params, "grad_norm")
-    squares = [(p.grad * p.grad).sum() for p in params]       # one number per parameter
+    """The global L2 norm of all gradients, √(Σ_p Σ_i grad_i²), as a Python float. A parameter
+    whose grad is None (frozen, or set so by hand) has no gradient and adds nothing to it."""
+    return _norm(_parameters(params, "grad_norm"), "grad_norm")
+
+
+def _norm(params: list, where: str) -> float:
+    _check_gradients(params, where, none_ok=True)        # another shape: a norm of what?
+    squares = [(p.grad * p.grad).sum() for p in params if p.grad is not None]
+    if not squares:
+        return 0.0
     # brought to the host together: on a GPU each float() would wait for the device once more
     return math.sqrt(sum(to_numpy(get_array_module(squares[0]).stack(squares)).tolist()))
 
@@ -229,15 +275,16 @@ def clip_grad_norm(params, max_norm: float) -> float:
     """Scale all gradients together so that their global L2 norm is at most ``max_norm``.
 
     Returns the norm before clipping (worth logging: spikes show instability). The direction of
-    the update is kept; only its length is capped.
+    the update is kept; only its length is capped. A grad that is None is left None.
     """
     check_real(max_norm, "max_norm", "clip_grad_norm", low=0)
     params = _parameters(params, "clip_grad_norm")
-    total = grad_norm(params)
+    total = _norm(params, "clip_grad_norm")
     scale = max_norm / (total + 1e-6)
     if scale < 1.0:
         for p in params:
-            p.grad *= scale
+            if p.grad is not None:
+                p.grad *= scale
     return total
 
 

@@ -21,6 +21,7 @@ exactly.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import signal
 import sys
@@ -53,13 +54,34 @@ def _check_trainer(model, optimizer, batches, schedule, evaluate, eval_every, cl
         if not (callable(value) or value is None):   # batches None: a trainer to save or resume
             raise TypeError(f"{where}: {name} is a {type(value).__name__}; wanted a function "
                             f"or None")
+        if value is not None:
+            _check_arguments(value, name, 1 if name == "schedule" else 0, where)
     check_int(eval_every, "eval_every", where, what="steps between validations")
-    check_int(save_every, "save_every", where, low=0, what="steps between saves (0: none)")
+    check_int(save_every, "save_every", where, low=0,
+              what="steps between saves (0: none before the end)")
     if save_every and save is None:         # the run would be saved never, and nothing said
         raise ValueError(f"{where}: save_every={save_every} but save is None; wanted a function "
                          f"that writes a checkpoint (or save_every=0)")
     if clip is not None:
         check_real(clip, "clip", where, low=0)
+
+
+def _check_arguments(function, name: str, count: int, where: str) -> None:
+    """TypeError unless ``function`` can be called with ``count`` positional arguments: a
+    schedule is called with the step, the others with nothing. An evaluate given where the
+    schedule goes (Trainer(m, o, batches, evaluate)) failed only at the first step, with
+    "<lambda>() takes 0 positional arguments but 1 was given". Lenient: a function whose
+    signature Python cannot read (some built-ins) is taken on trust."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        wanted = ("one argument, the step (step -> learning rate); a function of the validation "
+                  "loss goes in evaluate=" if count else f"no argument: it is called as {name}()")
+        raise TypeError(f"{where}: {name} takes {signature}; wanted {wanted}") from None
 
 
 class TrainingDiverged(RuntimeError):
@@ -76,7 +98,10 @@ class Trainer:
                   None keeps optimizer.lr
     evaluate      () -> validation loss (float), run every ``eval_every`` steps and at the end
     save          () -> None, a checkpoint, run every ``save_every`` steps before the last
-                  (a run killed at any moment loses at most save_every steps)
+                  (a run killed at any moment loses at most save_every steps); the last step's
+                  checkpoint, or a stopped run's, is the caller's to save. So save_every=0
+                  (the default) with a save means no save during the run, only the caller's
+                  at the end: ``minitf train --save-every 0``, which passes its save always
     clip          max global gradient norm (None: no clipping)
     The divergence rule (see the module docstring) reads ``model.chance_loss`` (log V, which
     Model.loss records) and the schedule's ``warmup``, if it has one.
@@ -163,7 +188,7 @@ class Trainer:
 
     def _diagnose(self, loss: float) -> str:
         for name, p in self.model.named_parameters():
-            if not bool(get_array_module(p.grad).isfinite(p.grad).all()):
+            if p.grad is not None and not bool(get_array_module(p.grad).isfinite(p.grad).all()):
                 return (f"training diverged at step {self.step}: loss {loss}; the first parameter "
                         f"whose gradient is not finite is {name} {tuple(p.shape)} (try a lower "
                         f"learning rate or gradient clipping)")

@@ -198,3 +198,42 @@ def test_load_state_dict_takes_what_np_load_reads_back_and_a_refused_save_makes_
     with raises(checkpoint.CheckpointError, "checkpoint.save: model/tok_emb.W holds NaN"):
         checkpoint.save(tmp_path / "new" / "run", lm)
     assert not (tmp_path / "new").exists()
+
+
+def test_a_schedule_that_takes_no_step_is_refused_when_the_trainer_is_made():
+    """An evaluate passed where the schedule goes failed at the first step only, with
+    "<lambda>() takes 0 positional arguments but 1 was given"."""
+    from minitf.optim import Noam, WarmupCosine
+    lm = _lm()
+    for settings, fragments in [
+        (dict(schedule=lambda: 2.0), ["schedule takes (); wanted one argument, the step",
+                                      "goes in evaluate="]),
+        (dict(schedule=lambda step, lr: lr), ["schedule takes (step, lr); wanted one argument"]),
+        (dict(evaluate=lambda model: 2.0), ["evaluate takes (model); wanted no argument"]),
+        (dict(batches=lambda n: n), ["batches takes (n); wanted no argument"]),
+        (dict(save=lambda out: None), ["save takes (out); wanted no argument"]),
+    ]:
+        arguments = dict(model=lm, optimizer=Adam(lm), batches=_batches()) | settings
+        with raises(TypeError, "Trainer:", *fragments):
+            Trainer(**arguments)
+    with raises(TypeError, "Trainer: schedule takes ()"):
+        Trainer(lm, Adam(lm), _batches(), lambda: 2.0)                 # as the finding had it
+    # leniently: whatever takes one argument, and what Python cannot read the signature of
+    for schedule in (WarmupCosine(1e-3, 1, 10), Noam(16), lambda step, *rest: 1e-3,
+                     lambda step=0: 1e-3, max):
+        Trainer(lm, Adam(lm), _batches(), schedule)
+
+
+def test_a_save_with_save_every_0_is_left_to_the_caller():
+    """save_every=0 (the default) with a save: no save during the run, the end's is the
+    caller's -- what minitf train --save-every 0 is (it passes its save always, and saves the
+    last step itself; a Trainer that saved too would make two checkpoints of it)."""
+    lm = _lm()
+    saves = []
+    trainer = Trainer(lm, Adam(lm), _batches(), save=lambda: saves.append(trainer.step))
+    trainer.fit(4, progress=False)
+    assert trainer.step == 4 and saves == []
+    trainer = Trainer(lm, Adam(lm), _batches(), save=lambda: saves.append(trainer.step),
+                      save_every=2)
+    trainer.fit(4, progress=False)
+    assert saves == [2]                                   # before the last; the last is the caller's
