@@ -21,7 +21,9 @@ import inspect
 
 from minitf.models import MODELS
 from minitf.models.lm import POSITIONAL
-from minitf.validate import check_flags, check_heads, check_int, check_sizes, feed_forward_width
+from minitf.models.rnn import CELLS
+from minitf.validate import (check_flags, check_heads, check_int, check_rope_width, check_sizes,
+                             feed_forward_width, is_real_number)
 
 SOFTMAX_FLOPS = 6      # per score: × 1/√d_head, max, −, exp, +, ÷
 
@@ -81,12 +83,15 @@ def lm_cost(vocab_size: int, d_model: int, n_layers: int, d_ff: int | None = Non
     """
     check_sizes("lm_cost", vocab_size=vocab_size, d_model=d_model, n_layers=n_layers,
                 batch_size=batch_size, n_heads=n_heads, bytes_per_number=bytes_per_number)
+    # context 0 is no model, and still priced: its forward FLOPs are the part that no attention
+    # does, what the tests subtract to see attention's part grow as n²
     check_int(context, "context", "lm_cost", low=0, what="the keys a token attends to")
     check_int(relative_buckets, "relative_buckets", "lm_cost")
     check_flags("lm_cost", tie_weights=tie_weights, pre_ln=pre_ln)  # 'no' would be truthy
     if positional not in POSITIONAL:
         raise ValueError(f"lm_cost: positional must be one of {POSITIONAL}; got {positional!r}")
     check_heads(d_model, n_heads, "lm_cost")
+    check_rope_width(positional, d_model // n_heads, "lm_cost")       # as DecoderLM refuses it
     d, L, n, b = d_model, n_layers, context, batch_size
     d_ff = feed_forward_width(d_ff, d, "lm_cost")
     block = block_parameters(d, d_ff)
@@ -132,6 +137,9 @@ def decoder_window_numbers(vocab_size: int, d_model: int, n_layers: int, d_ff: i
                        + n·d_ff (the hidden layer) + h·n(n+1)/2 (the attention weights)
         the top        n·d (the last norm's x̂) + n·V (the softmax of the logits)
     """
+    check_sizes("decoder_window_numbers", vocab_size=vocab_size, d_model=d_model,
+                n_layers=n_layers, d_ff=d_ff, n_heads=n_heads, context=context)
+    check_heads(d_model, n_heads, "decoder_window_numbers")
     d, n, h = d_model, context, n_heads
     per_block = 6 * n * d + n * d_ff + h * n * (n + 1) // 2
     return n_layers * per_block + n * d + n * vocab_size
@@ -142,6 +150,10 @@ def recurrent_window_numbers(vocab_size: int, d_model: int, d_hidden: int, cell:
     """The same floor for the recurrent baseline (RNNLM): its layer keeps the embedded input and
     every step's state, h_t (an RNN) or h_t, c_t and the four gates (an LSTM), and the softmax
     of the logits: n·(d + k·d_h) + n·V numbers, k = 1 or 6."""
+    where = "recurrent_window_numbers"
+    if cell not in CELLS:            # "gru" or "LSTM" was counted as a plain RNN
+        raise ValueError(f"{where}: cell must be one of {tuple(CELLS)}; got {cell!r}")
+    check_sizes(where, vocab_size=vocab_size, d_model=d_model, d_hidden=d_hidden, context=context)
     states = 6 if cell == "lstm" else 1
     return context * (d_model + states * d_hidden + vocab_size)
 
@@ -153,6 +165,11 @@ def training_memory_floor(window_numbers: int, batch_size: int, parameters: int,
     and AdamW's two moments. A floor, not an estimate: a step's traced peak is 1.7-3.8 × its
     windows' part at the sizes tests/test_memory_floor.py tries, and 2.0 × for the model
     ``minitf train`` builds (the peak comes during the backward, beside the gradients)."""
+    where = "training_memory_floor"
+    check_int(window_numbers, "window_numbers", where, what="the numbers a window holds")
+    check_int(batch_size, "batch_size", where, low=0, what="the windows (0: the weights alone)")
+    check_int(parameters, "parameters", where, low=0, what="the model's parameters")
+    check_int(bytes_per_number, "bytes_per_number", where)
     return (batch_size * window_numbers + 4 * parameters) * bytes_per_number
 
 
@@ -171,10 +188,14 @@ def available_memory() -> int | None:
 
 def format_cost(cost: dict) -> str:
     """The table ``minitf info`` prints."""
-    _check_keys(cost, ("parameters", "parameters_formula", "embedding_parameters",
-                       "forward_flops_per_token", "training_flops_per_step", "kv_cache_bytes",
-                       "kv_cache_numbers", "decode_flops_cached", "decode_flops_uncached"),
-                "cost", "format_cost", "what lm_cost returns")
+    keys = ("parameters", "parameters_formula", "embedding_parameters", "forward_flops_per_token",
+            "training_flops_per_step", "kv_cache_bytes", "kv_cache_numbers",
+            "decode_flops_cached", "decode_flops_uncached")
+    _check_keys(cost, keys, "cost", "format_cost", "what lm_cost returns")
+    for key in keys:
+        if not is_real_number(cost[key]):      # None failed as "bad operand type for abs()"
+            raise TypeError(f"format_cost: cost[{key!r}] is {cost[key]!r:.40}; wanted a number, "
+                            f"as lm_cost returns")
     rows = [
         ("parameters (exact)", _human(cost["parameters"]), f"{cost['parameters']:,}"),
         ("  blocks, L·(4d² + 2·d·d_ff)", _human(cost["parameters_formula"]), ""),
@@ -196,6 +217,10 @@ def format_rows(rows) -> str:
             not isinstance(row, (list, tuple)) or len(row) != 3 for row in rows):
         raise ValueError(f"format_rows: rows must be a non-empty list of (label, value, note) "
                          f"tuples; got {rows!r:.80}")
+    for i, (_, value, _) in enumerate(rows):
+        if not (isinstance(value, str) or is_real_number(value)):
+            raise TypeError(f"format_rows: rows[{i}]'s value is {value!r:.40}; wanted a number "
+                            f"or a str")
     rows = [(a, b if isinstance(b, str) else _human(b), c) for a, b, c in rows]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{a:<{width}}  {b:>12}  {c}".rstrip() for a, b, c in rows)

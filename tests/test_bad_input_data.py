@@ -46,6 +46,14 @@ CASES = {
         lambda: data.pad_batch([[3, 0, 5], [4]]), ValueError,
         ["pad_batch:", "sequences[0] holds the id 0 at position 1, and pad_id is 0",
          "wanted a pad_id that no sequence uses"]),
+    # NumPy's "inhomogeneous shape" error, and an id past int64 wrapped to a negative one
+    "pad_batch of a sequence with a list in it": (
+        lambda: data.pad_batch([[1, [2, 3]]]), ValueError,
+        ["pad_batch:", "sequences[0] nests lists in it", "wanted (n,), one flat sequence"]),
+    "pad_batch of an id past int64": (
+        lambda: data.pad_batch([[4], np.array([2 ** 63 + 5], np.uint64)]), ValueError,
+        ["pad_batch:", "sequences[1] holds the id 9223372036854775813",
+         "wanted ids that fit the int64 batch"]),
     "WordVocabulary of None": (lambda: data.WordVocabulary(None), TypeError,
                                ["WordVocabulary:", "sentences must be a list of strings",
                                 "got NoneType"]),
@@ -63,6 +71,21 @@ CASES = {
     "encode to a length in a string": (lambda: vocabulary().encode(["the cat"], length="4"),
                                        ValueError, ["WordVocabulary.encode:", "length must be",
                                                     "'4'"]),
+    # these three were named pad_batch, a function the caller never called
+    "encode of no sentences": (lambda: vocabulary().encode([]), ValueError,
+                               ["WordVocabulary.encode:", "sentences is empty"]),
+    "encode to a length too short": (
+        lambda: vocabulary().encode(["a dog", "the cat sat"], length=2), ValueError,
+        ["WordVocabulary.encode:", "sentences[1] has 3 words; wanted at most length=2"]),
+    "encode of the padding word": (
+        lambda: vocabulary().encode(["the <pad> cat"]), ValueError,
+        ["WordVocabulary.encode:", "sentences[0] holds the word '<pad>', id 0, the padding"]),
+    "encode_pairs of no pairs": (lambda: vocabulary("[SEP]").encode_pairs([]), ValueError,
+                                 ["WordVocabulary.encode_pairs:", "pairs is empty"]),
+    "encode_pairs to a length too short": (
+        lambda: vocabulary("[SEP]").encode_pairs([("the cat", "a dog")], length=5), ValueError,
+        ["WordVocabulary.encode_pairs:", "pairs[0] has 6 words with its two [SEP]; wanted at "
+                                         "most length=5"]),
     "encode_pairs of sentences": (lambda: vocabulary("[SEP]").encode_pairs(["the cat"]),
                                   TypeError, ["WordVocabulary.encode_pairs:",
                                               "pairs must be a list of (sentence, sentence)",
@@ -220,3 +243,48 @@ def test_a_stream_too_short_for_a_random_window_says_how_long_it_must_be():
         data.random_windows(np.arange(200) % 7, 4, 199)
     x, y = data.random_windows(np.arange(201) % 7, 4, 199)
     assert x.shape == y.shape == (4, 199)
+
+
+def test_load_names_a_file_whose_characters_repeat(tmp_path):
+    """It said "CharTokenizer: chars must be distinct", naming neither load, the file nor the
+    character."""
+    path = tmp_path / "tok.json"
+    path.write_text(json.dumps({"type": "char", "chars": ["a", "b", "a"]}))
+    with raises(ValueError, "CharTokenizer.load:", str(path), "holds no tokenizer that "
+                "CharTokenizer.save wrote", "chars must be distinct; got 'a' more than once"):
+        data.CharTokenizer.load(path)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.int32])
+def test_mask_tokens_of_narrow_ids_masks_as_int64_ids_do(dtype):
+    """uint8 ids got uint8 targets, where the ignore index -100 wrapped to 156 (uint16: 65436):
+    the loss scored all 64 positions, not the 11 chosen. Inputs and targets are int64, whatever
+    the ids' dtype, and the draws are those of int64 ids."""
+    ids = np.random.default_rng(0).integers(2, 200, (4, 16))
+    wanted = data.mask_tokens(ids, 1, 200, seed=0)
+    got = data.mask_tokens(ids.astype(dtype), 1, 200, seed=0)
+    for array, want in zip(got, wanted):
+        assert array.dtype == np.int64 and (array == want).all()
+    assert (got[1] != -100).sum() == 11
+    # a [MASK] id that uint8 cannot hold was a raw OverflowError
+    inputs, _ = data.mask_tokens(ids.astype(np.uint8), 999, 1000, p=0.5, seed=0)
+    assert (inputs == 999).any()
+
+
+def test_bigram_loss_of_a_large_id_counts_only_the_pairs_that_occur(monkeypatch):
+    """[0, 10⁶] made a table of (10⁶ + 1)² numbers, 7.28 TiB: a MemoryError, and a 50,000-token
+    vocabulary's was 20 GB, a risk of the kernel killing the run. Past a small table the pairs
+    are counted as they occur, to the table's estimate (within rounding)."""
+    alpha, v = 0.1, 10 ** 7
+    assert data.bigram_loss([0, 10 ** 6], [0, 1], v) == pytest.approx(
+        -math.log(alpha / (1 + alpha * v)), rel=1e-12)           # 0 1 never seen, one pair from 0
+    rng = np.random.default_rng(0)
+    train, held_out = rng.integers(0, 300, 5000), rng.integers(0, 300, 1000).astype(np.uint16)
+    table = data.bigram_loss(train, held_out, 500)
+    monkeypatch.setattr("minitf.data.text.BIGRAM_TABLE", 0)     # no table at all
+    assert data.bigram_loss(train, held_out, 500) == pytest.approx(table, rel=1e-12)
+
+
+def test_pad_batch_takes_uint64_ids_that_fit_int64():
+    out, _ = data.pad_batch([np.array([5, 2 ** 63 - 1], np.uint64)])
+    assert out.dtype == np.int64 and out.tolist() == [[5, 2 ** 63 - 1]]

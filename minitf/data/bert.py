@@ -19,8 +19,9 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
         10 %  stay as they are           and the input it is trained on looks like real text
     targets = the original id at the chosen positions, ignore_index everywhere else: only the
     chosen positions are scored. ids: any int array, e.g. (b, n); inputs and targets have its
-    shape and backend. Random tokens are drawn from the non-special ids. Draws come from minitf's
-    generator, or from ``seed`` when given (then this call's draws are the same every time).
+    shape and backend, and dtype int64 whatever ids' dtype (uint8 has no -100). Random tokens are
+    drawn from the non-special ids. Draws come from minitf's generator, or from ``seed`` when
+    given (then this call's draws are the same every time).
     """
     where = "mask_tokens"
     check_int(vocab_size, "vocab_size", where, what="the number of tokens")
@@ -44,13 +45,17 @@ def mask_tokens(ids, mask_id: int, vocab_size: int, p: float = 0.15, special_ids
                          f"ordinary token")
     # targets hold ignore_index wherever nothing was chosen: were it an ordinary id, a position
     # chosen to be scored on that token would be skipped by the loss as if it were not chosen
-    if not is_int(ignore_index) or 0 <= ignore_index < vocab_size and ignore_index not in special:
+    if (not is_int(ignore_index) or not -2**63 <= ignore_index < 2**63      # int64 targets
+            or 0 <= ignore_index < vocab_size and ignore_index not in special):
         raise ValueError(f"{where}: ignore_index must be an integer that no scored token has "
                          f"(negative, as the default -100, or a special id); got {ignore_index!r}")
     if seed is not None:
         with seeded(seed):
             return mask_tokens(ids, mask_id, vocab_size, p, special_ids, ignore_index)
     xp, device = get_array_module(ids), backend_of(ids)
+    # int64 from here on: the caller's dtype need not hold what is written into it -- uint8 wrapped
+    # the targets' -100 to 156, a position the loss then scored, and cannot hold a mask_id of 300
+    ids = ids.astype(xp.int64, copy=False)          # (no copy, and the same draws, for int64 ids)
     u_choose = rand(*ids.shape, dtype="float64", like=ids)      # (…) one draw to choose
     u_action = rand(*ids.shape, dtype="float64", like=ids)      # (…) one to decide what to do
     pick = to_device(randint(0, len(ordinary), ids.shape), backend=device)

@@ -28,7 +28,7 @@ def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
         raise ValueError(f"{where}: sequences is empty; wanted at least one sequence of ids")
     check_int(pad_id, "pad_id", where, low=0, what="the id of the padding token")
     _check_length(length, where)
-    arrays = [np.asarray(s) for s in sequences]
+    arrays = [_as_array(s, i, where) for i, s in enumerate(sequences)]
     for i, seq in enumerate(arrays):
         if seq.ndim == 0:           # [1, 2, 3] is one sequence, not three
             hint = " (one sequence: wrap it in a list)" if seq.dtype.kind in "iu" else ""
@@ -39,6 +39,9 @@ def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
                              f"(n,), one sequence of ids")
         if seq.size and seq.dtype.kind not in "iu":      # ids, not numbers that would be truncated
             raise TypeError(f"{where}: a sequence holds {seq.dtype} values; wanted integer ids")
+        if seq.size and seq.dtype == np.uint64 and seq.max() > INT64_MAX:   # would wrap negative
+            raise ValueError(f"{where}: sequences[{i}] holds the id {int(seq.max())}; wanted ids "
+                             f"that fit the int64 batch, at most {INT64_MAX}")
         if (seq == pad_id).any():   # masked as padding later: a real token silently dropped
             raise ValueError(f"{where}: sequences[{i}] holds the id {pad_id} at position "
                              f"{int(np.argmax(seq == pad_id))}, and pad_id is {pad_id}; wanted a "
@@ -51,6 +54,19 @@ def pad_batch(sequences, pad_id: int = PAD, length: int | None = None):
     for row, seq in zip(out, arrays):
         row[:len(seq)] = seq
     return out, lengths
+
+
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _as_array(sequence, i: int, where: str):
+    """sequences[i] as an array: NumPy's own error for [1, [2, 3]] names neither the function nor
+    the sequence."""
+    try:
+        return np.asarray(sequence)
+    except ValueError:
+        raise ValueError(f"{where}: sequences[{i}] nests lists in it, {str(sequence)[:40]}; "
+                         f"wanted (n,), one flat sequence of ids") from None
 
 
 def _check_length(length, where: str) -> None:
@@ -177,11 +193,26 @@ class WordVocabulary:
     def encode(self, sentences, length: int | None = None):
         """A list of sentences -> padded (b, n) ids (and their lengths)."""
         _check_sentences(sentences, "WordVocabulary.encode")
-        _check_length(length, "WordVocabulary.encode")
+        return self._encode(sentences, length, "WordVocabulary.encode", "sentences")
+
+    def _encode(self, sentences, length, where: str, name: str, extra: str = ""):
+        """encode's work, refused in the words of ``where`` (encode, or encode_pairs, which passes
+        each pair joined, ``extra`` words beside its own): pad_batch's messages name pad_batch."""
+        _check_length(length, where)
+        if len(sentences) == 0:
+            raise ValueError(f"{where}: {name} is empty; wanted at least one")
         unknown = sorted({w for s in sentences for w in s.split()} - set(self.index))
         if unknown:
-            raise ValueError(f"WordVocabulary.encode: unknown words {unknown[:5]}")
-        return pad_batch([[self.index[w] for w in s.split()] for s in sentences], 0, length)
+            raise ValueError(f"{where}: unknown words {unknown[:5]}")
+        rows = [[self.index[w] for w in s.split()] for s in sentences]
+        for i, row in enumerate(rows):
+            if 0 in row:            # the padding mask would hide it: a word silently dropped
+                raise ValueError(f"{where}: {name}[{i}] holds the word '<pad>', id 0, the "
+                                 f"padding; wanted the words alone (encode pads them itself)")
+            if length is not None and len(row) > length:
+                raise ValueError(f"{where}: {name}[{i}] has {len(row)} words{extra}; wanted at "
+                                 f"most length={length}")
+        return pad_batch(rows, 0, length)
 
     def encode_pairs(self, pairs, length: int | None = None):
         """Sentence pairs -> ids and segment ids, both padded (b, n), for a model that puts its own
@@ -203,7 +234,7 @@ class WordVocabulary:
                 raise TypeError(f"{where}: pairs must be a list of (sentence, sentence) pairs; "
                                 f"got {pair!r} among them")
         joined = [f"{a} [SEP] {b} [SEP]" for a, b in pairs]
-        ids, lengths = self.encode(joined, length)
+        ids, lengths = self._encode(joined, length, where, "pairs", " with its two [SEP]")
         first = np.array([len(a.split()) + 1 for a, _ in pairs])            # a and its [SEP]
         position = np.arange(ids.shape[1])
         in_b = (position >= first[:, None]) & (position < lengths[:, None])     # (b, n)

@@ -30,7 +30,8 @@ class CharTokenizer:
         self.chars = list(chars)
         self.index = {c: i for i, c in enumerate(self.chars)}
         if len(self.index) != len(self.chars):
-            raise ValueError("CharTokenizer: chars must be distinct")
+            twice = next(c for i, c in enumerate(self.chars) if c in self.chars[:i])
+            raise ValueError(f"CharTokenizer: chars must be distinct; got {twice!r} more than once")
 
     @classmethod
     def fit(cls, text: str) -> "CharTokenizer":
@@ -99,7 +100,11 @@ class CharTokenizer:
         if not isinstance(saved, dict):        # from_json would name itself, not the file
             raise ValueError(f"CharTokenizer.load: {path} holds a JSON {type(saved).__name__}; "
                              f"wanted a saved character tokenizer, {{'type': 'char', ...}}")
-        return cls.from_json(saved)
+        try:
+            return cls.from_json(saved)
+        except ValueError as err:      # from_json's message names neither load nor the file
+            raise ValueError(f"CharTokenizer.load: {path} holds no tokenizer that "
+                             f"CharTokenizer.save wrote ({err})") from None
 
 
 def _path(path, where: str) -> Path:
@@ -258,14 +263,37 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int, alpha: float = 0.1) -> flo
         if len(ids) < 2:           # no pair counted gives the uniform loss log V, not a bigram's
             raise ValueError(f"bigram_loss: {name} has {len(ids)} tokens; wanted at least 2, "
                              f"one pair")
-    # A table up to the largest id that occurs, m: an id above it was never counted, so its column
-    # adds α to each row's total and nothing else. A V × V table would take V² numbers, 8 TB for
-    # V = 10⁶, however few ids occur.
+    # Ids up to the largest that occurs, m: an id above it was never counted, so its column adds
+    # α to each row's total and nothing else. An m × m table of the counts is the plain way while
+    # it is small; past BIGRAM_TABLE numbers only the pairs that occur are counted (a 50,000-token
+    # vocabulary's table is 20 GB, one id of 10⁶ made a 7 TiB one). The two agree to rounding:
+    # a row of the table is summed number by number, c(a) + α·V is one addition.
     m = int(max(train_ids.max(), eval_ids.max())) + 1
+    if m * m > BIGRAM_TABLE:
+        return float(-_bigram_logp_of_pairs(train_ids, eval_ids, vocab_size, alpha).mean())
     counts = np.full((m, m), alpha)
     np.add.at(counts, (train_ids[:-1], train_ids[1:]), 1.0)
     logp = np.log(counts / (counts.sum(axis=1, keepdims=True) + alpha * (vocab_size - m)))
     return float(-logp[eval_ids[:-1], eval_ids[1:]].mean())
+
+
+BIGRAM_TABLE = 2 ** 22        # numbers (32 MiB): the largest table bigram_loss makes, m ≤ 2048
+
+
+def _bigram_logp_of_pairs(train_ids, eval_ids, vocab_size: int, alpha: float):
+    """log (c(a b) + α) / (c(a) + α·V) of each pair a b of eval_ids, c counted on train_ids, in
+    memory proportional to the tokens, whatever the ids. The ids are renumbered 0 … u − 1 in
+    the order of their values (u ≤ the number of tokens), so that a pair is one number, a·u + b:
+    np.unique counts those, a binary search finds each pair asked for."""
+    both = np.concatenate([train_ids.astype(np.uint64), eval_ids.astype(np.uint64)])  # ids ≥ 0
+    distinct, ranks = np.unique(both, return_inverse=True)
+    u, train, held = len(distinct), ranks[:len(train_ids)], ranks[len(train_ids):]
+    codes, counts = np.unique(train[:-1] * u + train[1:], return_counts=True)
+    wanted = held[:-1] * u + held[1:]
+    at = np.searchsorted(codes, wanted).clip(max=len(codes) - 1)
+    pair = np.where(codes[at] == wanted, counts[at], 0)            # c(a b), 0 where never seen
+    current = np.bincount(train[:-1], minlength=u)[held[:-1]]      # c(a)
+    return np.log((pair + alpha) / (current + alpha * vocab_size))
 
 
 def evaluation_windows(ids, n: int, max_windows: int | None = None):
