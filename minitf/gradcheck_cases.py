@@ -253,6 +253,12 @@ def _():
                       {"x": randn(2, 3, 6)})
 
 
+@case("Residual, post-LN, around cross-attention (the memory's gradient passed on)")
+def _():
+    return ModuleCase(nn.Residual(nn.MultiHeadAttention(8, 2, cross=True), 8),
+                      {"x": randn(2, 3, 8), "memory": randn(2, 5, 8)})
+
+
 @case("EncoderBlock, post-LN")
 def _():
     return ModuleCase(nn.EncoderBlock(8, 2, 16, pre_ln=False, dropout=0.1),
@@ -289,6 +295,12 @@ def _():
 def _():
     stack = nn.Stack(nn.DecoderBlock(8, 2, 16, pre_ln=True) for _ in range(2))
     return ModuleCase(stack, {"x": randn(2, 3, 8), "memory": randn(2, 4, 8)})
+
+
+@case("Stack of EncoderBlocks (no memory: each block returns dx alone)")
+def _():
+    stack = nn.Stack([nn.EncoderBlock(8, 2, 16), nn.EncoderBlock(8, 2, 16, pre_ln=True)])
+    return ModuleCase(stack, {"x": randn(2, 4, 8)})
 
 
 from minitf import gradcheck_model_cases  # noqa: E402, F401  (whole models, the pretrained BERT)

@@ -3,14 +3,18 @@
 Each function gets the array a gradient is taken of (x), the learner's gradient (dx) and, for
 values, the numerical one, and returns the lines of explanation -- empty when nothing is wrong.
 The hints are signatures of the classic mistakes: all zeros, a constant factor, a transpose, a
-gradient that ignores the upstream gradient, a wrong shape or dtype, NaN.
+gradient that ignores the upstream gradient, a wrong shape or dtype, NaN. Below them, the mistakes
+a value check alone cannot see: gradients in another order, values returned beyond what minitf
+reads (dropped unseen), and a .grad assigned where it should be added into.
 """
 from __future__ import annotations
 
 import math
 
-from minitf.backend import get_array_module, is_array
-from minitf.gradcheck import TOLERANCE, relative_error
+from minitf import gradcheck_cases
+from minitf.backend import get_array_module, is_array, seed, to_numpy
+from minitf.gradcheck import TOLERANCE, numerical_gradient, relative_error
+from minitf.nn.module import as_tuple
 
 
 def _index(index) -> str:
@@ -118,3 +122,92 @@ def value_problem(name: str, x, dx, numeric, dx_other, mistake: str,
             f"numeric {float(numeric[worst]) + 0.0:.6g}",
             f"{off} of {dx.size} entries off; {name} and your gradient have shape {tuple(x.shape)}",
             "hint: " + _hint(dx, numeric, dx_other, mistake, upstream)]
+
+
+def miscounted(exercise, case, run, reference) -> list[str] | None:
+    """Lines saying that a backward returned more than it should, or None: the check pairs what
+    came back with the inputs and dropped the rest unseen, and the answer then broke where
+    minitf called it. A module's backward returns one gradient per input (None for ids), and
+    nothing but None beyond them; the learner's functional backward returns what minitf's own
+    (``reference``) returns for that case: one array, or a tuple of as many. Too few is not
+    said here: each missing one is "no gradient came back for it"."""
+    back = run.returned[0] if len(run.returned) == 1 else run.returned   # as backward gave it
+    if getattr(case, "module", None) is not None:
+        if all(v is None for v in run.returned[len(case.inputs):]):
+            return None
+        wanted = f"{len(case.inputs)}, one per input ({', '.join(case.inputs) or 'none'})"
+    elif reference is not None and getattr(case.backward, "stands_in_for", None) == exercise.name:
+        with seed(1):                                # the case's forward, as run_backward ran it
+            _, cache = case.forward(**case.inputs, **case.options)
+        theirs = reference(run.g.copy(), cache)
+        if isinstance(theirs, tuple) == isinstance(back, tuple) and \
+                len(run.returned) <= len(as_tuple(theirs)):
+            return None
+        wanted = f"{described(theirs)}, as minitf's own {exercise.attribute} returns"
+    else:
+        return None
+    return [f"the backward returned {described(back)}; wanted {wanted}",
+            "hint: return what the docstring's -> line says: one array, or a tuple in that order"]
+
+
+def assigned_not_added(name: str, g) -> list[str] | None:
+    """[row name, lines] when a second backward without zero_grad() leaves some .grad other than
+    twice the first's -- the backward assigned it (=) instead of adding into it (+=) -- or None.
+    The checks start every .grad at zero, where the two are the same."""
+    case = gradcheck_cases.build(name)
+    module = case.module
+    module.zero_grad()
+    grads = []
+    for _ in range(2):
+        with seed(1):                                # the same dropout masks both times
+            module(*case.inputs.values(), **case.options)
+        module.backward(g.copy())
+        grads.append({k: to_numpy(p.grad).copy() for k, p in module.named_parameters()})
+    once, twice = grads
+    for key in once:
+        if relative_error(twice[key], 2 * once[key]) > TOLERANCE:
+            return [f"param {key}", f"param {key}: after two backwards without zero_grad() its "
+                    f".grad is not twice one backward's: the backward assigns it instead of adding "
+                    f"into it", "hint: add a parameter's gradient into its .grad (+=), never "
+                    "assign it (=): .grad adds up over micro-batches and over every use of a "
+                    "shared weight"]
+    return None
+
+
+def in_another_order(tensor: str, dx, run, numerics: dict, problem: list) -> list[str] | None:
+    """Lines saying that the wrong ``dx`` is another tensor's gradient -- the gradients returned
+    (or added into .grad) in another order -- or None. By shape where dx has another tensor's
+    shape and ``problem`` (shape_problem's lines) has no hint of its own (a broadcast left
+    unsummed, a transpose), else by value: it equals another tensor's numerical gradient (kept
+    in ``numerics``, worked out here where not yet). The exercise's classic-mistake hint would
+    otherwise send the learner looking for a mistake in a gradient that is right."""
+    if not is_array(dx):
+        return None
+    for name, (y, _) in run.tensors.items():
+        if name == tensor or y.dtype.kind != "f" or tuple(y.shape) != tuple(dx.shape):
+            continue
+        if tuple(dx.shape) != tuple(run.tensors[tensor][0].shape):      # another's shape
+            if len(problem) > 1:
+                return None
+            match = f"has the shape of {name}"
+        else:
+            if name not in numerics:
+                numerics[name] = numerical_gradient(run.loss, y)
+            if relative_error(dx, numerics[name]) > TOLERANCE:
+                continue
+            match = f"is the gradient of {name}"
+        order = ", ".join(n for n, (z, _) in run.tensors.items() if z.dtype.kind == "f")
+        return [f"{tensor}: your gradient {match}, not of {tensor}",
+                f"hint: gradients returned (or added into .grad) in another order? wanted in the "
+                f"order {order}"]
+    return None
+
+
+def described(value) -> str:
+    """What a backward returned, in a few words: "a tuple of 2: an array of shape (6, 3), None"."""
+    def one(v):
+        return f"an array of shape {tuple(v.shape)}" if is_array(v) else \
+            "None" if v is None else f"a {type(v).__name__}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value)
+    return one(value)

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import minitf
 from minitf import gradcheck_cases
-from minitf.backend import backend_name, is_array, precision, randn, seed
+from minitf.backend import backend_name, precision, randn, seed
 from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import EXERCISES, Exercise, find
-from minitf.exercises.diagnose import shape_problem, value_problem
+from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
+                                       miscounted, shape_problem, value_problem)
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases, traces
@@ -143,29 +144,47 @@ def standing_in(exercise: Exercise, function):
 # ----------------------------------------------------------------------------------------------
 
 def _arrays_of(case) -> dict:
-    """The arrays a case's gradients are taken of, by name, before anything runs."""
+    """The arrays a case's forward reads, by name, before anything runs: its inputs, a module's
+    parameters, and options such as RoPE's cos and sin, which a backward may read too."""
     arrays = {f"input {k}": v for k, v in case.inputs.items() if hasattr(v, "dtype")}
+    arrays.update({f"option {k}": v for k, v in case.options.items() if hasattr(v, "dtype")})
     module = getattr(case, "module", None)
     if module is not None:
         arrays.update({f"param {k}": p.data for k, p in module.named_parameters()})
     return arrays
 
 
-def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
+def _same(a, b) -> bool:
+    """Equal entry by entry, a NaN equal to a NaN (a mask's −inf equals itself anyway)."""
+    return bool(((a == b) | ((a != a) & (b != b))).all())
+
+
+def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -> None:
     case = gradcheck_cases.build(name)
     before = {k: v.copy() for k, v in _arrays_of(case).items()}
     run = run_backward(case)
-    changed = [k for k, v in _arrays_of(case).items() if not (v == before[k]).all()]
+    changed = [k for k, v in _arrays_of(case).items() if not _same(v, before[k])]
     if changed:
         result.rows.append(Row(name, changed[0], tuple(before[changed[0]].shape), float("inf")))
         result.problems.append((name, [f"your backward changed {', '.join(changed)} in place",
                                        "hint: never write into the forward's arrays; make new "
                                        "ones"]))
         return
+    miscount = miscounted(exercise, case, run, reference)
+    if miscount:
+        result.rows.append(Row(name, "returned", (len(run.returned),), float("inf")))
+        result.problems.append((name, miscount))
+        return
     other, numerics = None, {}
+    failures = len(result.problems)
     for tensor, (x, dx) in run.tensors.items():
-        if dx is None and x.dtype.kind != "f":
-            continue                                 # integer ids have no gradient
+        if x.dtype.kind != "f":                      # integer ids have no gradient
+            if dx is not None:
+                result.rows.append(Row(name, tensor, tuple(x.shape), float("inf")))
+                result.problems.append((name, [
+                    f"{tensor}: integer ids have no gradient, but one came back for them "
+                    f"({described(dx)})", "hint: return None for ids"]))
+            continue
         problem = shape_problem(tensor, x, dx)
         error = float("inf")
         if not problem:
@@ -180,58 +199,26 @@ def _grade_case(exercise: Exercise, name: str, result: Result) -> None:
                                         exercise.mistake, exercise.upstream)
         result.rows.append(Row(name, tensor, tuple(x.shape), error))
         if problem:
-            result.problems.append((name, _in_another_order(tensor, dx, run, numerics, problem)
+            result.problems.append((name, in_another_order(tensor, dx, run, numerics, problem)
                                     or problem))
+    if len(result.problems) == failures and getattr(case, "module", None) is not None:
+        assigned = assigned_not_added(name, run.g)
+        if assigned:
+            result.rows.append(Row(name, assigned[0], (), float("inf")))
+            result.problems.append((name, assigned[1:]))
 
 
-def _in_another_order(tensor: str, dx, run, numerics: dict, problem: list) -> list[str] | None:
-    """Lines saying that the wrong ``dx`` is another tensor's gradient -- the gradients returned
-    (or added into .grad) in another order -- or None. By shape where dx has another tensor's
-    shape and ``problem`` (shape_problem's lines) has no hint of its own (a broadcast left
-    unsummed, a transpose), else by value: it equals another tensor's numerical gradient (kept
-    in ``numerics``, worked out here where not yet). The exercise's classic-mistake hint would
-    otherwise send the learner looking for a mistake in a gradient that is right."""
-    if not is_array(dx):
-        return None
-    for name, (y, _) in run.tensors.items():
-        if name == tensor or y.dtype.kind != "f" or tuple(y.shape) != tuple(dx.shape):
-            continue
-        if tuple(dx.shape) != tuple(run.tensors[tensor][0].shape):      # another's shape
-            if len(problem) > 1:
-                return None
-            match = f"has the shape of {name}"
-        else:
-            if name not in numerics:
-                numerics[name] = numerical_gradient(run.loss, y)
-            if relative_error(dx, numerics[name]) > TOLERANCE:
-                continue
-            match = f"is the gradient of {name}"
-        order = ", ".join(n for n, (z, _) in run.tensors.items() if z.dtype.kind == "f")
-        return [f"{tensor}: your gradient {match}, not of {tensor}",
-                f"hint: gradients returned (or added into .grad) in another order? wanted in the "
-                f"order {order}"]
-    return None
-
-
-def _described(value) -> str:
-    """What a backward returned, in a few words: "a tuple of 2: an array of shape (6, 3), None"."""
-    def one(v):
-        return f"an array of shape {tuple(v.shape)}" if is_array(v) else \
-            "None" if v is None else f"a {type(v).__name__}"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value)
-    return one(value)
-
-
-def run_cases(exercise, cases, path: Path | None = None, returned: list = ()) -> Result:
+def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
+              reference=None) -> Result:
     """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
     what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake.
     ``returned``: a list holding what the learner's function last returned (see grade), to say
-    what minitf could not use when it raises after that function returned."""
+    what minitf could not use when it raises after that function returned; ``reference``:
+    minitf's own function, to count what it returns."""
     result = Result()
     for name in cases:
         try:
-            _grade_case(exercise, name, result)
+            _grade_case(exercise, name, result, reference)
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
             if _stub_of(err, exercise) is not None:
                 result.stopped = _not_written(exercise, _stub_of(err, exercise))
@@ -239,7 +226,7 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = ()) ->
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
             after = len(lines) == 1       # none of their lines: minitf choked on what they gave
-            what = f" ({_described(returned[-1])})" if returned else ""
+            what = f" ({described(returned[-1])})" if returned else ""
             hint = [f"  hint: minitf could not use what your {exercise.attribute} returned{what}: "
                     f"is each gradient the shape of its input, and are there as many as minitf's "
                     f"own returns?"] if after and path else []
@@ -276,15 +263,17 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None) ->
     """Run the cases that grade ``exercise`` (default: all of them) with ``function`` standing
     in for minitf's own, in float64. ``path``, the learner's file, trims tracebacks to it."""
     cases = grading_cases(exercise) if cases is None else cases
+    reference = exercise.reference              # taken now: standing in, the learner's is there
     returned = []
 
     @functools.wraps(function)
     def recording(*args, **kwargs):      # what it returned, for an error minitf raises after
         returned[:] = [function(*args, **kwargs)]
         return returned[0]
+    recording.stands_in_for = exercise.name     # a case whose backward is the learner's
 
     with precision("float64"), standing_in(exercise, recording):
-        return run_cases(exercise, cases, path, returned)
+        return run_cases(exercise, cases, path, returned, reference)
 
 
 LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only

@@ -1,0 +1,87 @@
+"""Mistakes a comparison with finite differences cannot see on its own, each caught with its own
+line: a .grad assigned where it should be added into (the checks start every .grad at zero),
+values returned beyond what the check reads, a gradient for integer ids, a write into an option
+of the forward (RoPE's sin), and the context path of Residual and Stack."""
+import importlib
+
+import numpy as np
+
+from minitf.exercises import find, grade, grading_cases
+
+
+def _hints(result) -> str:
+    return "\n".join(line for _, lines in result.problems for line in lines)
+
+
+def _reference(name):
+    exercise = find(name)
+    return vars(importlib.import_module(exercise.module))[exercise.attribute] \
+        if not exercise.is_method else exercise.reference
+
+
+def test_a_grad_assigned_instead_of_added_into_fails():
+    """ClassToken's classic mistake, named in its catalogue entry, passed every check."""
+    def assigned(self, dy):
+        self._pop_cache()
+        self.cls.grad = dy[:, 0].sum(axis=0)                 # = where += belongs
+        return dy[:, 1:]
+
+    result = grade(find("ClassToken.backward"), assigned)
+    assert not result.passed
+    assert "param cls: after two backwards without zero_grad() its .grad is not twice" in \
+        _hints(result)
+    assert grade(find("ClassToken.backward"), find("ClassToken.backward").reference).passed
+
+
+def test_a_value_returned_beyond_what_minitf_reads_fails():
+    """rope_backward returning (dx, None) passed its check, then broke inside attention."""
+    rope_backward = _reference("rope_backward")
+    result = grade(find("rope_backward"), lambda dy, cache: (rope_backward(dy, cache), None))
+    assert not result.passed
+    assert ("the backward returned a tuple of 2: an array of shape (2, 3, 4, 6), None; wanted "
+            "an array of shape (2, 3, 4, 6), as minitf's own rope_backward returns") in \
+        _hints(result)
+
+
+def test_a_gradient_for_integer_ids_fails_with_its_own_line():
+    """It read as a shape error: "input ids: your gradient has shape (2, 5, 8), wanted (2, 5)"."""
+    reference = find("DecoderLM.backward").reference
+
+    def with_dx(self, dlogits):
+        reference(self, dlogits)
+        return np.zeros((2, 5, 8))
+
+    result = grade(find("DecoderLM.backward"), with_dx, cases=["DecoderLM, RoPE"])
+    assert not result.passed
+    assert "input ids: integer ids have no gradient, but one came back" in _hints(result)
+
+
+def test_a_write_into_an_option_of_the_forward_is_caught():
+    """cos and sin are options of the rope case, not inputs: a backward that negated sin in
+    place was blamed for a wrong formula."""
+    rope_backward = _reference("rope_backward")
+
+    def in_place(dy, cache):
+        cos, sin = cache
+        sin *= -1
+        return rope_backward(dy, (cos, -sin))
+
+    result = grade(find("rope_backward"), in_place)
+    assert "your backward changed option sin in place" in _hints(result)
+
+
+def test_residual_and_stack_are_graded_on_their_context_paths():
+    """Both Residual cases wrapped a feed-forward layer and the only Stack case held decoder
+    blocks: a Residual that dropped f's memory gradient, and a Stack that always unpacked two,
+    passed."""
+    assert any("cross-attention" in name for name in grading_cases(find("Residual.backward")))
+    assert any("EncoderBlocks" in name for name in grading_cases(find("Stack.backward")))
+
+    def two_always(self, dy):
+        d_memory = None
+        for block in reversed(self.blocks):
+            dy, d = block.backward(dy)
+            d_memory = d if d_memory is None else d_memory + d
+        return dy, d_memory
+
+    assert not grade(find("Stack.backward"), two_always).passed
