@@ -200,7 +200,8 @@ EXERCISES = (
         "->  dx (b, n, d_model), or (dx, dmemory) for cross-attention (self.cross)",
         "heads are a reshape and a transpose; fused projections split and stack their gradients",
         "the heads split or merged along the wrong axes, or the memory's gradient lost",
-        "merge_heads undoes split_heads: the backward of one is the other."),
+        "merge_heads undoes split_heads: the backward of one is the other. F.attention_backward\n"
+        "takes causal_attention's cache as well as attention's."),
     Exercise(
         "DecoderBlock.backward", "minitf.nn.blocks", 5, ("forward",),
         "x = self_attn(x);   x = cross_attn(x, memory);   y = ffn(x)",
@@ -218,14 +219,16 @@ EXERCISES = (
         "only the last block's memory gradient kept instead of the sum over all blocks",
         "as_tuple(block.backward(dy)) gives (dx, *context gradients) for any block."),
     Exercise(
-        "DecoderLM.backward", "minitf.models.lm", 5, ("forward",),
+        "DecoderLM.backward", "minitf.models.lm", 5, ("_logits", "forward"),
         "x = E[ids] (+ P);   x = blocks(dropout(x));   logits = LN(x) W_head,   W_head = Eᵀ when tied",
         "self: the model;  dlogits: (b, n, vocab)\n"
         "->  None (ids have no gradient); every parameter's gradient added into its .grad",
         "a tied embedding is used twice and gets the sum of both gradients",
         "the head's gradient assigned to the tied table instead of added to the lookup's",
-        "The forward saved the head's linear cache; every layer has its own backward. A post-LN\n"
-        "model (pre_ln=False) has no final norm: self.norm is None."),
+        "The forward saved the head's linear cache (self._pop_cache() gives it back, for\n"
+        "F.linear_backward); every layer has its own backward. A post-LN model (pre_ln=False)\n"
+        "has no final norm, and one of RoPE, ALiBi or relative positions no position table:\n"
+        "self.norm or self.pos_emb is None."),
     Exercise(
         "Transformer.backward", "minitf.models.transformer", 5, ("encode", "decode", "forward"),
         "memory = Enc(√d E_src[src] + PE);   y = Dec(√d E_tgt[tgt] + PE, memory);   "
