@@ -124,7 +124,7 @@ def run(config: RunConfig, log=print) -> dict:
     try:
         rundir.probe(out)                                               # fail before training
         # before a run already there is refused: a mistyped --text is named as such
-        text = data.read_text(config.text) if config.text else data.default_corpus()
+        text = data.read_text(config.text, "--text") if config.text else data.default_corpus()
         _refuse_a_folder_of_other_files(out)
         with rundir.RunLock(out):
             checkpoint.clean(out)                # what a run killed mid-save left behind

@@ -55,6 +55,11 @@ def test_read_text_errors(tmp_path):
     (tmp_path / "short.txt").write_text("tiny")
     with pytest.raises(ValueError, match="only 4 characters"):
         data.read_text(tmp_path / "short.txt")
+    # named as the caller knows it: the function's path from Python, the flag from the command
+    with pytest.raises(IsADirectoryError, match=f"^read_text: path {tmp_path}: is a folder"):
+        data.read_text(tmp_path)
+    with pytest.raises(IsADirectoryError, match=f"^--text {tmp_path}: is a folder"):
+        data.read_text(tmp_path, "--text")
 
 
 def test_a_byte_order_mark_is_no_character_of_the_text(tmp_path):

@@ -197,16 +197,17 @@ def write_utf8(path, text: str, where: str) -> None:
         raise refused from None
 
 
-def read_text(path) -> str:
-    """A text to train on (``--text``): a UTF-8 file of at least 100 characters, two of them
-    different."""
+def read_text(path, flag: str | None = None) -> str:
+    """A text to train on: a UTF-8 file of at least 100 characters, two of them different.
+    ``flag``: how an error names the path, such as "--text" (default: read_text's path)."""
     path = _path(path, "read_text")
-    text = read_utf8(path, "--text")
+    where = flag or "read_text: path"
+    text = read_utf8(path, where)
     if len(text) < 100:
-        raise ValueError(f"--text {path}: only {len(text)} characters; wanted at least 100")
+        raise ValueError(f"{where} {path}: only {len(text)} characters; wanted at least 100")
     if len(set(text)) < 2:
-        raise ValueError(f"--text {path}: one distinct character ({text[0]!r}); wanted at least "
-                         f"2, or there is nothing to predict")
+        raise ValueError(f"{where} {path}: one distinct character ({text[0]!r}); wanted at "
+                         f"least 2, or there is nothing to predict")
     return text
 
 
