@@ -17,6 +17,13 @@ def raises(error, *fragments):
     return pytest.raises(error, match="(?s)" + "".join(f"(?=.*{re.escape(f)})" for f in fragments))
 
 
+def refused_in_one_line(call, error, fragments) -> None:
+    """``call()`` raises ``error`` with every fragment in its message, and the message is one line."""
+    with raises(error, *fragments) as caught:
+        call()
+    assert "\n" not in str(caught.value)
+
+
 def test_d_model_not_divisible_by_n_heads():
     with raises(ValueError, "d_model=10", "n_heads=3", "divisible"):
         nn.MultiHeadAttention(10, 3)
