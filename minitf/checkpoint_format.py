@@ -126,14 +126,7 @@ def check_same_model(model: Model, meta: dict, arrays: dict, where: str) -> None
         if key not in _MAY_DIFFER and saved != own:
             differ.append(f"{key}: saved {_text(saved, absent)}, model {_text(own, absent)}")
     if differ:
-        state, params = _model_state(arrays), dict(model.named_parameters())
-        weights = ([f"missing {name} {tuple(p.shape)}" for name, p in params.items()
-                    if name not in state]
-                   + [f"unexpected {name} {tuple(state[name].shape)}" for name in state
-                      if name not in params]
-                   + [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
-                      for name, p in params.items()
-                      if name in state and tuple(state[name].shape) != tuple(p.shape)])
+        weights = model.misfits(_model_state(arrays))
         also = f"; and its weights: {'; '.join(weights)}" if weights else ""
         raise CheckpointError(f"{where} holds a model of another config: {'; '.join(differ)}"
                               f"{also}; wanted a {type(model).__name__} of the saved config "

@@ -334,6 +334,18 @@ class Module:
         """{name: host NumPy copy of the parameter} -- plain arrays, safe to save as .npz."""
         return {name: to_numpy(p.data).copy() for name, p in self.named_parameters()}
 
+    def misfits(self, state: dict) -> list[str]:
+        """How the arrays of ``state`` (name -> array) do not fit this model's parameters: each
+        one missing, unexpected, or of another shape, in one phrase each; [] if they fit."""
+        params = dict(self.named_parameters())
+        return ([f"missing {name} {tuple(p.shape)}" for name, p in params.items()
+                 if name not in state]
+                + [f"unexpected {name} {tuple(state[name].shape)}" for name in state
+                   if name not in params]
+                + [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
+                   for name, p in params.items()
+                   if name in state and tuple(state[name].shape) != tuple(p.shape)])
+
     def load_state_dict(self, state: dict) -> None:
         """Copy arrays into the parameters (cast to their dtype, moved to their device).
 
@@ -353,13 +365,7 @@ class Module:
             raise ValueError(f"{where}: the state does not fit this model: "
                              + "; ".join(not_arrays))
         params = dict(self.named_parameters())
-        problems = [f"missing {name} {tuple(p.shape)}" for name, p in params.items()
-                    if name not in state]
-        problems += [f"unexpected {name} {tuple(state[name].shape)}" for name in state
-                     if name not in params]
-        problems += [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
-                     for name, p in params.items()
-                     if name in state and tuple(state[name].shape) != tuple(p.shape)]
+        problems = self.misfits(state)
         # the dtype alone here, no pass over the numbers: NaN and inf are found after the cast
         problems += [f"{name}: {not_real_numbers(state[name])}" for name in params
                      if name in state and state[name].dtype.kind not in "fiu"]
