@@ -7,7 +7,8 @@ larger: their variance grows as d_k. Fed raw to a softmax, large scores pick a s
 weight close to 1, and the gradient that learning needs dies out. Divided by √d_k, the scores
 keep unit variance at every width, and the weights and gradients stay the same.
 
-Run it: ``python lessons/02_why_sqrt_dk.py`` or ``minitf lesson 2`` (a few seconds).
+Run it: ``minitf lesson 2`` (a few seconds), or as a plain script,
+``python lessons/02_why_sqrt_dk.py``.
 """
 
 # %%

@@ -9,8 +9,8 @@ limit stays: every output is a weighted average of the values, so it never leave
 hull. A linear layer after attention would not change that; the nonlinear feed-forward network
 that each Transformer block adds after attention does.
 
-Run it: ``python lessons/03_self_attention_needs_weights.py`` or ``minitf lesson 3`` (a few
-seconds).
+Run it: ``minitf lesson 3`` (a few seconds), or as a plain script,
+``python lessons/03_self_attention_needs_weights.py``.
 """
 
 # %%

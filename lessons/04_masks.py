@@ -9,7 +9,7 @@ lectures' 12 × 12 score table, see why the mask is added rather than multiplied
 sentences of different lengths, and check in a real attention layer that no information flows
 from the future.
 
-Run it: ``python lessons/04_masks.py`` or ``minitf lesson 4`` (a few seconds).
+Run it: ``minitf lesson 4`` (a few seconds), or as a plain script, ``python lessons/04_masks.py``.
 """
 
 # %%

@@ -9,7 +9,8 @@ breaks two backward passes on purpose to watch the check catch them, and looks a
 inside the check: a random upstream gradient, an error taken over the whole tensor, a step of
 1e-6 in float64.
 
-Run it: ``python lessons/05_backward_and_gradcheck.py`` or ``minitf lesson 5`` (a few seconds).
+Run it: ``minitf lesson 5`` (a few seconds), or as a plain script,
+``python lessons/05_backward_and_gradcheck.py``.
 """
 
 # %%

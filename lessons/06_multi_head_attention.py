@@ -9,7 +9,8 @@ features into heads exactly as the annotated implementation does, recompute ever
 ``nn.MultiHeadAttention`` by hand, build a task that two heads solve and one head cannot, and
 compare full-width heads with the usual reduced ones.
 
-Run it: ``python lessons/06_multi_head_attention.py`` or ``minitf lesson 6`` (a few seconds).
+Run it: ``minitf lesson 6`` (a few seconds), or as a plain script,
+``python lessons/06_multi_head_attention.py``.
 """
 
 # %%

@@ -8,8 +8,8 @@ sublayer, and a LayerNorm. We recompute a block from its four equations, watch w
 a gradient reaches, stack blocks deep with and without residuals, and train the same six-layer
 Transformer twice: once with the original post-LN blocks, once with pre-LN blocks.
 
-Run it: ``python lessons/07_transformer_block.py`` or ``minitf lesson 7`` (about 8 seconds:
-two short trainings).
+Run it: ``minitf lesson 7`` (about 8 seconds: two short trainings), or as a plain script,
+``python lessons/07_transformer_block.py``.
 """
 
 # %%
@@ -180,9 +180,9 @@ grad_size, act_size = {}, {}
 for name, make in stacks.items():
     grad_size[name], act_size[name] = [], []
     for depth in depths:
-        backend.seed(0)                                 # the same weights and inputs at every depth
-        net = nn.Stack(make() for _ in range(depth))
+        backend.seed(0)                      # the same inputs, and the same first layers, at every depth
         x, g = backend.randn(4, 8, d), backend.randn(4, 8, d)
+        net = nn.Stack(make() for _ in range(depth))
         act_size[name].append(net(x).std())
         grad_size[name].append(np.abs(net.backward(g)).mean())
 plain, residual = grad_size["plain FFN stack"], grad_size["pre-LN residual: x + FFN(LN(x))"]

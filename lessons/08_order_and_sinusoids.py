@@ -8,7 +8,8 @@ classic fix piece by piece: the raw index (a bad idea), a binary code, and the s
 the original Transformer, whose every fixed offset is a rotation. Three slips on the lectures'
 slides are shown and corrected, and the add-versus-concatenate question gets an exact answer.
 
-Run it: ``python lessons/08_order_and_sinusoids.py`` or ``minitf lesson 8`` (a few seconds).
+Run it: ``minitf lesson 8`` (a few seconds), or as a plain script,
+``python lessons/08_order_and_sinusoids.py``.
 """
 
 # %%

@@ -9,7 +9,8 @@ fixed distance penalty (ALiBi), rotated queries and keys (RoPE) and learned vect
 offset (Shaw et al.). It checks that each score depends on j − i only, corrects where one deck
 puts the bias, and runs the gradient checks of the layers that use them.
 
-Run it: ``python lessons/09_relative_positions.py`` or ``minitf lesson 9`` (a few seconds).
+Run it: ``minitf lesson 9`` (a few seconds), or as a plain script,
+``python lessons/09_relative_positions.py``.
 """
 
 # %%

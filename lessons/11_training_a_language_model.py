@@ -9,8 +9,8 @@ mask the model scores almost perfectly and learns nothing, which we measure. The
 lectures' quiz on what training actually changes, and train a small character model that beats
 the one-character-back baseline.
 
-Run it: ``python lessons/11_training_a_language_model.py`` or ``minitf lesson 11`` (about ten
-seconds).
+Run it: ``minitf lesson 11`` (about ten seconds), or as a plain script,
+``python lessons/11_training_a_language_model.py``.
 """
 
 # %%

@@ -10,7 +10,8 @@ minitf module or a stopwatch, measures what a forward keeps for its backward (an
 arithmetic, but no chain of sequential steps -- and a recurrent language model trained beside a
 Transformer to show what that chain costs and what it does not.
 
-Run it: ``python lessons/13_cost_model.py`` or ``minitf lesson 13`` (about 9 seconds).
+Run it: ``minitf lesson 13`` (about 9 seconds), or as a plain script,
+``python lessons/13_cost_model.py``.
 """
 
 # %%

@@ -9,8 +9,8 @@ pass, count the attention scores of its three kinds of attention (the lectures' 
 check which encoder layer the decoder reads (the wiring quiz), and look at what the decoder
 learned to read.
 
-Run it: ``python lessons/14_encoder_decoder.py`` or ``minitf lesson 14`` (about 10 seconds:
-one short training).
+Run it: ``minitf lesson 14`` (about 10 seconds: one short training), or as a plain script,
+``python lessons/14_encoder_decoder.py``.
 """
 
 # %%

@@ -10,8 +10,8 @@ three heads reproduce a 1-D convolution of width 3, nine heads of ``nn.MultiHead
 wide, splitting the input into k parts: k² fewer parameters, k times fewer FLOPs, and parts
 that never talk to each other.
 
-Run it: ``python lessons/16_attention_and_convolution.py`` or ``minitf lesson 16`` (a few
-seconds).
+Run it: ``minitf lesson 16`` (a few seconds), or as a plain script,
+``python lessons/16_attention_and_convolution.py``.
 """
 
 # %%

@@ -10,8 +10,8 @@ where they differ (a mask of −1e9 against −inf, a fused projection against f
 At the end you build a block of the paper's base width (d_model 512, 8 heads, d_ff 2048) with
 attention dropout and Xavier initialisation switched on, as that re-implementation trains it.
 
-Run it: ``python lessons/18_annotated_transformer_in_minitf.py`` or ``minitf lesson 18``
-(a few seconds).
+Run it: ``minitf lesson 18`` (a few seconds), or as a plain script,
+``python lessons/18_annotated_transformer_in_minitf.py``.
 """
 
 # %%

@@ -9,7 +9,8 @@ type, so this lesson plays the student once, in a scratch folder that vanishes a
 the ``softmax_backward`` exercise, check a wrong body, read the failing report, fix the body, see
 it pass. The last cell tells you how to do the same at your own keyboard.
 
-Run it: ``python lessons/19_your_first_exercise.py`` or ``minitf lesson 19`` (a few seconds).
+Run it: ``minitf lesson 19`` (a few seconds), or as a plain script,
+``python lessons/19_your_first_exercise.py``.
 """
 
 # %%
