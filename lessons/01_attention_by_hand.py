@@ -148,15 +148,16 @@ assert np.isclose(weights[0], np.exp(2) / (np.exp(2) + 1)), "softmax(14, 12) = e
 
 fig, axes = viz.figure(1, 3, size=(10, 3.2))
 tokens = ["Thinking", "Machines"]
-for ax, values, name, fmt in zip(axes, (raw, scaled, weights),
-                                 ("score q·k", "score / √d_k", "softmax weight"),
-                                 ("{:.0f}", "{:.0f}", "{:.2f}")):
+for ax, values, name, ylabel, fmt in zip(axes, (raw, scaled, weights),
+                                         ("score q·k", "score / √d_k", "softmax weight"),
+                                         ("raw score", "scaled score", "attention weight"),
+                                         ("{:.0f}", "{:.0f}", "{:.2f}")):
     bars = ax.bar(tokens, values, color=["tab:blue", "tab:orange"])
     ax.bar_label(bars, labels=[fmt.format(x) for x in values])
     ax.set_title(name)
     ax.set_xlabel("key")
+    ax.set_ylabel(ylabel)                               # each panel its own quantity
     ax.set_ylim(0, max(values) * 1.18)
-axes[0].set_ylabel("value")
 fig.suptitle('Thinking Machines, the query "Thinking": raw scores → scaled scores → weights')
 viz.save(fig, "01_thinking_machines")
 
@@ -167,32 +168,32 @@ viz.save(fig, "01_thinking_machines")
 # A Python dictionary returns the value whose key *equals* the query. Attention returns a blend
 # of all values, weighted by how *similar* each key is. Make the keys one-hot "addresses" and
 # the query a scaled copy of address 2: the larger the query, the sharper the softmax, and the
-# closer the output gets to the value stored under key 2. At size 0 every key matches equally
-# well and the output is the plain mean of the values.
+# closer the output gets to the value stored under key 2. At query size 0 every key matches
+# equally well and the output is the plain mean of the values.
 
 # %%
 n_keys, d_v = 5, 3
 keys = np.eye(n_keys)                                   # (5, 5): key j is the address e_j
 values = backend.to_numpy(backend.randn(n_keys, d_v))   # (5, 3): what is stored at each address
-sharpness = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+sizes = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])   # the query's size (its norm)
 lookups = []
-for s in sharpness:
+for s in sizes:
     query = s * keys[2:3]                               # (1, 5): "give me what is at address 2"
     found, lookup = F.attention(query, keys, values, scale=1.0)
     lookups.append((found[0], lookup.probs[0]))
 
-for s, (found, w) in zip(sharpness, lookups):
-    print(f"sharpness {s:>4.1f}: weights {np.round(w, 3)}  "
+for s, (found, w) in zip(sizes, lookups):
+    print(f"query size {s:>4.1f}: weights {np.round(w, 3)}  "
           f"distance to values[2] = {np.linalg.norm(found - values[2]):.2e}")
-assert np.allclose(lookups[0][0], values.mean(0)), "at sharpness 0 the output is the mean"
+assert np.allclose(lookups[0][0], values.mean(0)), "at query size 0 the output is the mean"
 assert np.linalg.norm(lookups[-1][0] - values[2]) < 1e-6, \
-    "a sharp query should return the value stored under its key"
-print("✓ a soft lookup: mean of the values at sharpness 0, values[2] itself when sharp")
+    "a query of size 32 should return the value stored under its key"
+print("✓ a soft lookup: mean of the values at query size 0, values[2] itself at size 32")
 
 fig, ax = viz.figure(size=(5.2, 3.8))
 viz.heatmap(ax, np.array([w for _, w in lookups]), x_labels=[f"key {j}" for j in range(n_keys)],
-            y_labels=[f"{s:g}" for s in sharpness], xlabel="key (address)",
-            ylabel="size of the query", vmin=0, vmax=1, colorbar="attention weight",
+            y_labels=[f"{s:g}" for s in sizes], xlabel="key (address)",
+            ylabel="query size", vmin=0, vmax=1, colorbar="attention weight",
             annotate=".2f", title="Querying address 2: from a blend to a lookup")
 viz.save(fig, "01_soft_lookup")
 

@@ -204,12 +204,13 @@ viz.save(fig, "03_diagonal")
 # level, and the coefficients it finds are the attention weights.
 #
 # Leaving that subspace by itself proves little: a generic learned map applied to each
-# position, even a plain ``nn.Linear``, moves the outputs out of it. The sharper question is whether they are
-# still averages of *something*. After a linear layer they are: since the weights sum to 1,
-# (Σ_j α_ij v_j) W + b = Σ_j α_ij (v_j W + b), so attention followed by a linear map is just
-# attention over linearly mapped values, with the same weights. The feed-forward network
-# (``nn.FeedForward``: two linear layers with a ReLU between them) has no such identity; what
-# it adds beyond a linear map is the nonlinearity, and that is what the deck asks for.
+# position, even a plain ``nn.Linear``, moves the outputs out of it. The sharper question is
+# whether they are still averages of *something*. After a linear layer they are: since the
+# weights sum to 1, (Σ_j α_ij v_j) W + b = Σ_j α_ij (v_j W + b), so attention followed by a
+# linear map is just attention over linearly mapped values, with the same weights. The
+# feed-forward network (``nn.FeedForward``: two linear layers with a ReLU between them) has no
+# such identity; what it adds beyond a linear map is the nonlinearity, and that is what the
+# deck asks for.
 
 # %%
 n_v = 4
@@ -257,9 +258,9 @@ print("✓ attention outputs = weights × values; after a Linear they still are 
 # values. (minitf starts biases at zero, which puts every ReLU kink through the origin; random
 # first-layer biases, as training would give, spread the kinks across the pentagon. A point is
 # inside a convex polygon when it lies left of every edge, walked anticlockwise; ``hull`` finds
-# those edges.) This is the deck's reason for a nonlinear MLP
-# after attention in every block: attention moves information between positions, and the MLP
-# transforms what arrived in ways no average of values can.
+# those edges.) This is the deck's reason for a nonlinear MLP after attention in every block:
+# attention moves information between positions, and the MLP transforms what arrived in ways no
+# average of values can.
 
 # %%
 angles = np.sort(2 * np.pi * (np.arange(5) + 0.3 * backend.to_numpy(backend.rand(5))) / 5)

@@ -270,8 +270,8 @@ x_new = x.copy()
 x_new[:, t + 1:] = backend.randn(1, T - t - 1, d_model)  # rewrite the future only
 change = np.abs(causal(x_new) - causal(x))[0].max(axis=1)
 leak = np.abs(open_attn(x_new) - open_attn(x))[0].max(axis=1)
-print(f"change at positions ≤ {t}: causal {change[:t + 1].max():.1e}, "
-      f"no mask {leak[:t + 1].max():.2f}")
+print(f"positions ≤ {t}: causal, largest change {change[:t + 1].max():.1e}; "
+      f"no mask, smallest change {leak[:t + 1].min():.2f}")
 assert change[:t + 1].max() < 1e-14, "with a causal mask the past outputs ignore the future"
 assert leak[:t + 1].min() > 1e-3, "without it, every earlier output changes"
 

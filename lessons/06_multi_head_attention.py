@@ -200,11 +200,12 @@ viz.save(fig, "06_heads")
 # ------------------------------------------------
 #
 # One softmax row makes one weighted average: it can point at a single token, or smear its
-# weight over several, but it cannot hand over two tokens side by side. Take the job "at position t, hand over both x_{t−1} and x_{t−2}". Two heads do it exactly:
-# head 0 may only look one step back, head 1 only two steps back (per-head offset masks), so
-# each softmax puts weight 1 on its one allowed key, and the concatenation is [x_{t−1}, x_{t−2}].
-# (Where a head has nothing that far back -- both heads at position 0, head 1 at position 1 --
-# its row is fully masked and returns zeros.)
+# weight over several, but it cannot hand over two tokens side by side. Take the job "at
+# position t, hand over both x_{t−1} and x_{t−2}". Two heads do it exactly: head 0 may only look
+# one step back, head 1 only two steps back (per-head offset masks), so each softmax gives its
+# one allowed key weight 1, and the concatenation is [x_{t−1}, x_{t−2}]. (Where a head has
+# nothing that far back -- both heads at position 0, head 1 at position 1 -- its row is fully
+# masked and returns zeros.)
 
 # %%
 n, d = 8, 4

@@ -259,21 +259,24 @@ print("✓ rope, alibi, relative and shaw layers ignore a shift; their backward 
 #
 # Keys on x, queries on y. T5's bucket ids are constant along every diagonal. ALiBi's two heads
 # draw the same pattern at slopes 16 times apart: each panel has its own colour scale, and head
-# 1's penalties are 16 times smaller. RoPE's scores of a fixed q and k repeat along the
-# diagonals too. When query and key carry the same content, the score peaks at offset 0 and
-# falls off, with ripples, as the offset grows; for different contents it rises and falls with
-# no special place at 0.
+# 1's penalties are 16 times smaller. Their upper triangles are blank on purpose: the bias itself
+# is symmetric, but in a causal model the mask removes every future key j > i, so only the lower
+# triangle ever reaches the softmax. RoPE's scores of a fixed q and k repeat along the diagonals
+# too. When query and key carry the same content, the score peaks at offset 0 and falls off,
+# with ripples, as the offset grows; for different contents it rises and falls with no special
+# place at 0.
 
 # %%
 fig, axes = viz.figure(2, 3, size=(15, 8.4))
 viz.heatmap(axes[0, 0], F.relative_position_buckets(12, 12), xlabel="key j", ylabel="query i",
             annotate=".0f", title="T5: bucket of each (i, j), 32 buckets")
 two = F.alibi_bias(2, 12)
-above = j > i
+above = j > i                                                # the future: the causal mask's part
 for head in range(2):                                        # each head its own colour scale
     viz.heatmap(axes[0, 1 + head], two[head], xlabel="key j", ylabel="query i",
                 vmin=two[head].min(), vmax=0, hide=above, colorbar="bias (own scale)",
-                title=f"ALiBi head {head}: −|i − j| / {1 / F.alibi_slopes(2)[head]:.0f}")
+                title=f"ALiBi head {head}: −|i − j| / {1 / F.alibi_slopes(2)[head]:.0f}"
+                      f"\n(j > i blank: removed by the causal mask)")
 viz.heatmap(axes[1, 0], scores[:24, :24], xlabel="key position n", ylabel="query position m",
             colorbar="q_mᵀ k_n", title="RoPE: scores of fixed q, k at every position")
 offsets = np.arange(-39, 40)

@@ -29,9 +29,10 @@ backend.seed(0)
 # -------------------------
 #
 # One deck counts the parameters of a block, 4d² for the attention and 2·d·d_ff for the
-# feed-forward network, and remarks that neither the sequence length n nor the batch size
-# appears: in theory a model runs on sequences of any length. Then it asks the real question:
-# would it *work* on longer sequences?
+# feed-forward network, and points out that neither the sequence length n nor the batch size
+# enters the count: nothing in the weights limits how long an input may be. Whether a model
+# stays *good* at lengths it never trained on is another matter, which the deck leaves for
+# later and this lesson measures.
 #
 # Check the first half with minitf's ``DecoderLM``. Its ``max_len`` is the longest input it
 # accepts. For four schemes it is only a guard: sinusoids are computed on the fly, RoPE and ALiBi
