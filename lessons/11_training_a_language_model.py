@@ -35,8 +35,10 @@ backend.seed(0)
 #     X = text[:, :-1]      the cat sat on  the mat          what the model reads
 #     Y = text[:, 1:]       cat sat on  the mat </s>         what each position must predict
 #
-# Position t reads X up to t and is scored on Y_t = X_(t+1). The end-of-sequence token </s>
-# is a target like any other, so the model also learns when a text stops.
+# Position t reads X_0 … X_t and is scored on Y_t, the token that follows in the text. At every
+# position but the last that token is the next input, Y_t = X_(t+1); at the last position it is
+# the text's final token, which X leaves out. The end-of-sequence token </s> is a target like
+# any other, so the model also learns when a text stops.
 
 # %%
 vocab = data.WordVocabulary(["the cat sat on the mat </s>"])
@@ -48,13 +50,14 @@ for t in range(X.shape[1]):
 assert [vocab.words[i] for i in Y[0]] == "cat sat on the mat </s>".split(), \
     "the targets are the text from its second token on, </s> last (deck 000)"
 assert [vocab.words[i] for i in X[0]] == "the cat sat on the mat".split(), \
-    "the inputs are the text without its last token: Y_t = X_(t+1)"
+    "the inputs are the text without its last token: Y_t = X_(t+1) until the last position"
 
 corpus = data.default_corpus()                       # Python's documentation, shipped with minitf
 tok = data.CharTokenizer.fit(corpus)                 # characters as tokens
 train_ids, val_ids = data.split(tok.encode(corpus))
 x, y = data.random_windows(train_ids, 4, 24)         # 4 random windows of 24 + 1 characters
-print(f"a character window: X = {tok.decode(x[0])!r}\n                    Y = {tok.decode(y[0])!r}")
+print(f"a character window: X = {tok.decode(x[0])!r}\n"
+      f"                    Y = {tok.decode(y[0])!r}")
 assert (y[:, :-1] == x[:, 1:]).all(), "random_windows returns X and Y shifted by one"
 print("✓ X = text[:, :-1], Y = text[:, 1:]: every position has a target, no labelling needed")
 
@@ -134,8 +137,10 @@ print("✓ the quiz: answers 2 (W_K, W_V inside W_qkv) and 5 (tok_emb.W); not X,
 # attends to all of X, and X_(t+1) *is* its target. The model can copy the answer instead of
 # predicting it. To see that it does, train on **random** tokens (V = 16, windows of n = 16):
 # there is nothing to predict, so no honest model can do better than a uniform guess, log 16 =
-# 2.773 nats. We train the same small model twice, once causal and once with
-# ``causal=False``, and score the leaky one two ways:
+# 2.773 nats. The stream has 100,000 tokens; training draws its windows from the first 90,000,
+# and every loss below is measured on 64 windows cut from the last 10,000, which no training
+# batch contains. We train the same small model twice, once causal and once with ``causal=False``,
+# and score the leaky one two ways:
 #
 # * **teacher-forced**: the whole window at once, as in training (the future is in view);
 # * **prefix-only**: position t sees only X_0 … X_t, as at generation time, when the next token
@@ -144,7 +149,10 @@ print("✓ the quiz: answers 2 (W_K, W_V inside W_qkv) and 5 (tok_emb.W); not X,
 # %%
 V, n, STEPS, EVERY = 16, 16, 200, 20
 noise = backend.to_numpy(backend.randint(0, V, (100_000,)))       # i.i.d. uniform tokens
-test_x, test_y = data.random_windows(noise, 64, n)                # (64, 16) each, held out
+noise_train, noise_test = data.split(noise)                       # the first 90 %, the last 10 %
+test_x, test_y = data.evaluation_windows(noise_test, n, max_windows=64)   # (64, 16), held out
+assert (len(noise_train), len(noise_test)) == (90_000, 10_000), \
+    "training windows come from the first 90,000 tokens, the test windows from the last 10,000"
 
 
 def position_losses(model, x, y):
@@ -166,7 +174,7 @@ def train_on_noise(causal):
     adamw, history = optim.AdamW(model, lr=1e-2), {"teacher-forced": [], "prefix-only": []}
     for step in range(1, STEPS + 1):
         model.zero_grad()
-        _, backward = model.loss(*data.random_windows(noise, 16, n))
+        _, backward = model.loss(*data.random_windows(noise_train, 16, n))
         backward()
         adamw.step()
         if step % EVERY == 0:
@@ -211,7 +219,7 @@ viz.save(fig, "11_leakage")
 
 # %%
 forced_by_position = position_losses(leaky, test_x, test_y)                     # (n,)
-print("leaky, teacher-forced, by position:", np.round(forced_by_position, 2))
+print("leaky, teacher-forced, by position:", np.round(forced_by_position, 1))
 assert forced_by_position[:-1].max() < 0.1 * math.log(V), "every position but the last copies"
 assert abs(forced_by_position[-1] / math.log(V) - 1) < 0.1, "the last position cannot copy"
 assert abs(leaky_forced / (math.log(V) / n) - 1) < 0.15, "the leaky loss ≈ log V / n"

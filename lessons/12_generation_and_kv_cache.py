@@ -85,8 +85,8 @@ print("✓ softmax → argmax → index 5 → 'am'; each chosen word is fed back
 # character model on Python's own documentation (CPython 3.11's pydoc topics, which come with
 # minitf): two blocks, d = 48, RoPE positions, 300 steps on 32-character windows. It is trained
 # in float32, which is faster (half the bytes to move), and then converted to float64 for the
-# exact checks. A few seconds of training
-# already beat the character-bigram baseline, which looks one character back.
+# exact checks. A few seconds of training already beat the character-bigram baseline, which
+# looks one character back.
 
 # %%
 corpus = data.default_corpus()
@@ -124,9 +124,9 @@ print("✓ a few seconds of training: better than the bigram, and words begin to
 # sampled. With logits z and probabilities p = softmax(z)::
 #
 #     greedy          the argmax of z, every time
-#     temperature τ   sample from softmax(z / τ): τ < 1 sharpens the distribution, τ > 1 flattens it
+#     temperature τ   sample from softmax(z / τ): τ < 1 sharpens the distribution, τ > 1 flattens
 #     top-k           keep the k most likely tokens, renormalize, sample among them
-#     top-p           keep the most likely tokens until their probabilities add up to p, renormalize
+#     top-p           keep the most likely tokens until they add up to p, renormalize, sample
 #
 # Top-p (nucleus sampling) adapts to the shape: when the model is sure, few tokens reach p; when
 # it hesitates, many do. Below, each rule is applied to the model's next-character distribution
@@ -195,17 +195,26 @@ viz.save(fig, "12_sampling")
 # attends to all of them. In the lectures' picture, the query of the next token meets the cached
 # keys and values of "The cat sat on the".
 #
-# One deck writes the new key as ``k_new = W_k x[:, :, -1]``. For a batch x of shape (b, n, d)
-# that index takes the last *feature* of every token, a (b, n) array. The newest token is the
-# last *position*: ``x[:, -1]``, of shape (b, d), and in minitf's row convention its key is
-# ``x[:, -1] W_k``. (The same slides give Q, K and V a width they call h -- w below, where h
-# counts heads -- then call the output (n × d) and divide by √d: with V of width w the output
-# is (n × w), and the scale is √w, the width of the queries and keys.) Check both on one attention layer with a ``KVCache``.
+# Deck 000's KV-cache slide writes the new key as ``k_new = W_k x[:, :, -1]``. The index is
+# right in the column convention that the deck also uses, Q = W^q x, where each token is a
+# column: a batch x of shape (b, d, n) keeps the positions on its last axis, and x[:, :, -1] is
+# the newest token. But the same slide writes Q = x W^q, the row convention, where x has shape
+# (b, n, d); there the index takes the last *feature* of every token, a (b, n) array. The slip
+# is mixing the two conventions on one slide. minitf uses rows: the newest token is
+# ``x[:, -1]``, of shape (b, d), and its key is ``x[:, -1] W_k``.
+#
+# The same slides have a second slip. They give Q, K and V a width that they call h, then call
+# the output (n × d) and divide the scores by √d. Below we call that width w, because in minitf
+# h counts heads. With V of width w the output is (n × w), and the scale is √w, the width of
+# the queries and keys. Check both on one attention layer with a ``KVCache``.
 
 # %%
 b, n, d, h = 2, 5, 8, 2
 x = backend.randn(b, n, d)
 print(f"x {x.shape}: x[:, :, -1] is {x[:, :, -1].shape}, x[:, -1] is {x[:, -1].shape}")
+columns = x.transpose(0, 2, 1)                            # (b, d, n): one column per token
+assert np.array_equal(columns[:, :, -1], x[:, -1]), \
+    "with tokens as columns, (b, d, n), x[:, :, -1] is the last position, as the slide means"
 layer = nn.MultiHeadAttention(d, h, causal=True)
 W_k, b_k = layer.W_qkv.W.data[:, d:2 * d], layer.W_qkv.b.data[d:2 * d]   # the key columns
 full = layer(x)                                          # every position, no cache
@@ -225,7 +234,8 @@ w = 3                                                     # the slides' width, �
 Q, K, V = (x[0] @ backend.randn(d, w) for _ in range(3))   # (n, w) each
 out, att = F.attention(Q, K, V)
 assert out.shape == (n, w) and att.scale == 1 / np.sqrt(w), "(n × w) out, scaled by 1/√w"
-print("✓ the new key comes from the last position, x[:, -1]; one cached step = a full pass")
+print("✓ the new key comes from the last position, x[:, -1] in rows; one cached step = a full "
+      "pass")
 
 # %% [markdown]
 # Same logits, same text
@@ -303,15 +313,22 @@ print("✓ the KV cache: 2·L·b·n·d numbers; 24 MiB for the base model at n =
 # ----------------------------
 #
 # Without the cache, step n runs every layer on all n tokens: O(n·d²) for the projections and
-# O(n²·d) for attention, so a step grows with n and the total over N steps grows as N². With
-# the cache, step n runs one token: O(d²) for its projections plus O(n·d) for its query against
-# n cached keys, "one less n" in every entry of the lectures' cost table (per token
-# O(b·d² + b·n·d), a time linear in n). What a token moves is O(b·m·n + b·n·d + d²) numbers
-# with m heads (deck 000): each head's weights over the cache, the cached keys and values, and
-# every weight matrix, 12·d² numbers a block at d_ff = 4d, more than the cache's 2·b·n·d a
-# block until b·n reaches 6·d. ``cost.lm_cost`` puts numbers on it. Then we measure: 200 steps, the cached
-# and the uncached forward timed side by side at every step, so that a busy machine slows both
-# alike. Timings vary by machine; only their ratio is asserted, with a wide margin.
+# the feed-forward, O(n²·d) for attention, so N steps cost O(N²·d²) + O(N³·d) in all. With the
+# cache, step n runs one token: O(d²) for its projections plus O(n·d) for its query against n
+# cached keys, "one less n" in every entry of the lectures' cost table (per token
+# O(b·d² + b·n·d), a time linear in n), and N steps cost O(N·d²) + O(N²·d). Which term leads
+# depends on n against d. With d_ff = 4d a block spends 24·d² FLOPs a token on its matrices and
+# 4·n·d on attention, so attention leads only past n = 6d. Our model has d = 48, and the steps
+# timed below reach n = 216, short of 6d = 288: the d² terms still lead, so the totals grow
+# mostly as N² without the cache and as N with it; the N³ and the N² term are about 30 % of the
+# FLOPs (printed below).
+#
+# What a token moves is O(b·m·n + b·n·d + d²) numbers with m heads (deck 000): each head's
+# weights over the cache, the cached keys and values, and every weight matrix, 12·d² numbers a
+# block at d_ff = 4d, more than the cache's 2·b·n·d a block until b·n reaches 6·d.
+# ``cost.lm_cost`` puts numbers on it. Then we measure: 200 steps, the cached and the uncached
+# forward timed side by side at every step, so that a busy machine slows both alike. Timings
+# vary by machine; only their ratio is asserted, with a wide margin.
 
 # %%
 flops = {n: cost.lm_cost(tok.vocab_size, d_model, L, context=n, positional="rope")
@@ -324,6 +341,22 @@ assert all(c["decode_flops_uncached"] == n * c["decode_flops_cached"] for n, c i
 step_flops = [flops[n]["decode_flops_cached"] for n in (64, 128, 256)]
 assert step_flops[2] - step_flops[1] == 2 * (step_flops[1] - step_flops[0]), \
     "with the cache the cost of a step is linear in n: O(bd² + bnd) (deck 000's decoding table)"
+
+contexts = range(len(prompt), len(prompt) + 200)          # the steps timed below: n = 17 … 216
+no_attention = cost.lm_cost(tok.vocab_size, d_model, L, context=0,
+                            positional="rope")["forward_flops_per_token"]
+per_token = {n: cost.lm_cost(tok.vocab_size, d_model, L, context=n,
+                             positional="rope")["forward_flops_per_token"] for n in contexts}
+attention_share = {   # attention's part of all the FLOPs of the 200 steps
+    "without": sum(n * (per_token[n] - no_attention) for n in contexts)
+    / sum(n * per_token[n] for n in contexts),
+    "with": sum(per_token[n] - no_attention for n in contexts) / sum(per_token.values())}
+print(f"the 200 steps timed below, n = {contexts[0]} … {contexts[-1]} < 6d = {6 * d_model}: "
+      f"attention's share of their FLOPs\n  without the cache {attention_share['without']:.0%} "
+      f"(the N³ term), with it {attention_share['with']:.0%} (the N² term)")
+assert max(attention_share.values()) < 0.5, \
+    "at n < 6d the d² terms lead: the totals grow mostly as N² without the cache, N with it"
+assert 24 * d_model ** 2 > 4 * contexts[-1] * d_model, "per block: 24·d² > 4·n·d while n < 6d"
 
 steps = 200
 seq = generate(lm, prompt, steps, greedy=True)           # (1, 17 + 200): the text to replay
@@ -351,7 +384,8 @@ print(f"200 tokens: {total_c:.2f} s with the cache, {total_u:.2f} s without "
 assert max(gaps) <= 1e-9, "every replayed step gives the same logits with and without the cache"
 assert total_u > 1.5 * total_c, "for 200 new tokens the uncached loop should be clearly slower"
 assert late > 1.5 * early, "the longer the context, the more the cache saves"
-print("✓ cached steps stay cheap; uncached ones grow with n, and their total with n²")
+print("✓ cached steps stay cheap; uncached ones grow with n, their total as N² + N³ (mostly N² "
+      "at n < 6d)")
 
 generated = np.arange(steps)                             # 0 … 199; the context is start + this
 window = 11                                              # a running median hides load spikes
@@ -369,7 +403,7 @@ axes[0].set_ylim(0, np.percentile(ms_uncached, 98) * 1.1)
 viz.curves(axes[1], generated, {"without cache": np.cumsum(ms_uncached) / 1e3,
                                 "with KV cache": np.cumsum(ms_cached) / 1e3}, marker="",
            xlabel="tokens generated so far", ylabel="total seconds",
-           title="All steps: quadratic vs linear")
+           title="All steps: mostly N² vs mostly N (n < 6d)")
 fig.suptitle(f"Greedy generation, 2 layers, d = 48, timed on this machine: timings vary by "
              f"machine and load (here {total_u / total_c:.1f}× faster with the cache)")
 viz.save(fig, "12_kv_cache")
@@ -401,6 +435,8 @@ print("✓ teacher forcing scores all positions in one pass; generation must go 
 # * Under a causal mask, earlier keys and values never change, so they are cached: the logits are
 #   identical, a step costs O(b·d² + b·n·d) instead of re-running all n tokens, and the cache
 #   holds 2·L·b·n·d numbers (25,165,824 bytes for L = 6, d = 512, n = 1024 in float32).
-# * The newest token is ``x[:, -1]``, the last position, not ``x[:, :, -1]``.
+# * With tokens as rows, x of shape (b, n, d), the newest token is ``x[:, -1]``; ``x[:, :, -1]``
+#   is the last position only when tokens are columns, (b, d, n).
 #
-# Next, lesson 13: parameters, FLOPs and memory for the whole model, and attention against recurrence.
+# Next, lesson 13: parameters, FLOPs and memory for the whole model, and attention against
+# recurrence.

@@ -143,6 +143,9 @@ print("✓ 2·n·m·k FLOPs and n·m + m·k + n·k numbers moved; the slide's n�
 # Generating one token with a KV cache (lesson 12), every cell loses one factor of n: the new
 # query meets n cached keys, O(b·d² + b·n·d) FLOPs. The matmuls become matrix-vector products
 # that read every weight for a single use, and the intensity collapses.
+#
+# The last line of each printed table counts the attention matrix as b·h·q·n numbers, where q
+# is the number of query positions: q = n for the whole sequence, q = 1 for the next token.
 
 # %%
 full = cost.attention_table(b, n, d, h, d_ff)
@@ -160,9 +163,12 @@ assert min(full["rows"], key=lambda r: r["intensity"])["operation"].startswith("
 assert matmul_flops == n * sum(r["flops"] for r in step["rows"] if r["matmul"]), \
     "deck 000: decoding with a KV cache has one less n in every cell"
 assert step["intensity"] < full["intensity"] / 10, "one token at a time is memory-bound"
+assert (full["attention_numbers"], step["attention_numbers"]) == (b * h * n * n, b * h * 1 * n), \
+    "the attention matrix holds b·h·q·n numbers: q = n queries for the sequence, q = 1 decoding"
 assert rows["softmax(S / √(d/h))"]["io"] == 2 * b * h * n * n, \
     "softmax reads and writes every one of the b·h·n² scores"
-decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"] for m in (n, 2 * n, 4 * n)]
+decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"]
+             for m in (n, 2 * n, 4 * n)]
 assert decode_io[2] - decode_io[1] == 2 * (decode_io[1] - decode_io[0]), \
     "a decoded token's IO is linear in n: each cached key and value read once"
 # deck 000's total for a decoded token, O(b·m·n + b·n·d + d²) with m heads: per cached position,
@@ -177,8 +183,8 @@ highest = max(r["intensity"] for r in full["rows"])     # the FFN: one colour sc
 viz.cost_table(axes[0], full, highest=highest,
                title=f"one block, whole sequence (b={b}, n={n}, d={d}, h={h}, d_ff={d_ff})")
 viz.cost_table(axes[1], step, f"one block, next token with a KV cache of n={n}", highest=highest)
-fig.text(0.5, 0.005, "colour: FLOPs per number moved, on a log scale -- yellow: bound by arithmetic, "
-         "blue-grey: bound by memory", ha="center", fontsize=8)
+fig.text(0.5, 0.005, "colour: FLOPs per number moved, on a log scale -- yellow: bound by "
+         "arithmetic, blue-grey: bound by memory", ha="center", fontsize=8)
 viz.save(fig, "13_cost_table")
 print("✓ the table's FLOPs match lm_cost; softmax and decoding are limited by memory, not math")
 
@@ -225,7 +231,7 @@ assert seconds[-1] / seconds[-2] > 2.5, "doubling n should multiply attention's 
 fig, axes = viz.figure(1, 2, size=(9.5, 3.8))
 guide = (lengths / lengths[-1]) ** 2                    # n², drawn through the n = 1024 point
 panels = [(1e3 * seconds, "F.attention forward + backward", "time (ms)",
-           f"time vs n (fitted slope {slope:.2f}; n² is 2)"),
+           f"time vs n: log–log slope {slope:.2f} (n² would give 2)"),
           (nbytes / 1e6, "probs.nbytes", "MB", "attention weights kept: 4·b·h·n² bytes")]
 for ax, (values, label, unit, title) in zip(axes, panels):
     ax.plot(lengths, values[-1] * guide, "--", color="gray", label="n² guide")
@@ -323,7 +329,7 @@ with backend.use("numpy"), backend.precision("float32"):      # host memory: wha
     except RuntimeError as err:
         refusal = str(err)
 gelu_bytes = 2 * 2 * (8 * 128 * 512) * 4          # x and Φ(x), L = 2 blocks, (b, n, d_ff), float32
-block = F.CAUSAL_BLOCK                             # queries a block, each block's keys: up to its end
+block = F.CAUSAL_BLOCK                     # queries a block, each block's keys: up to its end
 causal_scores = sum(min(block, 128 - s) * min(s + block, 128) for s in range(0, 128, block))
 attention_bytes = 2 * (3 * 8 * 128 * 128 + 8 * 4 * causal_scores) * 4   # L·(q, k, v + weights)
 print(f"held after a training forward:  {kept / 2**20:5.1f} MiB (peak {kept_peak / 2**20:.1f})\n"
@@ -343,10 +349,11 @@ print("✓ a forward that no backward follows keeps nothing for it, but what pro
 #
 # A recurrent layer reads the sequence one position at a time, h_t = tanh(x_t W_x + h_(t−1)
 # W_h + b) (``minitf.nn.RNN``): about 4·n·d² FLOPs, fewer than attention's 4·n²·d when n > d.
-# But step t needs step t − 1, so the n steps run one after another, and a word n positions
-# back reaches the current one through n − 1 steps of the recurrence. Attention computes every
-# output in one batched product, and any two positions are one step apart. The lectures'
-# comparison, which ``cost_families.layer_comparison`` counts::
+# But step t needs step t − 1, so the n steps run one after another, and a word k positions
+# back reaches the current one through k steps of the recurrence: the first word of n reaches
+# the last through n − 1. Attention computes every output in one batched product, and any two
+# positions are one step apart. The lectures' comparison, which ``cost_families.layer_comparison``
+# counts (its path is the longest one, first word to last)::
 #
 #     layer            FLOPs per layer    sequential steps    path between two positions
 #     self-attention   O(n²·d)            O(1)                O(1)
@@ -431,12 +438,13 @@ print("✓ same data, same loop, similar size: both learn; only the RNN needs 64
 # At this size, on a CPU, the recurrence is no handicap: a CPU runs one small product after
 # another anyway, and a small RNN is a strong baseline on short windows. Attention's advantage
 # is elsewhere: its n positions are one batched product that fills a parallel device, and its
-# path between two positions is one step. The path shows in the gradient. Below, the gradient
-# of the last position's output is sent back into each trained model's inputs; its size at
-# position t is how much token t can still be learned from. Through the recurrence it passes
-# n − t times through W_hᵀ and the tanh slopes and fades; through attention it arrives in one
-# step, about alike at every distance (the last token itself gets more: it also reaches the
-# output along the residual path).
+# path between two positions is one step. The path shows in the gradient. Below, one random
+# vector g is set as the gradient at the last position's output (zero everywhere else) and sent
+# back into each trained model's inputs: at position t that gives gᵀ ∂out_n/∂x_t, one
+# vector–Jacobian product, and its size is how much token t can still be learned from. Through
+# the recurrence it passes n − t times through W_hᵀ and the tanh slopes and fades; through
+# attention it arrives in one step, about alike at every distance (the last token itself gets
+# more: it also reaches the output along the residual path).
 
 # %%
 window, _ = data.random_windows(train_ids, 1, n_chars)
@@ -467,7 +475,7 @@ viz.curves(axes[0], np.arange(1, steps + 1), {n: r["loss"] for n, r in runs.item
            hline=(np.log(V), "chance, log V"),
            title=f"Same {steps} batches, {min(sizes) // 1000}–{max(sizes) // 1000}k parameters")
 viz.curves(axes[1], np.arange(n_chars), reach, xlabel="distance back from the last position",
-           ylabel="‖∂ out_n / ∂ xₜ‖", logy=True, marker="",
+           ylabel="‖gᵀ ∂outₙ/∂xₜ‖, g random", logy=True, marker="",
            title="How far back the gradient reaches")
 viz.save(fig, "13_rnn_vs_transformer")
 

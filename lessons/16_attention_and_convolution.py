@@ -266,11 +266,11 @@ print("✓ k² fewer parameters, k× fewer FLOPs, and the parts never talk to ea
 # %% [markdown]
 # The split layer is the token-level MLP of a Transformer: call each part a token, and the
 # shared network is the feed-forward network, applied to every token on its own path (lesson
-# 07). It is cheap, and it transforms each part where it stands, like a convolution of width 1. What it lacks,
-# communication between the parts, is exactly what attention supplies, and with enough heads
-# attention can even be a wider convolution. That is the layer the deck ends with: attention to
-# mix the tokens, the shared MLP to process each one, with residuals and normalization around
-# both.
+# 07). It is cheap, and it transforms each part where it stands, like a convolution of
+# width 1. What it lacks, communication between the parts, is exactly what attention supplies,
+# and with enough heads attention can even be a wider convolution. That is the layer the deck
+# ends with: attention to mix the tokens, the shared MLP to process each one, with residuals
+# and normalization around both.
 #
 # What to remember
 # ----------------

@@ -210,6 +210,12 @@ print("✓ norm-first residual, a final norm per stack, log-softmax inside the l
 # The whole model below counts one embedding table shared by source and target, the 6 + 6
 # blocks as minitf builds them by default (post-LN, so no LayerNorm closes either stack), and
 # an output layer of its own, weights and bias.
+#
+# The paper also ties the output layer's weights to the shared table, and its table gives 65 M
+# parameters for the base model, 1.9 M more than our tied count below. It gives no breakdown,
+# so where the 1.9 M come from cannot be checked, and it gives the vocabulary only as "about
+# 37000" tokens. The gap is as many numbers as about 3,700 more rows of the shared table (513 a
+# row: 512 weights and an output bias), a vocabulary of about 40,700 rather than 37,000.
 
 # %%
 d, h, d_ff, N, vocab = 512, 8, 2048, 6, 37000
@@ -229,9 +235,11 @@ print(f"base model with one {vocab:,}-token vocabulary: {total:,} parameters")
 assert total == 82_063_496, "the base configuration holds 82,063,496 parameters"
 # the paper ties the output layer's weights to the embedding table: one d × vocab matrix less
 tied = total - d * vocab
+gap_rows = (65_000_000 - tied) / (d + 1)         # rows of 512 weights and one output bias
 print(f"with the output layer tied to the embeddings, as the paper does: {tied:,} "
-      f"(its table gives 65 M for the base model)")
-assert tied == 63_119_496
+      f"(its table gives 65 M: {(65_000_000 - tied) / 1e6:.1f} M more, ≈ {gap_rows:,.0f} rows)")
+assert tied == 63_119_496, "tied: the 82,063,496 less the output layer's 512 × 37,000 weights"
+assert 3_500 < gap_rows < 3_900, "the paper's 65 M is as many as about 3,700 more rows"
 
 fig, (left, right) = viz.figure(1, 2, size=(10.5, 3.9))
 left.barh(list(parts), [v / 1e6 for v in parts.values()], color="tab:blue")
@@ -246,13 +254,14 @@ starts = np.zeros(2)
 for column, (name, colour) in enumerate((("self-attention", "tab:orange"),
                                          ("cross-attention", "tab:green"),
                                          ("feed-forward", "tab:purple"),
-                                         ("LayerNorms", "tab:gray"))):
+                                         (f"LayerNorms ({2 * norm_count:,}\nand "
+                                          f"{3 * norm_count:,}: too\nthin to see)", "tab:gray"))):
     widths = np.array([counts[column] for counts in inside.values()]) / 1e6
     right.barh(list(inside), widths, left=starts, color=colour, label=name)
     starts += widths
 for y, value in enumerate((encoder_block, decoder_block)):
     right.text(value / 1e6, y, f" {value:,}", va="center", fontsize=8)
-right.set(xlabel="parameters (millions)", xlim=(0, 6.6),
+right.set(xlabel="parameters (millions)", xlim=(0, 7.6),
           title="one block at d=512, h=8, d_ff=2048")
 right.invert_yaxis()
 right.legend(fontsize=8, loc="upper right")
