@@ -133,3 +133,14 @@ def test_gelu_in_blocks_has_the_gradient_of_gelu_on_the_whole(float64, monkeypat
     dy = backend.randn(2, 3, 4)
     gelu(x)
     assert bool((gelu.backward(dy) == F.gelu_backward(dy, cache)).all())
+
+
+def test_scatter_add_adds_into_what_the_target_holds(backend_name):
+    """The embedding's backward starts from zeros, but scatter_add is ``target[i] += v``: it adds
+    to what is there, repeats included, as numpy.add.at does."""
+    xp = backend.get_array_module()
+    target = xp.ones((4, 2))
+    array_ops.scatter_add(target, xp.asarray([1, 3, 1, 1]), xp.ones((4, 2)))
+    wanted = np.ones((4, 2))
+    np.add.at(wanted, np.array([1, 3, 1, 1]), np.ones((4, 2)))
+    np.testing.assert_array_equal(backend.to_numpy(target), wanted)     # rows 1, 4, 1, 2

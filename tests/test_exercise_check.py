@@ -357,3 +357,11 @@ def test_code_below_the_end_line_and_a_name_without_py_are_pointed_out(tmp_path)
     with pytest.raises(ValueError, match=re.escape(
             "FILE softmax_backward: no such file (did you mean softmax_backward.py?)")):
         exercises.check_file(tmp_path / "softmax_backward")
+
+
+def test_a_grade_of_no_checks_is_no_pass():
+    """Nothing checked is nothing passed: a grading that built no case (an instructor's
+    check_<name>() returning {}) must not score, or every student would get the point."""
+    from minitf.exercises.grade import Result
+    assert not Result().passed
+    assert not grade(find("softmax_backward"), lambda dp, cache: None, cases=[]).passed

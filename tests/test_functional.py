@@ -325,3 +325,53 @@ def test_causal_attention_splits_its_queries_where_blocks_pay_off(backend_name):
               [(0, 2 * b + 1)])
     assert array_ops.blocks_pay_off(q) == (backend_name == "numpy")
     assert [(start, end) for start, end, _ in cache.blocks] == wanted
+
+
+@pytest.mark.parametrize("forward, backward", [(F.softmax, F.softmax_backward),
+                                               (F.log_softmax, F.log_softmax_backward)])
+def test_softmax_and_log_softmax_along_another_axis_have_their_gradient(float64, forward,
+                                                                        backward):
+    """The registry checks the last axis; the backward must use the axis its forward was given
+    (a row sum along the last axis would broadcast silently and be wrong)."""
+    from minitf.gradcheck import FunctionCase, check
+    case = FunctionCase(forward, backward, {"x": backend.randn(4, 3)}, ("x",), {"axis": 0})
+    assert all(row.passed for row in check(forward.__name__, case))
+
+
+def test_a_row_with_every_key_masked_gives_log_softmax_minus_inf_and_no_gradient(float64):
+    """An all −inf row (every position masked) has no distribution: log_softmax is −inf there,
+    not NaN, and an ignored target in that row sends back a gradient of exactly 0."""
+    xp = backend.get_array_module()
+    logits = xp.asarray([[0.5, -1.0, 2.0], [-math.inf, -math.inf, -math.inf]])
+    log_p = host(F.log_softmax(logits)[0])
+    assert not np.isnan(log_p).any() and np.all(log_p[1] == -math.inf)
+    loss, cache = F.cross_entropy(logits, xp.asarray([2, -100]))
+    dlogits = host(F.cross_entropy_backward(1.0, cache))
+    assert np.isfinite(float(loss)) and not np.isnan(dlogits).any()
+    assert np.all(dlogits[1] == 0)
+
+
+def _t5_bucket(key_minus_query, bidirectional, num_buckets=32, max_distance=128):
+    """T5's bucket of one (query, key) pair, one pair at a time in plain Python, to check the
+    vectorised version against: exact up to half the buckets, then logarithmic, rounded down."""
+    bucket, n = 0, key_minus_query
+    if bidirectional:
+        num_buckets //= 2
+        bucket, n = (num_buckets if n > 0 else 0), abs(n)
+    else:
+        n = max(-n, 0)
+    exact = num_buckets // 2
+    if n < exact:
+        return bucket + n
+    far = exact + int(math.log(n / exact) / math.log(max_distance / exact) * (num_buckets - exact))
+    return bucket + min(far, num_buckets - 1)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_relative_position_buckets_are_t5_s_pair_by_pair(float64, bidirectional):
+    buckets = host(F.relative_position_buckets(150, bidirectional=bidirectional))
+    wanted = np.array([[_t5_bucket(j - i, bidirectional) for j in range(150)]
+                       for i in range(150)])
+    np.testing.assert_array_equal(buckets, wanted)
+    if bidirectional:                       # the docstring's example: the last bucket from 91 on
+        assert buckets[0, 91] == 31 and buckets[0, 90] == 30

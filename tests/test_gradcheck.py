@@ -335,3 +335,37 @@ def test_a_second_backward_adds_to_every_grad(name, float64):
     for key in once:
         np.testing.assert_allclose(twice[key], 2 * once[key], rtol=1e-12, atol=0,
                                    err_msg=f"{name}: {key}")
+
+
+# -- the threshold itself: a backward a little wrong fails, not only one grossly wrong ----------
+
+def test_a_backward_one_part_in_ten_thousand_off_fails(float64):
+    """The tests above break a backward grossly; a threshold 100 x too loose would still fail
+    those. A gradient 0.01 % too large (an error of 5e-5) must fail too, and a row just over the
+    threshold is a FAIL."""
+    case = gradcheck_cases.build("linear")
+    right = case.backward
+    case.backward = lambda dy, cache: tuple(g * 1.0001 for g in right(dy, cache))
+    rows = check("linear", case)
+    assert rows and not any(r.passed for r in rows)
+    assert Row("linear", "x", (2, 3), 2 * TOLERANCE).passed is False
+    assert Row("linear", "x", (2, 3), TOLERANCE).passed is True
+
+
+def test_a_sampled_check_looks_at_the_largest_entry(float64):
+    """check_entries always differences the entry of the largest gradient, where a backward
+    wrong in one place is most likely wrong: a backward off at that entry only must fail,
+    whatever the random picks."""
+    from minitf import backend
+
+    def off_at_the_largest(dy, cache):
+        dx, *rest = F.layer_norm_backward(dy, cache)
+        dx = dx.copy()
+        dx.flat[int(np.abs(dx).argmax())] *= 1.2
+        return (dx, *rest)
+
+    # 512 entries of x: two random picks land on the largest one less than 1 time in 200
+    case = FunctionCase(F.layer_norm, off_at_the_largest, {"x": backend.randn(4, 8, 16),
+                        "gamma": backend.randn(16), "beta": backend.randn(16)}, ("x",))
+    rows = {r.tensor: r for r in check_entries("layer_norm", case, per_tensor=3)}
+    assert not rows["x"].passed

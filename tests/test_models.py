@@ -8,7 +8,7 @@ import pytest
 import minitf.functional as F
 import minitf.nn as nn
 from minitf import backend
-from minitf.data import BOS
+from minitf.data import BOS, EOS
 from minitf.generate import beam_search, generate, greedy_decode, sample_next
 from minitf.models import (MODELS, DecoderLM, EncoderClassifier, EncoderLM, Model, RNNLM,
                            SetEncoder,
@@ -252,3 +252,33 @@ def test_bad_input_names_the_argument():
         DecoderLM(7, positional="absolute")
     with pytest.raises(ValueError, match="tgt"):
         Transformer(7, 6)(backend.randint(0, 7, (1, 3)), backend.to_device(np.array([[1, 6]])))
+
+
+def test_greedy_decoding_a_batch_decodes_each_source_as_alone(float64):
+    """The batch stops only when every row has produced EOS: a row that ends early must not cut
+    the others short (seed 3: one row ends at once, the others run on)."""
+    backend.seed(3)
+    model = Transformer(12, 12, 16, 2, 2, dropout=0.0)
+    model.out.b.data[EOS] += 1.5                       # make EOS likely, so some rows end early
+    src = backend.randint(3, 12, (4, 5))
+    batch = greedy_decode(model, src, 6)
+    alone = [greedy_decode(model, src[i:i + 1], 6)[0] for i in range(4)]
+    assert len({len(tokens) for tokens in alone}) > 1, "the rows should end at different steps"
+    assert batch == alone
+
+
+def test_a_translator_s_loss_leaves_out_padded_targets(float64):
+    """Transformer.loss ignores the targets equal to pad_id: it is the cross-entropy of the
+    other targets alone."""
+    model = Transformer(12, 12, 16, 2, 2, dropout=0.0)
+    src = backend.to_device(np.array([[3, 4, 5, 6], [7, 8, 9, 0]]))
+    tgt_in = backend.to_device(np.array([[BOS, 5, 9, 4], [BOS, 8, 7, 0]]))
+    tgt_out = backend.to_device(np.array([[5, 9, 4, EOS], [8, 7, EOS, 0]]))   # one pad target
+    loss, _ = model.loss(src, tgt_in, tgt_out)
+    logits = model(src, tgt_in)
+    kept = backend.to_numpy(tgt_out) != model.pad_id
+    assert kept.sum() == 7
+    log_p = backend.to_numpy(F.log_softmax(logits)[0])
+    by_hand = -np.mean([log_p[b, t, backend.to_numpy(tgt_out)[b, t]]
+                        for b, t in zip(*np.nonzero(kept))])
+    assert loss == pytest.approx(by_hand, rel=1e-12)

@@ -104,3 +104,17 @@ def test_the_norms_skip_a_gradient_that_is_none_and_refuse_one_of_another_shape(
         with raises(ValueError, f"{where}: parameter 0 (3, 2) has a gradient of shape (1, 2); "
                                 f"wanted its own shape"):
             norm(layer)
+
+
+@pytest.mark.parametrize("over", [1.5, 1.01])
+def test_a_norm_just_above_max_norm_is_clipped_to_it(over):
+    """Clipping scales whenever the norm exceeds max_norm, by however little: a norm of 1.5 or
+    1.01 times max_norm comes out at max_norm, and one below it is left exactly as it was."""
+    with backend.precision("float64"):
+        layer = Linear(2, 1, bias=False)
+        layer.W.grad = backend.to_device(np.array([[0.6], [0.8]]) * over)      # norm = over
+        assert clip_grad_norm(layer.parameters(), 1.0) == pytest.approx(over)
+        assert grad_norm(layer.parameters()) == pytest.approx(1.0, rel=1e-5)   # ÷ (norm + 1e-6)
+        before = backend.to_numpy(layer.W.grad).copy()
+        assert clip_grad_norm(layer.parameters(), 2.0) == pytest.approx(1.0)
+        np.testing.assert_array_equal(backend.to_numpy(layer.W.grad), before)
