@@ -208,12 +208,14 @@ class Backward:
     ``tensors`` maps a tensor's name ("x", "input x", "param W") to the pair (the array it is the
     gradient of, the gradient backward gave for it -- None where nothing came back); ``loss()``
     is L = Σ g ⊙ forward(), which numerical_gradient differentiates; ``returned`` is exactly what
-    backward returned, as a tuple (for telling a learner that a gradient is missing).
+    backward returned, as a tuple (for telling a learner that a gradient is missing);
+    ``changed`` holds, by name, what of dy and the cache the backward overwrote (see _handed).
     """
     tensors: dict
     loss: Callable
     g: object
     returned: tuple
+    changed: dict = field(default_factory=dict)    # {"dy": dy, …}: written into in place
 
 
 def _upstream_gradient(y, seed_value: int):
@@ -222,12 +224,44 @@ def _upstream_gradient(y, seed_value: int):
         return randn(*y.shape, dtype=y.dtype)
 
 
+def _arrays_in(value, where: str) -> list:
+    """[(where, array)] for the arrays in a cache. minitf builds its caches of arrays, numbers
+    and tuples of them (attention's a namedtuple: its arrays are named by field)."""
+    if is_array(value):
+        return [(where, value)]
+    if not isinstance(value, (tuple, list)):
+        return []
+    keys = [f".{k}" for k in value._fields] if hasattr(value, "_fields") else \
+        [f"[{i}]" for i in range(len(value))]
+    return [found for key, item in zip(keys, value) for found in _arrays_in(item, where + key)]
+
+
+def _handed(dy, y, cache) -> dict:
+    """{name: array}: what a backward is handed besides the forward's inputs -- dy, and in the
+    cache the arrays the caller may still hold, the forward's output among them. Each array
+    once, by its first name (softmax's cache holds its output itself)."""
+    handed = {}
+    for name, array in [("dy", dy), *_arrays_in(y, "the forward's output"),
+                        *_arrays_in(cache, "cache")]:
+        if all(array is not seen for seen in handed.values()):
+            handed[name] = array
+    return handed
+
+
+def same(a, b) -> bool:
+    """Equal entry by entry, a NaN equal to a NaN (a mask's −inf equals itself anyway)."""
+    return bool(((a == b) | ((a != a) & (b != b))).all())
+
+
 def run_backward(case, seed_value: int = 1, g=None) -> Backward:
     """Run a FunctionCase or ModuleCase forward (under ``seed_value``: dropout masks), then
     backward with the upstream gradient ``g`` (default: drawn under ``seed_value + 1``).
 
     backward gets a copy of g, so one that writes into its dy in place cannot change the loss
-    the numerical gradient is taken of.
+    the numerical gradient is taken of. That copy, the forward's output and the arrays in its
+    cache are compared with what they were before, and ``changed`` holds what the backward wrote
+    into: in a model such a write breaks a gradient, since a Residual sends the same dy down its
+    identity path, and softmax's caller still holds the probabilities its cache keeps.
     """
     _check_case(case, "run_backward")
     module = case.module if isinstance(case, ModuleCase) else None
@@ -248,17 +282,30 @@ def run_backward(case, seed_value: int = 1, g=None) -> Backward:
         module.zero_grad()
     y, cache = forward()
     g = _upstream_gradient(y, seed_value) if g is None else g
+    dy = g.copy()
+    # a module's cache taken now: its backward pops it
+    handed = _handed(dy, y, cache if module is None else vars(module).get("_cache"))
+    before = {name: array.copy() for name, array in handed.items()}
     if module is None:
-        returned = as_tuple(case.backward(g.copy(), cache))
+        returned = as_tuple(case.backward(dy, cache))
         grads = dict(zip(case.wrt, returned))
         tensors = {name: (case.inputs[name], grads.get(name)) for name in case.wrt}
     else:
-        returned = as_tuple(module.backward(g.copy()))
+        returned = as_tuple(module.backward(dy))
         grads = dict(zip(case.inputs, returned))
         tensors = {f"input {name}": (x, grads.get(name)) for name, x in case.inputs.items()}
         tensors.update({f"param {name}": (p.data, p.grad.copy())
                         for name, p in module.named_parameters()})
-    return Backward(tensors, lambda: float((forward()[0] * g).sum()), g, returned)
+    changed = {name: array for name, array in handed.items() if not same(array, before[name])}
+    return Backward(tensors, lambda: float((forward()[0] * g).sum()), g, returned, changed)
+
+
+def _nothing_overwritten(run: Backward, name: str) -> None:
+    """A backward that wrote into what it was handed is refused, in one line: its gradients may
+    be right here, and wrong in a model, where the caller still reads those arrays."""
+    if run.changed:
+        raise ValueError(f"{name}: backward changed {', '.join(run.changed)} in place; wanted "
+                         f"new arrays (dx = dy * …, not dy *= …): its caller still reads them")
 
 
 def check(name: str, case, seed_value: int = 1) -> list[Row]:
@@ -268,6 +315,7 @@ def check(name: str, case, seed_value: int = 1) -> list[Row]:
     _check_case(case, "check")
     run = run_backward(case, seed_value)
     _float64_only(run, name)
+    _nothing_overwritten(run, name)
     rows = []
     for tensor, (x, dx) in run.tensors.items():
         if dx is not None:
@@ -302,6 +350,7 @@ def check_entries(name: str, case, per_tensor: int = 2, seed_value: int = 1) -> 
               what="the entries of each tensor to difference")
     run = run_backward(case, seed_value)
     _float64_only(run, name)
+    _nothing_overwritten(run, name)
     xp = get_array_module(run.g)
     rows = []
     with seed(seed_value + 2):                  # which entries: its own stream, reproducible

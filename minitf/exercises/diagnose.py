@@ -5,7 +5,8 @@ values, the numerical one, and returns the lines of explanation -- empty when no
 The hints are signatures of the classic mistakes: all zeros, a constant factor, a transpose, a
 gradient that ignores the upstream gradient, a wrong shape or dtype, NaN. Below them, the mistakes
 a value check alone cannot see: gradients in another order, values returned beyond what minitf
-reads (dropped unseen), and a .grad assigned where it should be added into.
+reads (dropped unseen), a .grad assigned where it should be added into, and arrays the backward
+was handed written into in place; last, what minitf could not use of what a backward returned.
 """
 from __future__ import annotations
 
@@ -29,10 +30,15 @@ def _summable(got: tuple, wanted: tuple) -> bool:
     return all(w in (g, 1) for g, w in zip(tail, wanted))
 
 
-def shape_problem(name: str, x, dx) -> list[str]:
+def shape_problem(name: str, x, dx, returned_none: bool = False) -> list[str]:
     """Lines saying why ``dx`` cannot be the gradient of ``x`` at all (nothing, not an array,
-    the wrong shape or dtype); [] when it is an array of x's shape and dtype."""
+    the wrong shape or dtype); [] when it is an array of x's shape and dtype. ``returned_none``:
+    the backward returned None in x's place (not too few values)."""
     wanted = tuple(x.shape)
+    if dx is None and returned_none:
+        return [f"{name}: None came back for it, but the forward had {name} (shape {wanted}), "
+                f"so it has a gradient", "hint: None is for an input the forward went without "
+                "(linear with no b, attention with no bias), or for integer ids"]
     if dx is None:
         return [f"{name}: no gradient came back for it",
                 "hint: return one gradient per input, in the order of the inputs"]
@@ -203,11 +209,70 @@ def in_another_order(tensor: str, dx, run, numerics: dict, problem: list) -> lis
     return None
 
 
+def written_in_place(changed) -> list[str]:
+    """Lines saying that a backward wrote into arrays it was handed, named in ``changed``: its
+    gradients can be right in the check and wrong in a model, whose other layers read those
+    arrays after it returns (the check compares copies taken before the backward ran)."""
+    names = ", ".join(changed)
+    if "dy" in changed:
+        why = ("its caller still reads dy after it returns (a Residual sends the same dy down "
+               "its identity path)")
+    elif any(name.startswith("the forward's output") for name in changed):
+        why = "its caller still holds that output (softmax's cache keeps its output p itself)"
+    elif any(name.startswith("cache") for name in changed):
+        why = "a cache holds the forward's arrays, which its caller may still hold"
+    else:
+        why = "the forward's caller still holds them"
+    return [f"your backward changed {names} in place; {why}",
+            "hint: never write into what a backward is handed (dy *= …, p *= …, out=…); make "
+            "new arrays (dx = dy * …)"]
+
+
+def unusable(exercise, cases, theirs, call: tuple, reference) -> list[str]:
+    """Lines naming what minitf could not use of ``theirs``, what the learner's function returned
+    for ``call`` (args, kwargs), by what minitf's own (``reference``) returns for it: None where
+    it returns a gradient, another shape. The gradients are named by the exercise's functional
+    case among ``cases`` ('linear': x, W, b). [] when nothing is found, and for a method (the
+    cache it popped is gone) or an instructor's file (no reference)."""
+    if reference is None or exercise.is_method:
+        return []
+    try:
+        ours = as_tuple(reference(*call[0], **call[1]))
+    except Exception:              # their function changed what it was handed, say: no more to say
+        return []
+    theirs = as_tuple(theirs)
+    if len(theirs) != len(ours):
+        return []                     # the hint under these lines says what came back
+    functional = (gradcheck_cases.build(name) for name in cases)
+    names = next((tuple(case.wrt) for case in functional
+                  if getattr(getattr(case, "backward", None), "stands_in_for", None)
+                  == exercise.name), ())
+    lines = []
+    for i, (got, wanted) in enumerate(zip(theirs, ours)):
+        name = names[i] if i < len(names) else f"gradient {i + 1} of {len(ours)}"
+        if not is_array(wanted):
+            continue
+        shape, attribute = tuple(wanted.shape), exercise.attribute
+        if got is None:
+            lines.append(f"  {name}: None came back for it, but this forward had {name}: "
+                         f"minitf's own {attribute} returns its gradient here, of shape {shape}")
+        elif not is_array(got) or tuple(got.shape) != shape:
+            got = f"has shape {tuple(got.shape)}" if is_array(got) else f"is {described(got)}"
+            lines.append(f"  {name}: your gradient {got}, wanted {shape}: the shape minitf's "
+                         f"own {attribute} returns here")
+    return lines
+
+
+DESCRIBED_ITEMS = 6         # a tuple of a million Nones is not listed in full
+
+
 def described(value) -> str:
     """What a backward returned, in a few words: "a tuple of 2: an array of shape (6, 3), None"."""
     def one(v):
         return f"an array of shape {tuple(v.shape)}" if is_array(v) else \
             "None" if v is None else f"a {type(v).__name__}"
     if isinstance(value, tuple):
-        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value)
+        more = len(value) - DESCRIBED_ITEMS
+        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value[:DESCRIBED_ITEMS]) \
+            + (f", … ({more} more)" if more > 0 else "")
     return one(value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
 import sys
 import traceback
 from contextlib import contextmanager
@@ -23,14 +24,17 @@ from minitf.backend import backend_name, precision, randn, seed
 from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import EXERCISES, Exercise, find
 from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
-                                       miscounted, shape_problem, value_problem)
+                                       miscounted, shape_problem, unusable, value_problem,
+                                       written_in_place)
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases, traces
 from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, relative_error, \
-    run_backward
+    run_backward, same
 
 OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores it
+MESSAGE_CHARS = 300       # of an error's message (or a line of code) in a report: it is read
+FRAMES_SHOWN = 12         # of the learner's frames, repeats counted: the first and last half
 EXERCISE_NAMES = {exercise.name for exercise in EXERCISES}
 
 
@@ -61,14 +65,45 @@ def _exercise_of(path: Path, source: str) -> Exercise:
     return find(path.stem)
 
 
+def _capped(text: str) -> str:
+    """``text`` cut to MESSAGE_CHARS, saying how much more there was: a message can be megabytes
+    (raise ValueError('x' * 5_000_000)), and every report of it is kept in results.json."""
+    cut = len(text) - MESSAGE_CHARS
+    return text if cut <= 0 else f"{text[:MESSAGE_CHARS]}… ({cut} more characters cut)"
+
+
+def _message(err: BaseException) -> str:
+    """'ValueError: its message', of the message its first line, capped."""
+    try:
+        text = str(err)
+    except Exception:                    # an exception class of their own, its __str__ broken
+        text = "(its message could not be made into text)"
+    return f"{type(err).__name__}: {_capped(text.splitlines()[0] if text else '')}".rstrip(": ")
+
+
 def _their_lines(err: BaseException, path: Path) -> list[str]:
-    """The traceback of ``err``, cut down to the frames in the learner's file."""
+    """The traceback of ``err``, cut down to the frames in the learner's file. A frame repeated
+    in a row (a recursion: a thousand of them) is shown once and counted, as Python does, and of
+    more than FRAMES_SHOWN the first and the last few are kept."""
     # resolved: a file loaded by a relative path runs under its absolute name
     frames = [f for f in traceback.extract_tb(err.__traceback__)
               if Path(f.filename).resolve() == Path(path).resolve()]
-    lines = [f"  {path.name}, line {f.lineno}, in {f.name}\n    {f.line}" for f in frames]
-    message = str(err).splitlines()[0] if str(err) else ""
-    return lines + [f"{type(err).__name__}: {message}".rstrip(": ")]
+    runs = [(frame, len(list(run))) for frame, run in
+            itertools.groupby(frames, lambda f: (f.lineno, f.name, f.line))]
+    if len(runs) > FRAMES_SHOWN:
+        half = FRAMES_SHOWN // 2
+        hidden = sum(count for _, count in runs[half:-half])
+        runs[half:-half] = [(None, hidden)]
+    lines = []
+    for frame, count in runs:
+        if frame is None:
+            lines.append(f"  … {count} more calls in {path.name} …")
+            continue
+        lineno, name, code = frame
+        lines.append(f"  {path.name}, line {lineno}, in {name}\n    {_capped(code or '')}")
+        if count > 1:
+            lines.append(f"  [Previous line repeated {count - 1} more times]")
+    return lines + [_message(err)]
 
 
 def read_python(path: Path, where: str, wanted: str) -> str:
@@ -99,7 +134,7 @@ def load(path) -> tuple:
         code = compile(source, str(path), "exec")
     except SyntaxError as err:
         raise StudentError(f"{path.name}, line {err.lineno}: {err.msg}\n    "
-                           f"{(err.text or '').strip()}") from None
+                           f"{_capped((err.text or '').strip())}") from None
     module = importlib.util.module_from_spec(
         importlib.util.spec_from_file_location(f"minitf_exercise_{path.stem}", path))
     try:
@@ -145,7 +180,8 @@ def standing_in(exercise: Exercise, function):
 
 def _arrays_of(case) -> dict:
     """The arrays a case's forward reads, by name, before anything runs: its inputs, a module's
-    parameters, and options such as RoPE's cos and sin, which a backward may read too."""
+    parameters, and options such as RoPE's cos and sin, which a backward may read too. (dy and
+    the cache, which only the backward gets, run_backward compares itself.)"""
     arrays = {f"input {k}": v for k, v in case.inputs.items() if hasattr(v, "dtype")}
     arrays.update({f"option {k}": v for k, v in case.options.items() if hasattr(v, "dtype")})
     module = getattr(case, "module", None)
@@ -154,21 +190,17 @@ def _arrays_of(case) -> dict:
     return arrays
 
 
-def _same(a, b) -> bool:
-    """Equal entry by entry, a NaN equal to a NaN (a mask's −inf equals itself anyway)."""
-    return bool(((a == b) | ((a != a) & (b != b))).all())
-
-
 def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -> None:
     case = gradcheck_cases.build(name)
     before = {k: v.copy() for k, v in _arrays_of(case).items()}
     run = run_backward(case)
-    changed = [k for k, v in _arrays_of(case).items() if not _same(v, before[k])]
+    # the forward's arrays first: a cache that holds one (linear's x) changes with it
+    changed = {k: v for k, v in _arrays_of(case).items() if not same(v, before[k])} \
+        or run.changed
     if changed:
-        result.rows.append(Row(name, changed[0], tuple(before[changed[0]].shape), float("inf")))
-        result.problems.append((name, [f"your backward changed {', '.join(changed)} in place",
-                                       "hint: never write into the forward's arrays; make new "
-                                       "ones"]))
+        first = next(iter(changed))
+        result.rows.append(Row(name, first, tuple(changed[first].shape), float("inf")))
+        result.problems.append((name, written_in_place(changed)))
         return
     miscount = miscounted(exercise, case, run, reference)
     if miscount:
@@ -177,6 +209,9 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
         return
     other, numerics = None, {}
     failures = len(result.problems)
+    # the tensors a value came back for, None included (the rest: too few were returned)
+    slots = case.wrt if hasattr(case, "wrt") else [f"input {k}" for k in case.inputs]
+    given = set(slots[:len(run.returned)])
     for tensor, (x, dx) in run.tensors.items():
         if x.dtype.kind != "f":                      # integer ids have no gradient
             if dx is not None:
@@ -185,7 +220,7 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
                     f"{tensor}: integer ids have no gradient, but one came back for them "
                     f"({described(dx)})", "hint: return None for ids"]))
             continue
-        problem = shape_problem(tensor, x, dx)
+        problem = shape_problem(tensor, x, dx, returned_none=tensor in given)
         error = float("inf")
         if not problem:
             numeric = numerics[tensor] = numerical_gradient(run.loss, x)
@@ -209,12 +244,13 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
 
 
 def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
-              reference=None) -> Result:
+              reference=None, called: list = ()) -> Result:
     """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
     what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake.
-    ``returned``: a list holding what the learner's function last returned (see grade), to say
-    what minitf could not use when it raises after that function returned; ``reference``:
-    minitf's own function, to count what it returns."""
+    ``returned`` and ``called``: lists holding what the learner's function last returned and
+    the (args, kwargs) it got (see grade), to say what minitf could not use when it raises after
+    that function returned; ``reference``: minitf's own function, to count what it returns and
+    to say what it returns there."""
     result = Result()
     for name in cases:
         try:
@@ -224,14 +260,17 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                 result.stopped = _not_written(exercise, _stub_of(err, exercise))
                 break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
-            lines = _their_lines(err, path) if path else [f"{type(err).__name__}: {err}"]
+            lines = _their_lines(err, path) if path else [_message(err)]
             after = len(lines) == 1       # none of their lines: minitf choked on what they gave
             what = f" ({described(returned[-1])})" if returned else ""
             hint = [f"  hint: minitf could not use what your {exercise.attribute} returned{what}: "
                     f"is each gradient the shape of its input, and are there as many as minitf's "
                     f"own returns?"] if after and path else []
+            # NumPy's error names no gradient: the lines that do, where they can be worked out
+            named = unusable(exercise, cases, returned[-1], called[-1], reference) \
+                if hint and called else []
             result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
-                                                 if after else ":"), *lines, *hint])
+                                                 if after else ":"), *lines, *named, *hint])
             break
     return result
 
@@ -264,16 +303,17 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None) ->
     in for minitf's own, in float64. ``path``, the learner's file, trims tracebacks to it."""
     cases = grading_cases(exercise) if cases is None else cases
     reference = exercise.reference              # taken now: standing in, the learner's is there
-    returned = []
+    returned, called = [], []
 
     @functools.wraps(function)
-    def recording(*args, **kwargs):      # what it returned, for an error minitf raises after
-        returned[:] = [function(*args, **kwargs)]
-        return returned[0]
+    def recording(*args, **kwargs):      # what it got and returned, for an error minitf raises
+        value = function(*args, **kwargs)                                  # after it returned
+        called[:], returned[:] = [(args, kwargs)], [value]
+        return value
     recording.stands_in_for = exercise.name     # a case whose backward is the learner's
 
     with precision("float64"), standing_in(exercise, recording):
-        return run_cases(exercise, cases, path, returned, reference)
+        return run_cases(exercise, cases, path, returned, reference, called)
 
 
 LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only
@@ -288,8 +328,10 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
     stands_in = getattr(exercise, "stands_in", "stands in for minitf's own; everything else is "
                                                "minitf's")
     lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) {stands_in}",
-             f"minitf {minitf.__version__} ({Path(minitf.__file__).parent}), "
-             f"{backend_name()}, float64, central differences, a random upstream gradient"]
+             # the version, not the folder: a homework's reference lives where the student
+             # must not be shown (and a path tells a learner nothing about the check)
+             f"minitf {minitf.__version__}, {backend_name()}, float64, central differences, "
+             f"a random upstream gradient"]
     if result.rows:         # a whole model's long table: its failures, not 180 rows to scan
         long = len(result.rows) > LONG_TABLE and any(not r.passed for r in result.rows)
         lines += ["", format_table(result.rows, failing_only=long)]
