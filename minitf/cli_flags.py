@@ -32,9 +32,12 @@ NEW_TOKENS = checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
                      f"an integer in [0, {MAX_NEW_TOKENS}]")
 PROBABILITY = checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
 DROPOUT = checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
-# a homework's autograder stops grading a minute before the assignment's timeout on Gradescope
-TIMEOUT_MINUTES = checked(int, lambda n: n >= 2, "a whole number of minutes ≥ 2 (the grading "
-                                                "stops a minute before it)")
+# a homework's autograder stops grading a minute before the assignment's timeout on Gradescope,
+# which allows at most 40 (a copy of autograder.MOST_TIMEOUT_MINUTES: --help imports no grader)
+MOST_TIMEOUT_MINUTES = 40
+TIMEOUT_MINUTES = checked(int, lambda n: 2 <= n <= MOST_TIMEOUT_MINUTES,
+                          f"a whole number of minutes ≥ 2 (the grading stops a minute before "
+                          f"it) and ≤ {MOST_TIMEOUT_MINUTES}, the longest Gradescope allows")
 # "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
 # started a new run, --out "" wrote to runs/lm
 PATH = checked(str, lambda text: text != "", "a path (a file or folder name)")

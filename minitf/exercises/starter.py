@@ -24,6 +24,7 @@ import textwrap
 import types
 from pathlib import Path
 
+from minitf.data.text import write_utf8
 from minitf.exercises.catalogue import LEVELS, Exercise
 from minitf.exercises.tracing import grading_cases
 
@@ -160,14 +161,17 @@ def _without_markers(source: str) -> str:
 def write_starter(exercise: Exercise, folder: Path) -> Path:
     """Write the starter into ``folder``. A file already there is replaced only if it is still
     the untouched starter: a learner's work is never overwritten."""
+    from minitf.homework.writing import os_errors_named     # (it imports minitf.exercises)
+
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--dir {folder}: is a file; wanted a folder for the exercise file")
     path = folder / exercise.filename
     text = starter_text(exercise)
-    if path.exists() and path.read_text(encoding="utf-8") != text:
-        raise ValueError(f"{path}: already there and edited, so left as it is (to start over, "
-                         f"move it away first)")
-    folder.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    with os_errors_named("--dir", folder, "a folder you can write the exercise file in"):
+        if path.exists() and path.read_text(encoding="utf-8") != text:
+            raise ValueError(f"{path}: already there and edited, so left as it is (to start "
+                             f"over, move it away first)")
+        folder.mkdir(parents=True, exist_ok=True)
+    write_utf8(path, text, "--dir")     # whole or not at all: half a file would be 'edited'
     return path

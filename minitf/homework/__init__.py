@@ -10,6 +10,9 @@
     autograde the grader (grade), its table and Gradescope's results.json
     journal   a results.json written before each exercise, so a crash costs one (--resume)
     autograder the autograder zip (setup.sh, run_autograder, the reference that grades)
+    submission a student's files in a submission folder or zip: found, unpacked, refused
+    writing   what make, autograder and exercise start write: OS errors named, no half
+              a folder left behind
 """
 from minitf.homework.autograde import (Outcome, failing_reports, gradescope, grade, manifest,
                                        table)

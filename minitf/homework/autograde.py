@@ -29,7 +29,6 @@ from pathlib import Path
 
 from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
-from minitf.data.text import read_utf8
 from minitf.exercises import find, grade as grade_exercise
 from minitf.exercises.grade import Result, _their_lines, report, run_cases
 from minitf.exercises.time_limit import Budget, TookTooLong, seconds_for, time_limit
@@ -38,7 +37,7 @@ from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import regions as R
 from minitf.homework.guard import reading_refused
 from minitf.homework.handout import MANIFEST, PACKAGE, check_name
-from minitf.homework.submission import find_submitted, not_a_submission, unzipped, what_it_holds
+from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
 from minitf.validate import check_path
 
 _loaded = itertools.count()
@@ -74,6 +73,7 @@ class Outcome:
     seconds: float
     edited: bool        # the file was changed outside its regions (reported, still graded)
     printed: str = ""   # what the exercise's code printed, as results.json shows it
+    file_verdict: str = ""  # why its file was not graded, in a word: NotGraded.verdict
 
     @property
     def score(self) -> float:
@@ -263,22 +263,17 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     for entry in entries:
         if journal is not None:
             journal.starting(entry["name"])
-        start, printed = time.perf_counter(), _Copied(sys.stdout)
+        start, printed, file_verdict = time.perf_counter(), _Copied(sys.stdout), ""
         try:
-            path = (folder / entry["file"] if submission is None else find_submitted(
-                Path(submission), entry["file"], [e["file"] for e in data["exercises"]]))
-        except ValueError as err:
-            path, missing = None, str(err)
-        else:
-            missing = f"{entry['file']}: missing" + ("" if submission is None else
-                                                     f" from the submission "
-                                                     f"({what_it_holds(Path(submission))})")
+            path = graded_file(folder, submission, entry["file"],
+                               [e["file"] for e in data["exercises"]])
+        except NotGraded as err:            # missing, no UTF-8, a link: one line, and its word
+            path, not_graded = None, err
         if budget.left() <= 0:
             result, text, edited = _stopped(budget.not_reached(entry["name"])), "", False
-        elif path is None or not path.is_file():
-            result, text, edited = _stopped(missing), "", False
-        elif unreadable := _not_text(path, entry["file"]):   # UTF-16: else a SyntaxError
-            result, text, edited = _stopped(unreadable), "", False
+        elif path is None:
+            result, text, edited = _stopped(str(not_graded)), "", False
+            file_verdict = not_graded.verdict
         else:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
@@ -286,25 +281,17 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
                     result, text = _grade_one(entry, graded, budget, solutions)
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
-            try:
-                edited = R.frame(path.read_text(encoding="utf-8"), path.name) \
+            try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it
+                edited = R.frame(path.read_text(encoding="utf-8-sig"), path.name) \
                     != data["frames"].get(entry["file"])
             except ValueError:          # a fence moved or removed: the frame is broken
                 edited = True
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
-                                time.perf_counter() - start, edited, printed.shown()))
+                                time.perf_counter() - start, edited, printed.shown(),
+                                file_verdict))
         if journal is not None:
             journal.finished(outcomes[-1])
     return outcomes
-
-
-def _not_text(path: Path, file: str) -> str:
-    """Why the submitted copy of ``file`` is no UTF-8 text, which Python could read, or ''."""
-    try:
-        read_utf8(path, file + ": the submission's")
-    except (ValueError, OSError) as err:
-        return str(err)
-    return ""
 
 
 class _RegionsChanged(ValueError):
@@ -322,8 +309,8 @@ def _in_our_frame(ours: Path, theirs: Path, entry: dict, submission):
         yield theirs
         return
     try:
-        spliced = R.splice(ours.read_text(encoding="utf-8"), theirs.read_text(encoding="utf-8"),
-                           theirs.name)
+        spliced = R.splice(ours.read_text(encoding="utf-8"),
+                           theirs.read_text(encoding="utf-8-sig"), theirs.name)
     except ValueError:                  # not UTF-8
         spliced = None
     if spliced is None:
@@ -340,6 +327,8 @@ def _verdict(outcome: Outcome) -> str:
     result = outcome.result
     if result.passed:
         return "passed"
+    if outcome.file_verdict:            # its file: missing, unreadable (not UTF-8), a link
+        return outcome.file_verdict
     if result.stopped and result.stopped.startswith(f"{outcome.name} is not written yet"):
         return "not written"
     if result.stopped and result.stopped.startswith(f"{outcome.name} was not graded:"):
@@ -366,9 +355,8 @@ def table(outcomes: list[Outcome]) -> str:
 def failing_reports(outcomes: list[Outcome]) -> str:
     """The full report of every exercise that ran and failed (the worst entry, both values, the
     hint), so a student grading their own folder sees what to fix, not only a verdict."""
-    return "\n\n".join(o.report for o in outcomes
-                        if not o.result.passed and _verdict(o) in ("failed", "error",
-                                                                   "not graded", "blocked"))
+    return "\n\n".join(o.report for o in outcomes          # a blank's report says only that
+                        if not o.result.passed and _verdict(o) != "not written")
 
 
 def gradescope_test(outcome: Outcome) -> dict:

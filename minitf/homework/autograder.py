@@ -21,9 +21,11 @@ import zipfile
 from pathlib import Path
 
 from minitf.data.text import check_file_name
+from minitf.exercises.time_limit import GRACE_SECONDS
 from minitf.homework.autograde import manifest
 from minitf.homework.handout import (MANIFEST, PACKAGE, SKIP, refuse_a_homework_copy,
                                      refuse_answers_inside_a_homework)
+from minitf.homework.writing import os_errors_named, removed_if_unfinished
 from minitf.validate import check_int, check_path
 
 # A fixed timestamp for every entry, so the same homework gives the same zip byte for byte.
@@ -45,6 +47,12 @@ set -u
 # Seconds the grading may take: a minute under the assignment's timeout (@MINUTES@ minutes), as
 # Gradescope scores a run it kills 0 and shows nothing of it. Change both together.
 budget=@BUDGET@
+# Python counts its --budget from its own start, seconds after this script's (its imports; more
+# on Gradescope's half a CPU): a kill at the budget itself came first, and an answer that loops
+# was reported as a crash, not by its name. The kill comes kill_after seconds after the budget:
+# after the budget's own stop and the writing of results.json, before the grader's watchdog
+# (@GRACE@ s past a limit) would end a call that no alarm stops.
+kill_after=@KILL_AFTER@
 root="${AUTOGRADER_ROOT:-/autograder}"
 python="${AUTOGRADER_PYTHON:-$root/venv/bin/python}"
 # relative paths are read from where the script was started, before the cd below
@@ -58,10 +66,11 @@ rm -f "$results" "$results.progress"
 # results.json.progress behind, naming the exercise it ended inside: that one scores 0 and the
 # rest are graded in a new process (--resume). Each resumed run blames one more exercise, and so
 # changes the progress, or stops; one that changed nothing (it could not write, say) ends it.
-# A run still going when the budget is spent (one NumPy call no alarm can stop) is killed.
+# A run still going kill_after seconds past the budget (one NumPy call no alarm can stop) is
+# killed.
 resume="" before=""
 while :; do
-    left=$(( budget - SECONDS )); [ "$left" -ge 10 ] || left=10     # time to write the rest
+    left=$(( budget + kill_after - SECONDS )); [ "$left" -ge 10 ] || left=10   # to write the rest
     limit=""; command -v timeout >/dev/null && limit="timeout -s KILL $left"
     PYTHONPATH="$root/source/reference" $limit "$python" -m minitf homework grade \\
         "$root/source/homework" --submission "$root/submission" --json "$results" \\
@@ -125,6 +134,10 @@ def _homework_files(folder: Path, data: dict) -> list[str]:
 # Gradescope's timeout for an assignment unless it is raised in the assignment's settings (at most
 # 40 minutes there); a run it kills scores 0 and shows the student nothing
 TIMEOUT_MINUTES = 10
+MOST_TIMEOUT_MINUTES = 40       # cli_flags.TIMEOUT_MINUTES has a copy: --help imports neither
+# Seconds past the budget before run_autograder kills a grading: more than Python's start-up and
+# the writing of results.json take, fewer than GRACE_SECONDS (see RUN)
+KILL_AFTER = 8
 
 
 def build(folder, out, timeout_minutes: int | None = None) -> Path:
@@ -136,6 +149,10 @@ def build(folder, out, timeout_minutes: int | None = None) -> Path:
     timeout_minutes = TIMEOUT_MINUTES if timeout_minutes is None else timeout_minutes
     check_int(timeout_minutes, "timeout_minutes", "autograder.build", low=2,
               what="the assignment's timeout on Gradescope, a minute of it kept in reserve")
+    if timeout_minutes > MOST_TIMEOUT_MINUTES:     # run_autograder would be killed before its end
+        raise ValueError(f"autograder.build: timeout_minutes must be at most "
+                         f"{MOST_TIMEOUT_MINUTES}, the longest timeout Gradescope allows an "
+                         f"assignment; got {timeout_minutes}")
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
     refuse_a_homework_copy()
@@ -144,21 +161,22 @@ def build(folder, out, timeout_minutes: int | None = None) -> Path:
         got = "already exists" if out.exists() else "does not end in .zip"
         raise ValueError(f"--out {out}: {got}; wanted a new file ending in .zip")
     check_file_name(out, "--out")
-    try:
-        with zipfile.ZipFile(out, "w") as archive:
-            _add(archive, "setup.sh", SETUP.format(
-                requirements=" ".join(f'"{r}"' for r in requirements())).encode(),
-                executable=True)
-            run = RUN.replace("@MINUTES@", str(timeout_minutes)).replace(
-                "@BUDGET@", str(60 * (timeout_minutes - 1)))
-            _add(archive, "run_autograder", run.encode(), executable=True)
-            for name in _homework_files(folder, data):
-                _add(archive, f"homework/{name}", (folder / name).read_bytes())
-            for path in sorted(PACKAGE.rglob("*")):
-                relative = path.relative_to(PACKAGE)
-                if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
-                    _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
-    except BaseException:           # a full disk, Ctrl-C: no half a zip that the next try,
-        out.unlink(missing_ok=True)  # refusing a file already there, would be stuck on
-        raise
+    # a full disk, Ctrl-C: no half a zip that the next try, refusing a file already there,
+    # would be stuck on
+    with os_errors_named("--out", out, "a new .zip file in a folder you can write to"), \
+            removed_if_unfinished(out), zipfile.ZipFile(out, "w") as archive:
+        _add(archive, "setup.sh", SETUP.format(
+            requirements=" ".join(f'"{r}"' for r in requirements())).encode(),
+            executable=True)
+        run = RUN
+        for key, value in (("MINUTES", timeout_minutes), ("KILL_AFTER", KILL_AFTER),
+                           ("BUDGET", 60 * (timeout_minutes - 1)), ("GRACE", GRACE_SECONDS)):
+            run = run.replace(f"@{key}@", str(value))
+        _add(archive, "run_autograder", run.encode(), executable=True)
+        for name in _homework_files(folder, data):
+            _add(archive, f"homework/{name}", (folder / name).read_bytes())
+        for path in sorted(PACKAGE.rglob("*")):
+            relative = path.relative_to(PACKAGE)
+            if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
+                _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
     return out

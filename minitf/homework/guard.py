@@ -55,17 +55,26 @@ def _refuse(event: str, args: tuple) -> None:
         frame = frame.f_back
 
 
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)           # through links, and a hard link too
+    except OSError:                             # one is not there: no file is both
+        return False
+
+
 @contextmanager
 def reading_refused(student_file, solution_files):
-    """While the block runs, code of ``student_file`` cannot open ``solution_files``."""
+    """While the block runs, code of ``student_file`` cannot open ``solution_files``. A student's
+    file that is one of them (a link to it, or a hard link) has read it before the block starts:
+    graded, it is the reference's answer. (The grader refuses links before; this is the last
+    line: exempted, a link to the reference's linear.py scored full marks.)"""
     global _installed
     if not _installed:              # once a process: an audit hook cannot be removed
         sys.addaudithook(_refuse)
         _installed = True
-    read = []
-    _watching.update(student=os.path.realpath(student_file), read=read,
-                     solutions=tuple(Path(os.path.realpath(f)) for f in solution_files
-                                     if os.path.realpath(f) != os.path.realpath(student_file)))
+    solutions = tuple(Path(os.path.realpath(f)) for f in solution_files)
+    read = [solution for solution in solutions if _same_file(solution, student_file)]
+    _watching.update(student=os.path.realpath(student_file), read=read, solutions=solutions)
     try:
         yield read
     finally:

@@ -27,6 +27,7 @@ from minitf.exercises.grade import read_python
 from minitf.exercises.starter import _docstring
 from minitf.exercises.time_limit import seconds_for
 from minitf.homework import regions as R
+from minitf.homework.writing import os_errors_named, removed_if_unfinished
 from minitf.validate import check_flags, check_path
 
 MANIFEST = "homework.json"
@@ -258,7 +259,8 @@ def _check_make(out, exercises, files, solutions) -> None:
 
 def make(out, exercises=(), files=(), solutions=False) -> Path:
     """Write the homework directory ``out``: the catalogue ``exercises`` by name, and every
-    region of each instructor's file in ``files``. Checks everything before writing anything.
+    region of each instructor's file in ``files``. Checks everything before writing anything,
+    and removes what it wrote if the writing fails (a full disk): a rerun finds ``out`` as it was.
     ``solutions``: the same directory with the bodies answered (the instructor's key)."""
     _check_make(out, exercises, files, solutions)
     out = Path(out)
@@ -280,8 +282,7 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
         raise ValueError(f"--exercises: {err}") from None
     blank = _catalogue_files(names)
     own = [(Path(f), *_own_file(Path(f))) for f in files]
-    if len({p.name for p, _, _ in own}) < len(own) or {p.name for p, _, _ in own} & {"minitf"}:
-        raise ValueError("--file: two files of the same name (or one called minitf)")
+    _names_of_their_own([path for path, _, _ in own])
     taken = set(names)                      # an exercise is a row of the results, by its name
     for path, _, own_names in own:
         twice = sorted(taken & set(own_names))
@@ -298,15 +299,36 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
     file_of = {n: f for f, ns in blank.items() for n in ns}
     entries = [{"name": e.name, "file": "minitf/" + file_of[e.name], "source": "minitf"}
                for e in EXERCISES if e.name in file_of]
-    out.mkdir(parents=True, exist_ok=True)
-    frames = _copy_package(out, blank, solutions)
-    for path, text, own_names in own:
-        starter = _starter(text, path.name, set(own_names), False, solutions)
-        (out / path.name).write_text(starter, encoding="utf-8")
-        frames[path.name] = R.frame(starter, path.name)
-        entries += [{"name": n, "file": path.name, "source": "file"} for n in own_names]
-    (out / "README.md").write_text(_readme(entries, solutions), encoding="utf-8")
-    manifest = {"minitf homework": 1, "exercises": entries, "frames": dict(sorted(frames.items()))}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                encoding="utf-8")
+    # a failure half-way (a full disk) leaves no half a homework, which the rerun would refuse
+    with os_errors_named("--out", out, "a new folder you can write to, with room for a copy of "
+                                       "minitf"), removed_if_unfinished(out):
+        out.mkdir(parents=True, exist_ok=True)
+        frames = _copy_package(out, blank, solutions)
+        for path, text, own_names in own:
+            starter = _starter(text, path.name, set(own_names), False, solutions)
+            (out / path.name).write_text(starter, encoding="utf-8")
+            frames[path.name] = R.frame(starter, path.name)
+            entries += [{"name": n, "file": path.name, "source": "file"} for n in own_names]
+        (out / "README.md").write_text(_readme(entries, solutions), encoding="utf-8")
+        manifest = {"minitf homework": 1, "exercises": entries,
+                    "frames": dict(sorted(frames.items()))}
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                    encoding="utf-8")
     return out
+
+
+def _names_of_their_own(paths: list) -> None:
+    """One line naming an instructor's file given twice, or whose name another --file or the
+    homework's own (minitf, its README, its manifest) has: the homework holds them side by side,
+    so one would overwrite the other."""
+    taken = {"minitf": "the homework's copy of minitf", "README.md": "the homework's README",
+             MANIFEST: "the homework's manifest"}
+    for path in paths:
+        if path.name in taken:
+            other = taken[path.name]
+            got = (f"has the name of {other}" if isinstance(other, str) else
+                   "given twice" if other.resolve() == path.resolve() else
+                   f"has the name of --file {other}")
+            raise ValueError(f"--file {path}: {got}; wanted each instructor's file once, each "
+                             f"with a name of its own (the homework holds them side by side)")
+        taken[path.name] = path
