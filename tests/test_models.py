@@ -282,3 +282,38 @@ def test_a_translator_s_loss_leaves_out_padded_targets(float64):
     by_hand = -np.mean([log_p[b, t, backend.to_numpy(tgt_out)[b, t]]
                         for b, t in zip(*np.nonzero(kept))])
     assert loss == pytest.approx(by_hand, rel=1e-12)
+
+
+def _best_by_hand(model, src, max_len, alpha, vocab):
+    """The finished output (tokens, then EOS) of highest log p / ((5 + length) / 6)^α, length
+    counting the EOS, over every output of fewer than max_len tokens: what a beam wide enough
+    to keep them all must return."""
+    import itertools
+    memory, memory_mask = model.encode(src)
+    best = None
+    for m in range(max_len):
+        for tokens in itertools.product([t for t in range(vocab) if t != EOS], repeat=m):
+            tgt_in = backend.to_device(np.array([[BOS, *tokens]]))
+            logits = model.decode(tgt_in, memory, memory_mask, mask_padding=False)
+            log_p = backend.to_numpy(F.log_softmax(logits)[0])[0]       # (m + 1, vocab)
+            score = sum(log_p[i, t] for i, t in enumerate([*tokens, EOS]))
+            score /= ((5 + m + 1) / 6) ** alpha
+            if best is None or score > best[0]:
+                best = (score, list(tokens))
+    return best[1]
+
+
+@pytest.mark.parametrize("seed", [0, 4, 10])
+def test_a_beam_wide_enough_returns_the_best_output_by_its_length_penalty(float64, seed):
+    """With 5 target tokens and 3 steps, a beam of 200 keeps every hypothesis, so beam_search
+    must return the exhaustive best under the length penalty (at these seeds a longer output
+    than the unpenalised best)."""
+    backend.seed(seed)
+    model = Transformer(6, 5, 16, 2, 1, dropout=0.0)
+    model.eval()
+    src = backend.randint(3, 6, (1, 4))
+    penalised = _best_by_hand(model, src, 3, 2.0, 5)
+    assert penalised != _best_by_hand(model, src, 3, 0.0, 5), "the penalty should change it"
+    assert beam_search(model, src, beam_size=200, max_len=3, alpha=2.0) == [penalised]
+    assert beam_search(model, src, beam_size=200, max_len=3, alpha=0.0) == \
+        [_best_by_hand(model, src, 3, 0.0, 5)]
