@@ -9,6 +9,9 @@ notes every Python function called inside the case's own backward, with its dept
 * its **closure** is every case that calls it at any depth: the cases a blank body would fail.
 
 No finite differences are taken, so tracing all cases takes a second or two; it is done once.
+Traced is the minitf running: right for the reference, wrong for a homework copy, whose stubs
+and answers cut each trace short -- so a homework fixes its cases when it is made (see
+grading_cases).
 """
 from __future__ import annotations
 
@@ -84,7 +87,18 @@ def _hands_over_to(depths: dict):
 
 
 def grading_cases(exercise) -> tuple:
-    """The registry cases that grade ``exercise``, in registry order."""
+    """The registry cases that grade ``exercise``, in registry order: traced, except inside a
+    homework copy, where they are those its homework.json fixed from the reference when the
+    homework was made. Traced there, a stub or a student's answer stops each case at its first
+    call, so a whole model's cut-short trace passes for a layer that hands over to that one
+    backward, and an answer that loops is run once per case (minitf.homework.graded_by)."""
+    from minitf.homework.graded_by import in_this_copy     # (it imports minitf.exercises)
+    fixed = in_this_copy(exercise.name)
+    return traced_grading_cases(exercise) if fixed is None else fixed
+
+
+def traced_grading_cases(exercise) -> tuple:
+    """The registry cases that grade ``exercise``, found by tracing the minitf running."""
     code = exercise.reference.__code__
     chosen = []
     for name, (top, depths) in traces().items():

@@ -8,6 +8,7 @@
     regions   the solution regions (# BEGIN SOLUTION / # END SOLUTION) and the edits that blank them
     handout   the student directory (make)
     autograde the grader (grade), its table and Gradescope's results.json
+    graded_by the registry cases that grade each exercise, fixed when the homework is made
     journal   a results.json written before each exercise, so a crash costs one (--resume)
     autograder the autograder zip (setup.sh, run_autograder, the reference that grades)
     submission a student's files in a submission folder or zip: found, unpacked, refused

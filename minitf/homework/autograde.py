@@ -2,7 +2,8 @@
 
 A catalogue exercise is graded by minitf.exercises' grader: the function is taken from the
 submitted file (loaded by path, as a module of its own) and stands in for minitf's own only while
-the registry cases that grade it run; everything else is the minitf that runs the grader. Run by
+the registry cases that grade it run (those homework.json fixed, from the reference, when the
+homework was made: see graded_by); everything else is the minitf that runs the grader. Run by
 an instructor, that is the reference, so a blank or wrong softmax_backward never costs the
 attention_backward exercise a point; run by a student inside the directory, it is their copy.
 
@@ -34,7 +35,7 @@ from minitf.exercises.grade import Result, _their_lines, report, run_cases
 from minitf.exercises.time_limit import Budget, TookTooLong, seconds_for, time_limit
 from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
-from minitf.homework import regions as R
+from minitf.homework import graded_by, regions as R
 from minitf.homework.guard import reading_refused
 from minitf.homework.handout import MANIFEST, PACKAGE, check_name
 from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
@@ -92,6 +93,7 @@ def manifest(folder: Path) -> dict:
     except (OSError, ValueError, KeyError, TypeError):
         raise ValueError(f"{folder}: not a homework directory (no readable {MANIFEST}); wanted "
                          f"one written by 'minitf homework make'") from None
+    graded_by.stored(data, folder)      # its cases, in this minitf's registry: else one line
     return data
 
 
@@ -142,10 +144,11 @@ def _file_cases(module, name: str) -> dict:
 
 
 def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
-               solutions: tuple = ()) -> tuple:
+               solutions: tuple = (), fixed: tuple | None = None) -> tuple:
     """(result, report) for one exercise of the manifest, graded from the file at ``path``
     within its own time limit, or what is left of ``budget`` if that is less; the code graded
-    cannot open the reference's ``solutions`` (guard.py)."""
+    cannot open the reference's ``solutions`` (guard.py). A catalogue exercise is graded by
+    the cases its homework ``fixed`` (None: traced, for a homework.json without them)."""
     catalogue = entry["source"] == "minitf"
     exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
     seconds, why = (budget or Budget()).limit(exercise.seconds)    # a loop that never ends
@@ -156,7 +159,7 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
             if catalogue:
                 owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
                     else module
-                result = grade_exercise(exercise, _defined(owner, exercise, path), path)
+                result = grade_exercise(exercise, _defined(owner, exercise, path), path, fixed)
             else:
                 with precision("float64"), _registered(_file_cases(module, exercise.name)) \
                         as cases:
@@ -257,8 +260,12 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         PACKAGE.parent / e["file"] for e in data["exercises"] if e["source"] == "minitf")
     entries = [entry for entry in data["exercises"]
                if journal is None or entry["name"] not in journal.graded]
-    if any(entry["source"] == "minitf" for entry in entries):
-        traces()            # every case traced first, each under its own limit, not an exercise's
+    # the cases the homework fixed when it was made: the code graded is never traced to choose
+    # them (a loop in it would be run under every case's trace limit before any grading)
+    fixed = graded_by.stored(data, folder)
+    if fixed is None and any(entry["source"] == "minitf" for entry in entries):
+        traces()            # an older homework.json: every case traced first, each under its
+        #                     own limit, not an exercise's (limits never nest)
     outcomes = []
     for entry in entries:
         if journal is not None:
@@ -278,7 +285,8 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
                         redirect_stdout(printed):
-                    result, text = _grade_one(entry, graded, budget, solutions)
+                    result, text = _grade_one(entry, graded, budget, solutions,
+                                              None if fixed is None else fixed.get(entry["name"]))
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
             try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it

@@ -1,9 +1,10 @@
 """``minitf homework make``: the directory an instructor hands out.
 
 It holds a runnable copy of minitf in which the chosen exercises' regions are stubs, the
-instructor's own files (``--file``) blanked the same way, ``homework.json`` (what to grade, and a
-fingerprint of every blanked file outside its regions) and a README for students. Everything is
-written in a fixed order from the reference alone, so two runs give identical directories.
+instructor's own files (``--file``) blanked the same way, ``homework.json`` (what to grade, the
+registry cases that grade each catalogue exercise, and a fingerprint of every blanked file
+outside its regions) and a README for students. Everything is written in a fixed order from the
+reference alone, so two runs give identical directories.
 
 Where the regions come from is minitf's own source: every catalogue exercise's body is marked
 with ``# BEGIN SOLUTION <name>`` / ``# END SOLUTION`` (see minitf.homework.regions). The docstring
@@ -290,7 +291,8 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
             raise ValueError(f"--file {path}: its exercise {twice[0]} has the name of another "
                              f"exercise of this homework; wanted each name once (rename one)")
         taken |= set(own_names)
-    from minitf.homework.autograde import check_own_file    # (it imports this module)
+    from minitf.homework.autograde import check_own_file    # (they import this module)
+    from minitf.homework import graded_by
     for path, _, own_names in own:
         check_own_file(path, own_names)
 
@@ -299,6 +301,9 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
     file_of = {n: f for f, ns in blank.items() for n in ns}
     entries = [{"name": e.name, "file": "minitf/" + file_of[e.name], "source": "minitf"}
                for e in EXERCISES if e.name in file_of]
+    # the cases that grade each exercise, traced here, from the reference: traced inside a
+    # student's copy they would be cut short by its stubs (minitf.homework.graded_by)
+    graded_by_cases = graded_by.reference()
     # a failure half-way (a full disk) leaves no half a homework, which the rerun would refuse
     with os_errors_named("--out", out, "a new folder you can write to, with room for a copy of "
                                        "minitf"), removed_if_unfinished(out):
@@ -310,7 +315,7 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
             frames[path.name] = R.frame(starter, path.name)
             entries += [{"name": n, "file": path.name, "source": "file"} for n in own_names]
         (out / "README.md").write_text(_readme(entries, solutions), encoding="utf-8")
-        manifest = {"minitf homework": 1, "exercises": entries,
+        manifest = {"minitf homework": 1, "exercises": entries, graded_by.KEY: graded_by_cases,
                     "frames": dict(sorted(frames.items()))}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                     encoding="utf-8")
