@@ -418,3 +418,21 @@ def test_one_call_past_the_budget_is_killed_and_the_rest_said(made, tmp_path):
     assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 0.0}
     assert "held one call past the grading's time" in results["tests"][0]["output"]
     assert "was not graded: the grading's budget of 8 s ran out" in results["tests"][1]["output"]
+
+
+def test_what_reaches_the_terminal_stops_after_its_first_thousand_lines():
+    """A submission printing in a loop: the terminal (Gradescope's log) gets the first
+    PASSED_THROUGH lines and one line saying the rest is only counted; the copy still counts
+    every line for results.json."""
+    import io
+
+    from minitf.homework.autograde import PASSED_THROUGH, PRINTED_LINES, _Copied
+    terminal = io.StringIO()
+    copy = _Copied(terminal)
+    for i in range(5 * PASSED_THROUGH):
+        copy.write(f"line {i}\n")
+    shown = terminal.getvalue().splitlines()
+    assert shown[:PASSED_THROUGH] == [f"line {i}" for i in range(PASSED_THROUGH)]
+    assert shown[PASSED_THROUGH:] == ["", f"[minitf: {PASSED_THROUGH:,} lines printed; the rest "
+                                      f"is counted, not shown]"]
+    assert copy.shown().endswith(f"… and {5 * PASSED_THROUGH - PRINTED_LINES} more lines")

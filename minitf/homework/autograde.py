@@ -47,6 +47,7 @@ _loaded = itertools.count()
 # results.json alone, never the grader's own output, where their print() calls went.
 PRINTED_LINES = 40
 PRINTED_LINE_CHARS = 200
+PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and buried the log
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,8 @@ class _Copied(io.TextIOBase):
     """Standard output that still reaches the terminal, with a copy of its first lines kept:
     what a submitted file prints while it is graded, for its test's output in results.json.
     The copy holds at most PRINTED_LINES lines of PRINTED_LINE_CHARS (+1, to know one was cut),
-    however much is printed; the lines after them are only counted."""
+    however much is printed; the lines after them are only counted. The terminal gets the first
+    PASSED_THROUGH lines, then one saying that the rest is only counted."""
 
     def __init__(self, through):
         self.through, self.head, self.partial, self.lines = through, [], "", 0
@@ -188,7 +190,11 @@ class _Copied(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
-        self.through.write(text)
+        if self.lines < PASSED_THROUGH:
+            self.through.write(text)
+            if self.lines + text.count("\n") >= PASSED_THROUGH:
+                self.through.write(f"\n[minitf: {PASSED_THROUGH:,} lines printed; the rest is "
+                                   f"counted, not shown]\n")
         *ended, rest = text.split("\n")                 # the lines this text ends, then the rest
         for piece in ended:
             if len(self.head) < PRINTED_LINES:
