@@ -33,7 +33,7 @@ NEW_TOKENS = checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
 PROBABILITY = checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
 DROPOUT = checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
 # a homework's autograder stops grading a minute before the assignment's timeout on Gradescope,
-# which allows at most 40 (a copy of autograder.MOST_TIMEOUT_MINUTES: --help imports no grader)
+# which allows at most 40 (autograder.build refuses more too)
 MOST_TIMEOUT_MINUTES = 40
 TIMEOUT_MINUTES = checked(int, lambda n: 2 <= n <= MOST_TIMEOUT_MINUTES,
                           f"a whole number of minutes ≥ 2 (the grading stops a minute before "
