@@ -63,7 +63,7 @@ def _traced_here(monkeypatch, allowed: bool) -> list:
 def test_make_stores_the_references_cases_for_every_catalogue_exercise(made):
     stored = homework.manifest(made[0])[graded_by.KEY]
     assert list(stored) == [e.name for e in EXERCISES]               # the catalogue, in order
-    assert stored == {e.name: list(tracing.traced_grading_cases(e)) for e in EXERCISES}
+    assert stored == {e.name: list(tracing.homework_grading_cases(e)) for e in EXERCISES}
     assert stored["linear_backward"] == LINEAR_CASES
 
 

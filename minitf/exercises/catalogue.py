@@ -48,6 +48,21 @@ class Exercise:
         return inspect.unwrap(vars(self.owner)[self.attribute])
 
     @property
+    def helpers(self) -> dict:
+        """The module's other functions whose bodies are part of this exercise's answer (they
+        hold a solution region of its name, as attention_backward's two steps do), by name. A
+        homework blanks them with the exercise; the starter never imports them (they would
+        answer it); grading a submitted file puts its own in place of minitf's."""
+        from minitf.homework.regions import find_regions   # (the homework imports this module)
+        if self.is_method:
+            return {}
+        home = importlib.import_module(self.module)
+        return {r.function: vars(home)[r.function]
+                for r in find_regions(inspect.getsource(home), self.module)
+                if r.name == self.name and r.function in vars(home)
+                and r.function != self.attribute}
+
+    @property
     def upstream(self) -> str:
         """The name of the backward's upstream gradient, its first argument: dy, dp, dout, …"""
         names = [n for n in inspect.signature(self.reference).parameters if n != "self"]

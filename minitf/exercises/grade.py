@@ -14,6 +14,7 @@ import importlib.util
 import itertools
 import sys
 import traceback
+import types
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,23 +155,28 @@ def load(path) -> tuple:
 # ----------------------------------------------------------------------------------------------
 
 @contextmanager
-def standing_in(exercise: Exercise, function):
-    """While the block runs, ``function`` is minitf's ``exercise`` wherever minitf looks it up."""
+def standing_in(exercise: Exercise, function, helpers=None):
+    """While the block runs, ``function`` is minitf's ``exercise`` wherever minitf looks it up,
+    and each of ``helpers`` ({name: function}) the helper of that name (Exercise.helpers): a
+    submitted file's own, which other minitf code calls too (relative attention calls
+    attention_backward's two steps)."""
     # as the class or module holds it: wrapped in Module's check, or in gradient_of's
-    reference = vars(exercise.owner)[exercise.attribute]
+    swaps = [(vars(exercise.owner)[exercise.attribute], function)]
+    swaps += [(exercise.helpers[name], helper) for name, helper in (helpers or {}).items()]
     if exercise.is_method:
-        places = [(exercise.owner, exercise.attribute)]
+        places = [(exercise.owner, exercise.attribute, *swaps[0])]
     else:
         modules = [m for name, m in list(sys.modules.items())
                    if m is not None and (name == "minitf" or name.startswith("minitf."))]
-        places = [(m, attr) for m in modules for attr, value in list(vars(m).items())
+        places = [(m, attr, reference, new) for reference, new in swaps
+                  for m in modules for attr, value in list(vars(m).items())
                   if value is reference]
     try:
-        for owner, attr in places:
-            setattr(owner, attr, function)
-        yield places
+        for owner, attr, _, new in places:
+            setattr(owner, attr, new)
+        yield [(owner, attr) for owner, attr, _, _ in places]
     finally:
-        for owner, attr in places:
+        for owner, attr, reference, _ in places:
             setattr(owner, attr, reference)
 
 
@@ -257,7 +263,7 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
             _grade_case(exercise, name, result, reference)
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
             if _stub_of(err, exercise) is not None:
-                result.stopped = _not_written(exercise, _stub_of(err, exercise))
+                result.stopped = _not_written(exercise, _stub_of(err, exercise), str(err), name)
                 break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [_message(err)]
@@ -290,19 +296,34 @@ def _stub_of(err: BaseException, exercise) -> str | None:
     return None
 
 
-def _not_written(exercise, named: str) -> str:
-    """Which body still raises: this exercise's, or (when a learner grades against their own
+def _not_written(exercise, named: str, stub: str = "", case: str = "") -> str:
+    """Which body still raises: this exercise's, one of its helpers' (a homework's stub says
+    "NAME: HELPER is part of this exercise; …"), or (when a learner grades against their own
     copy of minitf) another exercise's that it calls."""
+    helper, part, _ = stub.partition(":")[2].partition(" is part of this exercise")
+    if part:
+        # minitf's other code calls a helper too: an answer written inline does not make it
+        whose = f"{named}'s helper {helper.strip()}"
+        return (f"{whose} is not written yet, and {exercise.name} calls it" if
+                named != exercise.name else
+                f"{whose} is not written yet (case {case!r} calls it): it is part of the "
+                f"exercise, and minitf's other code calls it too")
     if named != exercise.name:
         return f"{named} is not written yet, and {exercise.name} calls it"
     return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"
 
 
-def grade(exercise: Exercise, function, path: Path | None = None, cases=None) -> Result:
+def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
+          helpers=None) -> Result:
     """Run the cases that grade ``exercise`` (default: all of them) with ``function`` standing
-    in for minitf's own, in float64. ``path``, the learner's file, trims tracebacks to it."""
+    in for minitf's own, in float64, and ``helpers`` ({name: function}, the learner's own) for
+    its helpers. ``path``, the learner's file, trims tracebacks to it."""
     cases = grading_cases(exercise) if cases is None else cases
     reference = exercise.reference              # taken now: standing in, the learner's is there
+    if helpers:     # and with the names it calls as they are now: minitf's helpers, not theirs
+        reference = types.FunctionType(reference.__code__, dict(reference.__globals__),
+                                       reference.__name__, reference.__defaults__,
+                                       reference.__closure__)
     returned, called = [], []
 
     @functools.wraps(function)
@@ -312,7 +333,7 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None) ->
         return value
     recording.stands_in_for = exercise.name     # a case whose backward is the learner's
 
-    with precision("float64"), standing_in(exercise, recording):
+    with precision("float64"), standing_in(exercise, recording, helpers):
         return run_cases(exercise, cases, path, returned, reference, called)
 
 

@@ -47,23 +47,12 @@ def _regions():
     return regions
 
 
-def _answer_helpers(exercise: Exercise) -> dict:
-    """The module's other functions whose bodies are part of this exercise's answer (they hold a
-    solution region of its name, as attention_backward's two steps do), by name. The starter
-    never imports them: they would answer the exercise."""
-    home = importlib.import_module(exercise.module)
-    regions = _regions().find_regions(inspect.getsource(home), exercise.module)
-    return {r.function: vars(home)[r.function] for r in regions
-            if r.name == exercise.name and r.function in vars(home)
-            and r.function != exercise.attribute}
-
-
 def _import_lines(exercise: Exercise) -> list[str]:
     """Import statements for the module-level names the reference body and its answer helpers
     use (the helpers themselves left out), each taken from where it is defined when that module
     exports it, else from the reference's own module."""
     home = importlib.import_module(exercise.module)
-    helpers = _answer_helpers(exercise)
+    helpers = exercise.helpers
     used = set().union(*(_names_used(f.__code__) for f in [exercise.reference, *helpers.values()]))
     plain, from_module = [], {}
     for name in sorted(used - set(helpers)):
@@ -145,8 +134,8 @@ def starter_text(exercise: Exercise, solution: bool = False) -> str:
     function = "\n".join([signature, textwrap.indent(_docstring(exercise), "    "),
                           textwrap.indent("\n".join(lines), "    ")])
     imports = "\n".join(_import_lines(exercise))
-    # answered, the file needs the helpers it calls (never imported: see _answer_helpers)
-    helpers = [_without_markers(inspect.getsource(f)) for f in _answer_helpers(exercise).values()]
+    # answered, the file needs the helpers it calls (never imported: see Exercise.helpers)
+    helpers = [_without_markers(inspect.getsource(f)) for f in exercise.helpers.values()]
     return "\n\n\n".join([header + ("\n\n" + imports if imports else ""),
                           f"# The forward, as minitf writes it ({source_file}):\n#\n{forward}",
                           function, *(helpers if solution else [])]) + "\n"

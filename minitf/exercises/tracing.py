@@ -109,6 +109,21 @@ def traced_grading_cases(exercise) -> tuple:
     return tuple(chosen)
 
 
+def homework_grading_cases(exercise) -> tuple:
+    """The cases that grade ``exercise`` in a homework, in registry order: those that grade it
+    anywhere (traced_grading_cases), and those of minitf's other code that calls its helpers
+    itself (relative_attention_backward, attention_backward's two steps). A homework blanks the
+    helpers with the exercise, so only there can these cases fail: an answer written inline,
+    with its helpers left blank, would else pass, and then its relative attention fail."""
+    from minitf.exercises.catalogue import EXERCISES
+    helpers = {helper.__code__ for helper in exercise.helpers.values()}
+    exercises = {e.reference.__code__ for e in EXERCISES}
+    graded = set(traced_grading_cases(exercise))
+    return tuple(name for name, (top, depths) in traces().items()
+                 if name in graded or top not in exercises
+                 and any(depths.get(code) == 1 for code in helpers))
+
+
 def closure(exercise) -> tuple:
     """Every registry case whose backward calls ``exercise`` at any depth."""
     return reaching({exercise.reference.__code__})

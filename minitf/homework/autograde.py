@@ -160,7 +160,8 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
             if catalogue:
                 owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
                     else module
-                result = grade_exercise(exercise, _defined(owner, exercise, path), path, fixed)
+                result = grade_exercise(exercise, _defined(owner, exercise.attribute, path),
+                                        path, fixed, _helpers_of(module, exercise, path))
             else:
                 with precision("float64"), _registered(_file_cases(module, exercise.name)) \
                         as cases:
@@ -216,13 +217,20 @@ class _Copied(io.TextIOBase):
         return "\n".join(cut) + more
 
 
-def _defined(owner, exercise, path: Path):
-    """The exercise's function as the submitted file defines it; one line when it does not."""
-    function = vars(owner).get(exercise.attribute)
+def _defined(owner, name: str, path: Path):
+    """The function ``name`` as the submitted file defines it; one line when it does not."""
+    function = vars(owner).get(name)
     if function is None:
-        raise ValueError(f"{path.name} defines no {exercise.attribute} (renamed or deleted?); "
+        raise ValueError(f"{path.name} defines no {name} (renamed or deleted?); "
                          f"wanted the file as the homework gave it, with its regions filled in")
     return function
+
+
+def _helpers_of(module, exercise, path: Path) -> dict:
+    """The submitted file's own helpers of the exercise (Exercise.helpers), by name: they are
+    graded with it, through the minitf code that calls them too, so they stand in for minitf's
+    (an exercise answered inline would else pass, its helpers still blank)."""
+    return {name: _defined(module, name, path) for name in exercise.helpers}
 
 
 def check_own_file(path: Path, names) -> None:

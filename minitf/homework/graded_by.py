@@ -34,8 +34,8 @@ def reference() -> dict:
     """{exercise: [its cases]} for every catalogue exercise, traced from the minitf running
     (``homework make`` runs it on the reference only: it refuses a homework copy first)."""
     from minitf.exercises import EXERCISES
-    from minitf.exercises.tracing import traced_grading_cases
-    return {exercise.name: list(traced_grading_cases(exercise)) for exercise in EXERCISES}
+    from minitf.exercises.tracing import homework_grading_cases
+    return {exercise.name: list(homework_grading_cases(exercise)) for exercise in EXERCISES}
 
 
 def stored(data: dict, where, names=None) -> dict | None:

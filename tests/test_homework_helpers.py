@@ -1,0 +1,111 @@
+"""An exercise's helpers (Exercise.helpers: attention_backward's two steps) are graded with it.
+
+A homework blanks them with the exercise, and minitf's relative attention calls them itself. So
+the cases of relative attention grade attention_backward in a homework, and a submitted file's
+own helpers stand in for minitf's while it is graded. Before, an answer written inline, its
+helpers left blank, got full marks, and the student's copy then failed relative attention."""
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from minitf import homework
+from minitf.exercises import find, tracing
+from minitf.homework import graded_by
+
+ATTENTION = "minitf/functional/attention.py"
+RELATIVE = "relative_attention (Shaw), keys and values"
+
+# attention_backward written inline, without its helpers
+INLINE = """\
+    q, k, v, probs, scale, bias_shape, D = cache
+    weights = probs if D is None else probs * D
+    dv = weights.swapaxes(-1, -2) @ dout
+    dscores = softmax_backward(dropout_backward(dout @ v.swapaxes(-1, -2), D), (probs, -1))
+    dbias = None if bias_shape is None else sum_to_shape(dscores, bias_shape)
+    return (dscores @ k) * scale, (dscores.swapaxes(-1, -2) @ q) * scale, dv, dbias
+"""
+
+
+def _region(text: str, nth: int) -> str:
+    """The body of the nth attention_backward region of the file (0: the function itself,
+    1: _values_backward, 2: _scores_backward)."""
+    return text.split("# BEGIN SOLUTION attention_backward\n")[nth + 1].split("# END SOLUTION")[0]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """(the student directory, the reference's answered attention.py) of attention_backward."""
+    root = tmp_path_factory.mktemp("helpers")
+    hw = homework.make(root / "hw", ["attention_backward"])
+    key = homework.make(root / "key", ["attention_backward"], solutions=True)
+    return hw, (key / ATTENTION).read_text(encoding="utf-8")
+
+
+def _submit(tmp_path, text: str):
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "attention.py").write_text(text, encoding="utf-8")
+    return folder
+
+
+def _inline(hw) -> str:
+    """The student's file with attention_backward answered inline, the helpers still blank."""
+    text = (hw / ATTENTION).read_text(encoding="utf-8")
+    return text.replace(_region(text, 0), INLINE + "    ", 1)
+
+
+def test_relative_attention_grades_attention_backward_in_a_homework_only():
+    exercise = find("attention_backward")
+    plain, in_homework = tracing.traced_grading_cases(exercise), \
+        tracing.homework_grading_cases(exercise)
+    assert RELATIVE not in plain            # outside a homework, minitf's own helpers run there
+    assert RELATIVE in in_homework and set(plain) < set(in_homework)
+    assert graded_by.reference()["attention_backward"] == list(in_homework)
+    # no other exercise has helpers that other code calls: its cases are the same everywhere
+    assert graded_by.reference()["gelu_backward"] == list(
+        tracing.traced_grading_cases(find("gelu_backward")))
+
+
+def test_an_answer_written_inline_with_its_helpers_blank_fails(made, tmp_path):
+    hw, _ = made
+    outcome, = homework.grade(hw, _submit(tmp_path, _inline(hw)))
+    assert not outcome.result.passed
+    assert outcome.result.stopped.startswith(
+        "attention_backward's helper _values_backward is not written yet (case 'relative_"), \
+        outcome.result.stopped
+    assert "part of the exercise" in outcome.result.stopped
+    assert {row.check for row in outcome.result.rows} >= {"attention", "attention, learned bias"}
+    assert all(row.error <= 1e-6 for row in outcome.result.rows)    # the inline answer is right
+
+
+def test_the_submitted_files_helpers_are_the_ones_graded(made, tmp_path):
+    """The reference grades a submission: a wrong helper fails through relative attention,
+    which the reference's own attention module calls, even where the inline answer is right."""
+    hw, key = made
+    wrong = key.replace("dq = (dscores @ k) * scale", "dq = dscores @ k", 1)
+    assert wrong != key
+    text = wrong.replace(_region(wrong, 0), INLINE + "    ", 1)
+    outcome, = homework.grade(hw, _submit(tmp_path, text))
+    assert not outcome.result.passed
+    failed = {row.check for row in outcome.result.rows if not row.error <= 1e-6}
+    assert failed and all(name.startswith("relative_attention") for name in failed), failed
+
+
+def test_the_references_answer_passes_every_case_relative_attention_included(made, tmp_path):
+    hw, key = made
+    outcome, = homework.grade(hw, _submit(tmp_path, key))
+    assert outcome.result.passed, outcome.text
+    assert RELATIVE in {row.check for row in outcome.result.rows}
+
+
+def test_inside_the_copy_the_inline_answer_fails_too(made, tmp_path):
+    hw = tmp_path / "hw"
+    shutil.copytree(made[0], hw)
+    (hw / ATTENTION).write_text(_inline(made[0]), encoding="utf-8")
+    graded = subprocess.run([sys.executable, "-m", "minitf", "homework", "grade", "."], cwd=hw,
+                            capture_output=True, text=True, timeout=120)
+    assert graded.returncode == 1, graded.stderr
+    assert "helper _values_backward is not written yet" in graded.stdout, graded.stdout
+    assert graded.stdout.splitlines()[-1].startswith("score 0 of 1 (")
