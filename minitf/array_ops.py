@@ -90,7 +90,8 @@ def row_max(a, axis: int = -1):
     of them, as a knockout: the larger of each row's two halves, then of that result's two
     halves, and so on, log2(d) elementwise passes over ever shorter arrays. NumPy takes each
     short row's maximum on its own, at a cost per row that outweighs the row's numbers: on
-    (52, 4, 64, 64) scores (52 windows of 64 characters, 4 heads: minitf train's batch then)
+    (52, 4, 64, 64) scores (52 windows of 64 characters, 4 heads: minitf train's batch when
+    this was measured)
     1.4-1.7 x as long as the knockout (benchmarks/RESULTS.md, sixteenth entry). The maximum is
     exact either way, NaN included; longer rows are faster with NumPy's own maximum.
     """

@@ -263,6 +263,9 @@ def randn(*shape: int, std: float = 1.0, dtype=None):
             or std < 0):                            # NaN would make every weight NaN
         raise ValueError(f"randn: std must be a finite number ≥ 0; got {std!r}")
     dtype = float_dtype() if dtype is None else float_dtype_named(dtype, "randn")   # int: all 0
+    # Drawn in float64 and then cast (rand draws in its dtype): so a seed gives a model the
+    # same initial weights, rounded, in float32 as in float64 (NumPy's float32 normals are
+    # other draws altogether). Dropout masks, from rand, differ between the two.
     draws = _rng["generator"].standard_normal(_draw_shape(shape, "randn")) * std
     return to_device(draws, dtype=dtype)
 

@@ -245,10 +245,14 @@ class AdamW(Adam):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.01):
-        super().__init__(params, lr, betas, eps, weight_decay=0.0)
-        check_real(weight_decay, "weight_decay", "AdamW", low=0, low_open=False)
+        super().__init__(params, lr, betas, eps, weight_decay)
         chosen = decayed(params) if isinstance(params, Module) else {id(p) for p in self.params}
-        self.decay = [weight_decay if id(p) in chosen else 0.0 for p in self.params]
+        self.decay = [weight_decay if id(p) in chosen else 0.0 for p in self.params]  # λ each
+
+    def _gradient(self, p):
+        """The plain gradient: AdamW's λ is no L2 term in g (that is Adam's weight_decay), it
+        shrinks θ directly, in _update."""
+        return p.grad
 
     def _update(self, i, p):
         if self.decay[i]:

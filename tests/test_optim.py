@@ -53,6 +53,7 @@ def test_adamw_matches_torch(backend_name):
 def test_adamw_skips_biases_norms_and_embeddings_by_default():
     model = DecoderLM(11, 8, 2, 1, max_len=4, tie_weights=False)
     opt = optim.AdamW(model, weight_decay=0.1)
+    assert opt.weight_decay == 0.1              # λ, as torch's AdamW reads it (it read 0 here)
     decayed = {name for (name, _), wd in zip(model.named_parameters(), opt.decay) if wd}
     assert decayed == {"blocks.blocks.0.self_attn.layer.W_qkv.W",
                        "blocks.blocks.0.self_attn.layer.W_o.W",

@@ -1,7 +1,10 @@
 """The math of a Transformer as pure forward/backward pairs, in the style of CS231n:
 
     out, cache = op(inputs...)
-    grads      = op_backward(dout, cache)      # the gradients of the inputs, in order
+    grads      = op_backward(dout, cache)      # its float inputs' gradients, in order
+
+Integer ids and constant masks get none: embedding_backward returns dW alone, attention_backward
+no gradient of its mask, cross_entropy_backward dlogits alone.
 
 No state and no parameters: each pair can be read, tested and checked by finite differences on
 its own. The elementwise ops, linear, layer norm, softmax, the losses and attention accept any

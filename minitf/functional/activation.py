@@ -57,9 +57,9 @@ def _gelu_tanh(x):
 
     Φ comes first because elementwise_in_blocks makes its arrays in this order, and the heap
     fares better with the array that stays (Φ, until the backward) made before the one that soon
-    goes (y, once W_2 has read it): the other way round, a training step of `minitf train`'s
-    model of then (52 windows) peaked at 88.7 MiB of RSS, not 79.0 (benchmarks/RESULTS.md,
-    twenty-first entry)."""
+    goes (y, once W_2 has read it): the other way round, a training step of the model `minitf
+    train` had when this was measured (52 windows) peaked at 88.7 MiB of RSS, not 79.0
+    (benchmarks/RESULTS.md, twenty-first entry)."""
     cdf = _gelu_tanh_cdf(x)
     return cdf, x * cdf
 

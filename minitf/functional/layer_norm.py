@@ -22,8 +22,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
     μ and σ² are the mean and the *biased* variance (divide by d, not d − 1) of the d features;
     ε sits inside the square root, so a constant vector gives 0 rather than 0/0 (for ε > 0;
-    ε = 0 is allowed, and a constant vector then gives NaN). Below, σ stands for that root,
-    √(σ² + ε).
+    ε = 0 is allowed, and a constant vector then gives NaN). Below, s names that root,
+    s = √(σ² + ε), so that σ keeps its meaning (the root of the variance, without ε).
     x: (..., d)   gamma, beta: (d,)   ->   y: (..., d)
     """
     _check_layer_norm(x, gamma, beta, eps)
@@ -31,8 +31,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     mu = row_sum(x) / x.shape[-1]                         # (..., 1)   mean of x
     x_hat = x - mu                                        # (..., d)   x − μ; x̂ once scaled
     var = row_dot(x_hat, x_hat) / x.shape[-1]             # (..., 1)   mean of (x − μ)²
-    rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/σ
-    x_hat *= rstd                                         # (..., d)   (x − μ)/σ, in place
+    rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/s
+    x_hat *= rstd                                         # (..., d)   (x − μ)/s, in place
     y = x_hat * gamma
     y += beta                                             # in place: one array, not two
     return y, (x_hat, rstd, gamma)
@@ -40,11 +40,11 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
 @gradient_of("layer_norm's y", lambda cache: cache[0].shape)     # x̂'s shape
 def layer_norm_backward(dy, cache):
-    """Gradients of y = γ x̂ + β, x̂ = (x − μ) / σ.
+    """Gradients of y = γ x̂ + β, x̂ = (x − μ) / s,  s = √(σ² + ε).
 
-    With dx̂ = dy ⊙ γ, and μ, σ themselves depending on every x_i of the row:
-        dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂)) / σ
-    The first mean is the path through μ, the second the path through σ.
+    With dx̂ = dy ⊙ γ, and μ, s themselves depending on every x_i of the row:
+        dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂)) / s
+    The first mean is the path through μ, the second the path through s (through σ²).
         dγ = Σ_positions dy ⊙ x̂,     dβ = Σ_positions dy
     """
     # BEGIN SOLUTION layer_norm_backward

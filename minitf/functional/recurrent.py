@@ -40,8 +40,10 @@ def _previous(h0, H):
 
 def _weight_gradients(da, x, W_x, h0, H):
     """The gradients that sum over all steps, once the per-step da_t are known (one matmul each):
-        dx_t = da_t W_xᵀ,   dW_x = Σ_t x_tᵀ da_t,   db = Σ_t da_t,   dW_h = Σ_t h_{t−1}ᵀ da_t"""
-    dx, dW_x, db = linear_backward(da, (x, W_x, True))                # (b, n, d_in) ...
+        dx_t = da_t W_xᵀ,   dW_x = Σ_t x_tᵀ da_t,   dW_h = Σ_t h_{t−1}ᵀ da_t,   db = Σ_t da_t
+    -> (dx, dW_x, dW_h, db).  The input part x W_x + b is linear's, so its three come from
+    linear_backward, given the cache linear keeps: (x, W_x, with a bias)."""
+    dx, dW_x, db = linear_backward(da, (x, W_x, True))   # (b, n, d_in), (d_in, ·), (gates·d_h,)
     h_prev = _previous(h0, H).reshape(-1, H.shape[-1])                 # (b·n, d_h)
     dW_h = h_prev.T @ da.reshape(-1, da.shape[-1])                     # (d_h, gates·d_h)
     return dx, dW_x, dW_h, db
@@ -87,7 +89,9 @@ def rnn_backward(dH, cache):
 
 
 def _sigmoid(xp, z):
-    return 0.5 * (1 + xp.tanh(0.5 * z))               # σ(z), written without overflow in exp
+    """σ(z) = 1 / (1 + e^−z) = ½ (1 + tanh(z / 2)): the same function, and the tanh form never
+    overflows (e^−z does, for z below −709 in float64)."""
+    return 0.5 * (1 + xp.tanh(0.5 * z))
 
 
 def lstm(x, h0, c0, W_x, W_h, b):
@@ -132,10 +136,10 @@ def lstm_backward(dH, cache):
     dh_back, dc_back = xp.zeros_like(h0), xp.zeros_like(c0)       # (b, d_h) each
     c_prev = _previous(c0, C)                         # (b, n, d_h): c_{t−1}
     for t in reversed(range(H.shape[1])):
-        i, f, g, o = (gates[:, t, k * d_h:(k + 1) * d_h] for k in range(4))
-        tanh_c = xp.tanh(C[:, t])
-        dh = dH[:, t] + dh_back
-        dc = dc_back + dh * o * (1 - tanh_c ** 2)
+        i, f, g, o = (gates[:, t, k * d_h:(k + 1) * d_h] for k in range(4))   # (b, d_h) each
+        tanh_c = xp.tanh(C[:, t])                     # (b, d_h)
+        dh = dH[:, t] + dh_back                       # (b, d_h)
+        dc = dc_back + dh * o * (1 - tanh_c ** 2)     # (b, d_h)
         dz[:, t] = xp.concatenate([dc * g * i * (1 - i), dc * c_prev[:, t] * f * (1 - f),
                                    dc * i * (1 - g ** 2), dh * tanh_c * o * (1 - o)], axis=1)
         dh_back, dc_back = dz[:, t] @ W_h.T, dc * f

@@ -156,7 +156,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     log_sums = _log_sum(z, -1)                                   # (N, 1)
     logp = z - log_sums                                          # log p   (N, V)
     y = targets.reshape(-1)                                      # (N,)
-    kept = y != ignore_index                                     # (N,)
+    # (N,): a comparison with None, spelled out: NumPy says True everywhere, CuPy may raise
+    kept = xp.ones(y.shape, dtype=bool) if ignore_index is None else y != ignore_index
     divisor = max(int(kept.sum()), 1) if reduction == "mean" else 1     # N_kept, or 1 to sum
     y = xp.where(kept, y, 0)                                     # any valid index; weight is 0
     rows = xp.arange(y.shape[0])
@@ -168,6 +169,8 @@ def cross_entropy(logits, targets, ignore_index=-100, label_smoothing=0.0, reduc
     per_target = log_sums - _z64(maxima, x[rows, y], z[rows, y], xp)            # −log p_y  (N,)
     if label_smoothing:                                          # −Σ_c log p_c / V = lse − mean z
         mean_x = x.mean(axis=-1, dtype="float64")
+        # mean z, which _z64 reads only in rows whose maximum is not finite: with none, mean_x
+        # stands in, and the (N, V) pass over z is saved
         mean_z = mean_x if bool(xp.isfinite(maxima).all()) else z.mean(axis=-1, dtype="float64")
         uniform = log_sums - _z64(maxima, mean_x, mean_z, xp)
         per_target = (1.0 - label_smoothing) * per_target + label_smoothing * uniform

@@ -12,7 +12,7 @@ from minitf.validate import (check_block_settings, check_finite, check_int, chec
                              feed_forward_width)
 
 
-class _ClassTokenEncoder(Model):
+class _PooledEncoder(Model):
     """What the classifiers share, once the input has become a sequence of vectors x:
 
         h      = Enc([cls; x] + P)                   (b, 1 + n, d_model)   pre-LN, not causal
@@ -65,7 +65,7 @@ class _ClassTokenEncoder(Model):
         return dx if self.cls is None else self.cls.backward(dx)
 
 
-class EncoderClassifier(_ClassTokenEncoder):
+class EncoderClassifier(_PooledEncoder):
     """Text classification (BERT-style): token embeddings, a CLS token, an encoder, a head on CLS.
 
     Tokens equal to pad_id are masked as keys, so padding does not change the prediction.
@@ -108,7 +108,7 @@ class EncoderClassifier(_ClassTokenEncoder):
         return self.tok_emb.backward(self._classify_backward(dlogits))
 
 
-class VisionTransformer(_ClassTokenEncoder):
+class VisionTransformer(_PooledEncoder):
     """ViT (Dosovitskiy et al.): an image is a sequence of p×p patches, each linearly embedded.
 
         x = patches(images) W_patch + b      (b, (H/p)·(W/p), d_model)
@@ -144,7 +144,8 @@ class VisionTransformer(_ClassTokenEncoder):
         self._check_input(images, "images", ("b", ("C", self.channels), ("H", size), ("W", size)))
         check_finite(images, "images", type(self).__name__)
         tokens, patch_cache = F.patches(images, self.patch_size)   # (b, N, p·p·C)
-        # the images' shape and p, no array: kept beside the module's cache, which _classify's
+        # the images' shape and p, no array: kept beside the module's cache, which _classify
+        # fills itself
         self._patch_cache = patch_cache
         return self._classify(self.patch_emb(tokens))
 
@@ -153,7 +154,7 @@ class VisionTransformer(_ClassTokenEncoder):
         return F.patches_backward(dtokens, self._patch_cache)
 
 
-class SetEncoder(_ClassTokenEncoder):
+class SetEncoder(_PooledEncoder):
     """An encoder over a set of continuous vectors (points of a cloud, items of a basket):
 
         x      = points W_in + b                (b, n, d_model)   one token per element

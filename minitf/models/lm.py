@@ -107,6 +107,8 @@ class DecoderLM(Model):
             x = self.pos_emb(x, offset=offset)
         x = self.blocks(self.drop(x), mask=mask, cache=cache)   # (b, n, d_model)
         h = x if self.norm is None else self.norm(x)
+        # One F.linear for both heads, tied or not (self.head is never called): logits = h W_head
+        # either way, and only where W_head's gradient goes differs (see backward)
         logits, head_cache = F.linear(h, self._head_weight())   # (b, n, vocab)
         self._save(head_cache)
         return logits

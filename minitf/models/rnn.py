@@ -67,5 +67,6 @@ class RNNLM(Model):
 
     def backward(self, dlogits):
         dH = self.head.backward(dlogits)                        # (b, n, d_hidden)
-        dx, *_ = self.rnn.backward(dH)                          # (b, n, d_model); and the zero
-        self.tok_emb.backward(dx)                               # initial states' gradients
+        # (b, n, d_model), and the gradients of the zero initial states, which nothing learns
+        dx, *_ = self.rnn.backward(dH)
+        self.tok_emb.backward(dx)

@@ -128,14 +128,14 @@ class Transformer(Model):
 
     def backward(self, dlogits):
         # BEGIN SOLUTION Transformer.backward
-        scale = math.sqrt(self.d_model)
+        sqrt_d = math.sqrt(self.d_model)            # the forward multiplied the embeddings by it
         dy = self.out.backward(dlogits)
         if self.decoder_norm is not None:
             dy = self.decoder_norm.backward(dy)
         dy, dmemory = self.decoder.backward(dy)                 # dmemory: summed over the blocks
-        self.tgt_emb.backward(self.tgt_pos.backward(self.tgt_drop.backward(dy)) * scale)
+        self.tgt_emb.backward(self.tgt_pos.backward(self.tgt_drop.backward(dy)) * sqrt_d)
         if self.encoder_norm is not None:
             dmemory = self.encoder_norm.backward(dmemory)
         dx = self.src_drop.backward(self.encoder.backward(dmemory))
-        return self.src_emb.backward(self.src_pos.backward(dx) * scale)
+        return self.src_emb.backward(self.src_pos.backward(dx) * sqrt_d)
         # END SOLUTION

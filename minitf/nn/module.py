@@ -130,8 +130,12 @@ def _recording_output(forward_of_class):
             nesting.state = outer
         # A model's layers record no output: the model checks the gradient its own backward is
         # given, and its layers trust the ones it passes them, as they trust their input.
-        self._output = (_KEPT_NOTHING if not _grad_mode.enabled else (y.shape, y.dtype)
-                        if is_array(y) and not outer[1] else _UNRECORDED)
+        if not _grad_mode.enabled:
+            self._output = _KEPT_NOTHING
+        elif is_array(y) and not outer[1]:
+            self._output = (y.shape, y.dtype)
+        else:
+            self._output = _UNRECORDED
         return y
     return forward
 
