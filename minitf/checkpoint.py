@@ -42,7 +42,7 @@ import numpy as np
 
 from minitf.backend import rng_state, set_rng_state
 from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta,
-                                      check_same_model, rebuilt, with_weights)
+                                      check_same_model, check_same_run, rebuilt, with_weights)
 from minitf.data import CharTokenizer
 from minitf.data.text import not_utf8
 from minitf.models import MODELS, Model
@@ -179,6 +179,9 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
 
     listed = _listed(directory)
     _refuse_a_list_of_someone_else(directory, listed)       # a save rewrites it, and cuts it
+    if listed:                  # the save continues the run there, or is refused
+        check_same_run(model, meta, arrays, directory / listed[0] / META,
+                       f"checkpoint.save: the current checkpoint of {directory} ({listed[0]})")
     directory.mkdir(parents=True, exist_ok=True)      # only now: a refused save makes no folder
     clean(directory)                # what a save killed earlier left, should it be in the way
     step = f"step-{meta.get('step', 0):06d}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -107,7 +108,8 @@ def with_weights(model: Model, arrays: dict, where: str, fits: str = "") -> Mode
 _MAY_DIFFER = ("dropout", "attn_dropout", "max_len")
 
 
-def check_same_model(model: Model, meta: dict, arrays: dict, where: str) -> None:
+def check_same_model(model: Model, meta: dict, arrays: dict, where: str,
+                     wanted: str = "or load(directory) to build it") -> None:
     """CheckpointError unless ``model`` is of the saved kind and config (but for _MAY_DIFFER).
     The weights alone do not tell: a rope model's fit an alibi model, a gelu model's a relu one,
     a causal model's one that sees the future -- and each then computed other logits from them,
@@ -117,7 +119,7 @@ def check_same_model(model: Model, meta: dict, arrays: dict, where: str) -> None
         saved = MODELS[meta["kind"]].__name__ if meta["kind"] in MODELS else "unknown"
         raise CheckpointError(f"{where} holds a {meta['kind']!r} model ({saved}); model is a "
                               f"{type(model).__name__} ({model.kind!r}); wanted a model of the "
-                              f"saved kind, or load(directory) to build it")
+                              f"saved kind, {wanted}")
     defaults = {name: p.default for name, p in inspect.signature(type(model)).parameters.items()}
     absent = object()              # a key an older checkpoint lacks: the constructor's default
     differ = []
@@ -130,8 +132,29 @@ def check_same_model(model: Model, meta: dict, arrays: dict, where: str) -> None
         also = f"; and its weights: {'; '.join(weights)}" if weights else ""
         raise CheckpointError(f"{where} holds a model of another config: {'; '.join(differ)}"
                               f"{also}; wanted a {type(model).__name__} of the saved config "
-                              f"({', '.join(_MAY_DIFFER)} may differ), or load(directory) to "
-                              f"build it")
+                              f"({', '.join(_MAY_DIFFER)} may differ), {wanted}")
+
+
+def check_same_run(model: Model, meta: dict, arrays: dict, current: Path, where: str) -> None:
+    """CheckpointError unless a save of ``model`` (``meta``, ``arrays``) continues the run whose
+    current checkpoint.json is the file ``current``: the same kind and config, and a step not
+    before its step. Else it would become current itself, and its saves push the run's
+    checkpoints off the list, then off the disk: three saves of a model alone, step 0, into a
+    run's directory took the place of steps 800, 845 and 900. A current checkpoint that cannot
+    be read is no run to keep: a save over it is how a run recovers."""
+    try:
+        current = json.loads(current.read_text(encoding="utf-8"))
+        check_meta(current, "")
+    except (OSError, ValueError):
+        return
+    elsewhere = "or save it to a directory of its own"
+    check_same_model(model, current, arrays, where, wanted=elsewhere)
+    step, saved = meta.get("step", 0), current.get("step", 0)
+    if isinstance(saved, int) and step < saved:
+        raise CheckpointError(f"{where} is at step {saved}, and this save at step {step}: made "
+                              f"current, it would push the later one off the list; wanted a "
+                              f"save at step ≥ {saved} (a Trainer's that continues the run), "
+                              f"{elsewhere}")
 
 
 def _model_state(arrays: dict) -> dict:

@@ -124,3 +124,60 @@ def test_is_whole_wants_a_path(path, got):
     with raises(TypeError, f"checkpoint.is_whole: step_directory must be a path (a str or a "
                            f"pathlib.Path); got {got}"):
         checkpoint.is_whole(path)
+
+
+def _run_at(tmp_path, steps=(800, 845, 900)):
+    """A run directory whose trainer saved at ``steps`` (the last current), and its model."""
+    with backend.seed(0):
+        model = DecoderLM(**SIZES)
+    trainer = Trainer(model, AdamW(model), batches=None)
+    for step in steps:
+        trainer.step = step
+        checkpoint.save(tmp_path / "run", model, trainer)
+    return tmp_path / "run", model, trainer
+
+
+def test_saves_into_another_run_are_refused_and_its_checkpoints_kept(tmp_path):
+    """Three saves of a model alone (step 0) into a run's directory made the first current and
+    then took the place of steps 800, 845 and 900: the run was gone."""
+    run, model, _ = _run_at(tmp_path)
+    listed = (run / checkpoint.INDEX).read_text()
+    for _ in range(3):
+        with raises(checkpoint.CheckpointError, f"checkpoint.save: the current checkpoint of {run} "
+                    f"(step-000900) is at step 900, and this save at step 0:",
+                    "wanted a save at step ≥ 900", "or save it to a directory of its own"):
+            checkpoint.save(run, model)
+    with backend.seed(1):
+        other = DecoderLM(**{**SIZES, "d_model": 8})
+    with raises(checkpoint.CheckpointError, f"checkpoint.save: the current checkpoint of {run} "
+                f"(step-000900) holds a model of another config: d_model: saved 16, model 8",
+                "or save it to a directory of its own"):
+        checkpoint.save(run, other, Trainer(other, AdamW(other), batches=None))
+    with raises(checkpoint.CheckpointError, "holds a 'lm' model (DecoderLM); model is a "
+                                            "EncoderLM"):
+        checkpoint.save(run, EncoderLM(**SIZES))
+    assert (run / checkpoint.INDEX).read_text() == listed
+    assert sorted(p.name for p in run.iterdir()) == [checkpoint.INDEX, *sorted(listed.split())]
+
+
+def test_the_run_itself_continues(tmp_path):
+    """Its trainer at the same step (a Ctrl-C save) or later, and its model with other dropout,
+    which a load may change: saved, and current."""
+    run, model, trainer = _run_at(tmp_path)
+    checkpoint.save(run, model, trainer)                                  # step 900 again
+    trainer.step = 950
+    checkpoint.save(run, model, trainer)
+    assert (run / checkpoint.INDEX).read_text() == "step-000950\nstep-000900-1\nstep-000900\n"
+    tuned = DecoderLM(**{**SIZES, "dropout": 0.1})
+    tuned.load_state_dict(model.state_dict())
+    trainer = Trainer(tuned, AdamW(tuned), batches=None)
+    trainer.step = 960
+    checkpoint.save(run, tuned, trainer)
+    assert checkpoint.find(run).name == "step-000960"
+
+
+def test_a_current_checkpoint_that_cannot_be_read_does_not_block_a_save(tmp_path):
+    run, model, _ = _run_at(tmp_path, steps=(900,))
+    (run / "step-000900" / checkpoint.META).write_text("{ not json")
+    checkpoint.save(run, model)                                            # how a run recovers
+    assert checkpoint.find(run).name == "step-000000"
