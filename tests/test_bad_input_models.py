@@ -7,7 +7,7 @@ import minitf.models as models
 import minitf.nn as nn
 from minitf import backend
 
-from test_bad_input import raises
+from test_bad_input import raises, refused_in_one_line
 
 
 def test_a_block_names_itself_for_a_bad_input(backend_name):
@@ -191,3 +191,19 @@ def test_zero_grad_remakes_a_gradient_set_to_none_and_a_step_refuses_a_list():
     with raises(ValueError, f"AdamW.step: parameter 0 {first.data.shape} has a list as its "
                             f"gradient; wanted its own shape"):
         AdamW(lm).step()
+
+
+def test_a_three_axis_mask_is_refused_where_its_batch_would_be_read_as_heads(backend_name):
+    """With b = h = 2, (b, 1, n_k) broadcast against (h, n_q, n_k): padding of sequence 0 was
+    applied to head 0 of every sequence, silently (with h = 3 the shapes clashed)."""
+    mha = nn.MultiHeadAttention(8, 2)
+    x = backend.randn(2, 5, 8)
+    keep = np.ones((2, 5), dtype=bool)
+    keep[0, 3:] = False
+    for mask in (keep[:, None, :], np.ones((2, 5, 5), dtype=bool)):
+        refused_in_one_line(lambda: mha(x, mask=backend.to_device(mask)), ValueError, [
+            f"MultiHeadAttention: mask has shape {mask.shape}, three axes", "not the batch",
+            "pass mask[:, None]", "a padding mask (b, 1, 1, n_k)"])
+    padded = mha(x, mask=backend.to_device(keep[:, None, None, :]))          # (b, 1, 1, n_k): fine
+    alone = mha(x[:1, :3])                                   # sequence 0 without its padding
+    assert np.allclose(backend.to_numpy(padded[:1, :3]), backend.to_numpy(alone), atol=1e-5)

@@ -215,6 +215,11 @@ class MultiHeadAttention(Module):
     def _mask(self, mask, scores_shape, dtype, xp):
         """The user's mask, the causal mask and the ALiBi bias: all constants, added together."""
         if mask is not None:
+            if getattr(mask, "ndim", None) == 3:    # broadcast, its first axis meets the heads'
+                raise ValueError(f"{type(self).__name__}: mask has shape {tuple(mask.shape)}, "
+                                 f"three axes, which line up with (h, n_q, n_k): its first "
+                                 f"axis would be read as the heads, not the batch (for a "
+                                 f"(b, n_q, n_k) mask, pass mask[:, None]){MASK_HINT}")
             check_broadcast(mask, "mask", scores_shape, "the attention scores (b, h, n_q, n_k)",
                             type(self).__name__, MASK_HINT)
             mask = F.as_additive_mask(mask, dtype, where=type(self).__name__)
@@ -271,9 +276,19 @@ class MultiHeadAttention(Module):
         self._last_attention = attention_cache                   # its weights: see ``probs``
         # A cached forward is for generation: its keys came from earlier calls, so no backward.
         self._save(None if cache is not None else (attention_cache, rope_cache))
-        return self.W_o(F.merge_heads((context,)))     # (b, h, n, d_v): concat heads, then W_o
+        # (b, h, n, d_v) -> (b, n, h·d_v): the heads side by side -> W_o -> (b, n, d_model)
+        return self.W_o(F.merge_heads((context,)))
 
     def backward(self, dy):
+        """The forward's steps undone, last first.   dy: (b, n, d_model)
+
+            y = merge_heads(context) W_o   ->   dcontext = split_heads(dy W_oᵀ)   (b, h, n, d_v)
+            context = attention(q, k, v)   ->   dq, dk, dv (and the bias's or the tables' grads)
+            q, k rotated by RoPE           ->   dq, dk rotated back
+            q, k, v = split_heads(x W_qkv) ->   dx = merge_heads(dq, dk, dv) W_qkvᵀ
+        -> dx (b, n, d_model); for cross-attention (dx, dmemory), dx through W_q and dmemory
+        (b, m, d_model) through W_kv.
+        """
         # BEGIN SOLUTION MultiHeadAttention.backward
         saved = self._pop_cache()
         if saved is None:
