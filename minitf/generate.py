@@ -52,6 +52,11 @@ def sample_next(logits, temperature: float = 1.0, top_k: int | None = None,
     xp = get_array_module(logits)
     if bool(xp.isnan(logits).any()):
         raise ValueError("sample_next: logits holds NaN; wanted numbers (−inf rules a token out)")
+    if bool(xp.isposinf(logits).any()):       # the shift by the maximum made it NaN: id 0 again
+        row, token = (int(i) for i in divmod(int(xp.isposinf(logits).argmax()), logits.shape[-1]))
+        raise ValueError(f"sample_next: logits holds +inf (row {row}, token {token}); wanted "
+                         f"finite numbers (−inf rules a token out, and a large finite logit makes "
+                         f"one all but certain)")
     if logits.shape[-1] == 0:
         raise ValueError("sample_next: logits has no classes (V = 0); wanted at least one")
     ruled_out = xp.isneginf(logits).all(axis=-1)      # no token left to draw: it drew id 0

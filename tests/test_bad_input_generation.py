@@ -111,6 +111,10 @@ def test_sample_next_wants_rows_of_logits_and_a_cache_keeps_its_batch():
         sample_next(np.ones((2, 3), dtype=np.int64))
     with raises(ValueError, "sample_next: logits holds NaN"):
         sample_next(np.array([[0.1, np.nan, 0.2]]))          # it sampled id 0, and said nothing
+    for greedy in (False, True):                              # +inf sampled id 0 too, warning
+        with raises(ValueError, "sample_next: logits holds +inf (row 1, token 2); wanted finite"):
+            sample_next(np.array([[0.0, 0.0, 0.0], [0.0, 0.0, np.inf]], np.float32),
+                        greedy=greedy)
     ruled_out = np.array([[0.1, -np.inf, 0.2]] * 50)
     assert 1 not in sample_next(ruled_out), "−inf rules a token out, and is no error"
     lm = DecoderLM(10, d_model=16, n_heads=2, n_layers=1, max_len=16)
