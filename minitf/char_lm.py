@@ -184,7 +184,8 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
     siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
     free = next(other for other in siblings if not other.exists())
     raise rundir.RunDirectoryError(f"--out {out} already holds a run{step}; continue it with "
-                                   f"--resume {out}, or start another with --out {free}")
+                                   f"--resume {shlex.quote(str(out))}, or start another with "
+                                   f"--out {shlex.quote(str(free))}")
 
 
 # The settings that make the model what it is: the same on --resume, or it is another model.
@@ -332,7 +333,11 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     except ImportError:
         pass
     _report(config, figures, model, tokenizer, text[len(text) - len(val_ids):], val_x.size, log)
-    log(f"\ncheckpoint saved to {out}/  (minitf generate --checkpoint {out} --prompt 'def ')")
+    # a prompt the model knows every character of: 'def ' for Python's docs, else the text's
+    # first word (the text may lack d, e or f: the hint then failed as printed)
+    prompt = "def " if set("def ") <= set(tokenizer.chars) else (text.split() or [text])[0][:8]
+    log(f"\ncheckpoint saved to {out}/  (minitf generate --checkpoint {shlex.quote(str(out))} "
+        f"--prompt {shlex.quote(prompt)})")
     return figures
 
 

@@ -2,6 +2,7 @@
 parser beside what it runs. minitf.cli adds them to the one ``minitf`` command."""
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def _exercise(args) -> int:
         exercise = exercises.find(args.name)
         path = exercises.write_starter(exercise, Path(args.dir))
         print(f"wrote {path}: write the body of {exercise.attribute}, then run "
-              f"'minitf exercise check {path}'")
+              f"minitf exercise check {shlex.quote(str(path))}")
         return 0
     report, status = exercises.check_file(args.file)
     print(report)

@@ -355,7 +355,8 @@ def test_code_below_the_end_line_and_a_name_without_py_are_pointed_out(tmp_path)
     report, status = exercises.check_file(path)
     assert status == 1 and "below" not in report, report
     with pytest.raises(ValueError, match=re.escape(
-            "FILE softmax_backward: no such file (did you mean softmax_backward.py?)")):
+            f"FILE {tmp_path / 'softmax_backward'}: no such file (did you mean "
+            f"softmax_backward.py?)")):
         exercises.check_file(tmp_path / "softmax_backward")
 
 

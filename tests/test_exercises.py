@@ -1,6 +1,7 @@
 """The exercise catalogue, the cases that grade each exercise, the starter file, and the
 'minitf exercise' command: list, start, check."""
 import ast
+import shlex
 
 import pytest
 
@@ -157,6 +158,11 @@ def test_exercise_start_writes_the_file_and_refuses_to_overwrite(tmp_path, capsy
     path = tmp_path / "softmax_backward.py"
     assert "def softmax_backward(dp, cache):" in path.read_text()
     assert f"minitf exercise check {path}" in capsys.readouterr().out
+    spaced = tmp_path / "my work"                       # the command printed can be pasted
+    assert cli.main(["exercise", "start", "softmax_backward", "--dir", str(spaced)]) == 0
+    printed = capsys.readouterr().out.split("then run ", 1)[1]
+    assert shlex.split(printed) == ["minitf", "exercise", "check",
+                                    str(spaced / "softmax_backward.py")], printed
     path.write_text(path.read_text() + "# my notes\n")
     assert cli.main(["exercise", "start", "softmax_backward", "--dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
@@ -170,7 +176,7 @@ def test_exercise_bad_names_are_one_line(tmp_path, capsys):
                                                "the names with 'minitf exercise list'")
     assert cli.main(["exercise", "check", str(tmp_path / "missing.py")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "missing.py: no such file" in err
+    assert err.count("\n") == 0 and f"FILE {tmp_path / 'missing.py'}: no such file" in err
     (tmp_path / "folder.py").mkdir()
     assert cli.main(["exercise", "check", str(tmp_path / "folder.py")]) == 2
     assert "folder.py: is a folder; wanted an exercise file" in capsys.readouterr().err

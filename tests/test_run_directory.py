@@ -4,6 +4,7 @@ import errno
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -370,3 +371,23 @@ def test_a_run_stopped_while_its_samples_print_has_its_plot(text, tmp_path, monk
     run = tmp_path / "run"
     assert train(text, "--steps", "10", "--out", str(run)) == 130
     assert (run / "loss.png").is_file() and checkpoint.read_meta(run)["step"] == 10
+
+
+def test_the_commands_a_run_suggests_can_be_pasted(tmp_path, capsys):
+    """A path with a space was printed as it is, and the hint's --prompt 'def ' was printed for a
+    text without an f: pasted, neither command ran."""
+    text = tmp_path / "no f.txt"
+    text.write_text("the cat sat on the mat, and the dog sat on the log.\n" * 40)
+    run = tmp_path / "my runs" / "rün 1"
+    assert train(str(text), "--steps", "4", "--out", str(run)) == 0
+    hint = capsys.readouterr().out.strip().splitlines()[-1]
+    command = shlex.split(hint.split("(", 1)[1].rstrip(")"))
+    assert command[:4] == ["minitf", "generate", "--checkpoint", str(run)], hint
+    assert command[4:] == ["--prompt", "the"], hint
+    assert cli.main([*command[1:], "--max-new-tokens", "3"]) == 0
+    capsys.readouterr()
+    assert train(str(text), "--steps", "4", "--out", str(run)) == 2
+    refusal = one_line(capsys)
+    resume = shlex.split(refusal.split("continue it with ", 1)[1].split(", or", 1)[0])
+    another = shlex.split(refusal.split("start another with ", 1)[1])
+    assert resume == ["--resume", str(run)] and another == ["--out", f"{run}2"], refusal

@@ -122,12 +122,12 @@ def read_python(path: Path, where: str, wanted: str) -> str:
 
 def load(path) -> tuple:
     """(exercise, the learner's function) from the file at ``path``."""
-    path = Path(path).resolve()
-    if not path.is_file():
+    given, path = path, Path(path).resolve()
+    if not path.is_file():      # named as given: the name alone looked right, in another folder
         got = "is a folder" if path.is_dir() else "no such file"
         if path.suffix != ".py" and path.with_name(path.name + ".py").is_file():
             got += f" (did you mean {path.name}.py?)"
-        raise ValueError(f"FILE {path.name}: {got}; wanted an exercise file written by "
+        raise ValueError(f"FILE {given}: {got}; wanted an exercise file written by "
                          f"'minitf exercise start NAME'")
     source = read_python(path, "FILE", "the exercise file 'minitf exercise start NAME' wrote")
     exercise = _exercise_of(path, source)
