@@ -142,21 +142,25 @@ def _info(args) -> int:
     flags = {name: getattr(defaults, name) if getattr(args, name) is None else getattr(args, name)
              for name in MODEL_FLAGS}
     d_model, n_heads = flags["d_model"], flags["n_heads"]
-    config = dict(vocab_size=args.vocab_size, d_model=d_model, n_heads=n_heads,
+    config = dict(vocab_size=args.vocab_size or DEFAULT_VOCAB, d_model=d_model, n_heads=n_heads,
                   n_layers=flags["n_layers"],
                   d_ff=feed_forward_width(flags["d_ff"], d_model, "--d-ff"),
                   max_len=flags["context"], positional=flags["positional"],
                   tie_weights=not args.untied, pre_ln=True)       # as `minitf train` builds
     kind, name = "lm", "DecoderLM"
-    if args.checkpoint:             # the size flags then describe nothing: not checked
+    if args.checkpoint:             # the size flags then describe nothing: refused if given
         from minitf import checkpoint
         from minitf.models import MODELS
+        _refuse_flags_a_checkpoint_sets(args)
         meta = checkpoint.read_meta(args.checkpoint)
         kind, config = meta["kind"], meta["config"]
         if kind not in MODELS:
             raise ValueError(f"--checkpoint {args.checkpoint}: a model of kind {kind!r}, which "
                              f"minitf does not know; wanted one of {tuple(MODELS)}")
         name = MODELS[kind].__name__
+        if args.table and kind != "lm":     # it printed the family's table alone, silently
+            raise ValueError(f"--table: one block's table is a DecoderLM's; the checkpoint "
+                             f"holds a {name} (leave out --table)")
     else:                           # no such model to price
         check_model_flags(d_model, n_heads, flags["positional"])
     # the table first: a family it cannot price is one line, not a header and then an error
@@ -168,9 +172,21 @@ def _info(args) -> int:
     print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
     print(table)
-    if args.table and kind == "lm":
+    if args.table:
         _print_block_tables(config, args.batch_size, args.bytes)
     return 0
+
+
+def _refuse_flags_a_checkpoint_sets(args) -> None:
+    """info --checkpoint prices the model saved there: a size flag given too was ignored, and
+    the table described another model than the one asked for. (--context stays: it is the
+    length to price at.)"""
+    given = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in MODEL_FLAGS[1:]
+             + ("vocab_size",) if getattr(args, name) is not None] + ["--untied"] * args.untied
+    if given:
+        raise ValueError(f"--checkpoint {args.checkpoint}: its model is priced as saved, so "
+                         f"{', '.join(given)} would be ignored; wanted --checkpoint alone (with "
+                         f"--context, --batch-size or --bytes), or the flags without it")
 
 
 def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) -> None:
@@ -204,6 +220,7 @@ class _Parser(argparse.ArgumentParser):
 # Their defaults are None, so that a flag given can be told from one left out (RunConfig's
 # then; a test holds the help's figures to RunConfig's).
 MODEL_FLAGS = ("context", "d_model", "n_heads", "n_layers", "d_ff", "positional")
+DEFAULT_VOCAB = 103         # info's --vocab-size: the characters of the default corpus
 
 
 def _add_model_flags(parser):
@@ -307,8 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "and the set's size for a set encoder without max_len, 128 if not given).")
     info.add_argument("--checkpoint", metavar="DIR", type=PATH,
                       help="read the configuration from a run")
-    info.add_argument("--vocab-size", type=POSITIVE, default=103,
-                      help="characters (default 103, the default corpus's)")
+    info.add_argument("--vocab-size", type=POSITIVE, default=None,
+                      help=f"characters (default {DEFAULT_VOCAB}, the default corpus's)")
     _add_model_flags(info)
     info.add_argument("--batch-size", type=POSITIVE, default=1,
                       help="b, for the KV cache (default 1)")

@@ -24,8 +24,11 @@ def checked(convert, accept, wanted: str):
     return parse
 
 
-POSITIVE = checked(int, lambda n: n >= 1, "an integer ≥ 1")
-NON_NEGATIVE = checked(int, lambda n: n >= 0, "an integer ≥ 0")
+# A count or size past 2^53 is no array's (and no float's exact integer): --context 1e160 was a
+# traceback of info's arithmetic, --d-model 1e21 NumPy's "Maximum allowed dimension exceeded"
+MOST = 2 ** 53
+POSITIVE = checked(int, lambda n: 1 <= n <= MOST, f"an integer ≥ 1 (and ≤ 2^53 = {MOST})")
+NON_NEGATIVE = checked(int, lambda n: 0 <= n <= MOST, f"an integer ≥ 0 (and ≤ 2^53 = {MOST})")
 POSITIVE_REAL = checked(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
 MAX_NEW_TOKENS = 100_000
 NEW_TOKENS = checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,

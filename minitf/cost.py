@@ -285,7 +285,9 @@ def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
 
 
 def _human(x) -> str:
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+    if abs(x) >= 1e15:                  # past T, a power of ten reads better than more digits
+        return f"{x:.3g}"
+    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= size:
             return f"{x / size:.2f}{unit}"
     return str(x)

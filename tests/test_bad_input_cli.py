@@ -13,7 +13,7 @@ import pytest
 
 from minitf import backend, checkpoint, cli
 from minitf.data import CharTokenizer
-from minitf.models import DecoderLM
+from minitf.models import DecoderLM, RNNLM
 from minitf.optim import AdamW
 from minitf.train import Trainer
 
@@ -69,6 +69,8 @@ def test_a_text_that_cannot_train_is_refused_naming_the_file(content, fragments,
     ("info", "--n-layers", "-1", "an integer ≥ 1"),
     ("info", "--vocab-size", "0", "an integer ≥ 1"),
     ("info", "--bytes", "0", "an integer ≥ 1"),
+    ("info", "--context", "1" + "0" * 160, "an integer ≥ 1 (and ≤ 2^53"),   # OverflowError
+    ("train", "--d-model", str(10 ** 21), "an integer ≥ 1 (and ≤ 2^53"),      # NumPy's words
     ("train", "--dropout", "1.5", "a number in [0, 1)"),     # was DecoderLM's, after the reading
     ("train", "--dropout", "-0.1", "a number in [0, 1)"),
     ("gradcheck", "--only", "", "some text of a check's name"),     # ran all 800-odd checks
@@ -90,8 +92,25 @@ def test_info_refuses_heads_that_do_not_divide_the_width(capsys, run):
     assert cli.main(["info", "--positional", "rope", "--d-model", "6", "--n-heads", "2"]) == 2
     assert "--positional rope needs an even head width; got --d-model 6 / --n-heads 2 = 3" in (
         one_line(capsys))
-    assert cli.main(["info", "--checkpoint", str(run), "--d-model", "7", "--n-heads", "2"]) == 0
+    assert cli.main(["info", "--checkpoint", str(run), "--context", "8"]) == 0
     assert capsys.readouterr().out.startswith("DecoderLM vocab_size=")
+
+
+def test_info_refuses_flags_its_checkpoint_would_ignore(capsys, run, tmp_path):
+    """They were ignored: the table priced the saved model, d_model=32, for --d-model 64."""
+    assert cli.main(["info", "--checkpoint", str(run), "--d-model", "7", "--n-heads", "2",
+                     "--vocab-size", "9", "--untied"]) == 2
+    assert one_line(capsys) == (
+        f"minitf info: --checkpoint {run}: its model is priced as saved, so --d-model 7, "
+        f"--n-heads 2, --vocab-size 9, --untied would be ignored; wanted --checkpoint alone (with "
+        f"--context, --batch-size or --bytes), or the flags without it")
+    with backend.seed(0):
+        rnn = RNNLM(11, d_model=8, d_hidden=8)
+    checkpoint.save(tmp_path / "rnn", rnn)
+    assert cli.main(["info", "--checkpoint", str(tmp_path / "rnn"), "--table"]) == 2
+    assert one_line(capsys) == ("minitf info: --table: one block's table is a DecoderLM's; the "
+                                "checkpoint holds a RNNLM (leave out --table)")
+    assert cli.main(["info", "--checkpoint", str(tmp_path / "rnn")]) == 0
 
 
 def test_a_model_that_rope_cannot_turn_is_named_by_the_model():
