@@ -27,7 +27,7 @@ from minitf.backend import backend_name, seed, to_device
 from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
                          training_memory_floor)
 from minitf.generate import generate
-from minitf.models import DecoderLM, RNNLM
+from minitf.models import MODELS, DecoderLM, RNNLM
 from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
 from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
@@ -215,6 +215,15 @@ def _check_flags(config: RunConfig) -> None:
 
 def _check_resume(config: RunConfig, saved: dict) -> None:
     """One line, before anything is read or built, for a resume that cannot continue the run."""
+    kind = saved.get("kind")
+    problem = (f"the model saved there is a {getattr(MODELS.get(kind), '__name__', repr(kind))}"
+               if kind not in ("lm", "rnn") else
+               "it was saved without a tokenizer" if not saved.get("tokenizer") else
+               "it was saved without a trainer: no step or optimizer state to go on from"
+               if "step" not in saved else None)
+    if problem:             # it failed later: on the text's characters, or in load's API words
+        raise ValueError(f"--resume {config.resume}: {problem}; wanted a run that minitf "
+                         f"train wrote (a DecoderLM or RNNLM, its tokenizer and its trainer)")
     if saved.get("step", 0) >= config.steps:
         raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
                          f"{saved.get('step')} steps; --steps is the run's total, so ask for more")

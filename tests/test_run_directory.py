@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from minitf import char_lm, checkpoint, cli, rundir
+from minitf.data import CharTokenizer
+from minitf.models import DecoderLM, Transformer
 from minitf.train import Trainer
 
 SMALL = ["--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--context", "16",
@@ -391,3 +393,23 @@ def test_the_commands_a_run_suggests_can_be_pasted(tmp_path, capsys):
     resume = shlex.split(refusal.split("continue it with ", 1)[1].split(", or", 1)[0])
     another = shlex.split(refusal.split("start another with ", 1)[1])
     assert resume == ["--resume", str(run)] and another == ["--out", f"{run}2"], refusal
+
+
+@pytest.mark.parametrize("saved, said", [
+    (lambda: (Transformer(11, 11, d_model=8, n_heads=2, n_layers=1),), "the model saved there "
+     "is a Transformer;"),
+    (lambda: (DecoderLM(11, d_model=8, n_heads=2, n_layers=1),), "it was saved without a "
+     "tokenizer;"),
+    (lambda: (DecoderLM(11, d_model=8, n_heads=2, n_layers=1), None,
+              CharTokenizer(list("abcdefghijk"))),
+     "it was saved without a trainer: no step or optimizer state to go on from;"),
+])
+def test_resume_of_a_checkpoint_minitf_train_did_not_write_is_one_line(text, tmp_path, capsys,
+                                                                        saved, said):
+    """It said the text's characters differed from the run's, or, for another family, what
+    load says to the API ("or load(directory) to build it")."""
+    checkpoint.save(tmp_path / "run", *saved())
+    assert train(text, "--resume", str(tmp_path / "run")) == 2
+    assert one_line(capsys) == (f"minitf train: --resume {tmp_path / 'run'}: {said} wanted a "
+                                f"run that minitf train wrote (a DecoderLM or RNNLM, its "
+                                f"tokenizer and its trainer)")
