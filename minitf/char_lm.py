@@ -27,9 +27,10 @@ from minitf.backend import backend_name, seed, to_device
 from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
                          training_memory_floor)
 from minitf.generate import generate
-from minitf.models import MODELS, DecoderLM, RNNLM
+from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
+from minitf.resume_checks import check_resume, check_same_characters
 from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
 
 DEFAULT_OUT = "runs/lm"
@@ -188,8 +189,6 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
                                    f"--out {shlex.quote(str(free))}")
 
 
-# The settings that make the model what it is: the same on --resume, or it is another model.
-SHAPE = ("model", "d_model", "n_heads", "n_layers", "d_ff", "positional")
 # The Transformer's own: the recurrent baseline reads only --d-model and --context of these
 TRANSFORMER_ONLY = ("n_heads", "n_layers", "d_ff", "positional", "dropout")
 
@@ -208,64 +207,16 @@ def check_model_flags(d_model: int, n_heads: int, positional: str) -> None:
 def _check_flags(config: RunConfig) -> None:
     """The settings that cannot make the run, refused before the text is read."""
     if config.resume:
-        _check_resume(config, checkpoint.read_meta(config.resume))
+        check_resume(config, checkpoint.read_meta(config.resume))
     if config.model == "transformer":
         check_model_flags(config.d_model, config.n_heads, config.positional)
-
-
-def _check_resume(config: RunConfig, saved: dict) -> None:
-    """One line, before anything is read or built, for a resume that cannot continue the run."""
-    kind = saved.get("kind")
-    problem = (f"the model saved there is a {getattr(MODELS.get(kind), '__name__', repr(kind))}"
-               if kind not in ("lm", "rnn") else
-               "it was saved without a tokenizer" if not saved.get("tokenizer") else
-               "it was saved without a trainer: no step or optimizer state to go on from"
-               if "step" not in saved else None)
-    if problem:             # it failed later: on the text's characters, or in load's API words
-        raise ValueError(f"--resume {config.resume}: {problem}; wanted a run that minitf "
-                         f"train wrote (a DecoderLM or RNNLM, its tokenizer and its trainer)")
-    if saved.get("step", 0) >= config.steps:
-        raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
-                         f"{saved.get('step')} steps; --steps is the run's total, so ask for more")
-    run = dict(saved.get("extra", {}).get("run", {}))
-    asked = {name: getattr(config, name) for name in SHAPE + ("context",)}
-    for settings in (run, asked):   # d_ff as the model has it: None is 4 · d_model
-        if "d_model" in settings and settings.get("d_ff") is None:
-            settings["d_ff"] = 4 * settings["d_model"]
-    recurrent = run.get("model", "transformer") != "transformer"
-    fixed = ("model", "d_model") if recurrent else SHAPE          # an RNN is its width alone
-    # learned positions are a table of max_len rows: the only weights the context shapes (RoPE,
-    # ALiBi, sinusoids and T5's buckets have none of its size, nor has the RNN)
-    if not recurrent and run.get("positional") == "learned":
-        fixed += ("context",)
-    for name in fixed:
-        if name in run and asked[name] != run[name]:
-            what = ("the table of its learned positions, a vector for each position of the "
-                    "context," if name == "context" else "a model's shape")
-            raise ValueError(f"--{name.replace('_', '-')} {asked[name]}: the run in "
-                             f"{config.resume} was trained with {run[name]}, and {what} "
-                             f"cannot change as it resumes; leave the flag out, or start a new "
-                             f"run with --out")
-
-
-def _check_same_characters(config: RunConfig, saved: dict, tokenizer) -> None:
-    """A resumed run's text must have the characters its embedding table was made for."""
-    before = data.CharTokenizer.from_json(saved["tokenizer"]).chars if saved["tokenizer"] else []
-    if before != tokenizer.chars:
-        now = tokenizer.chars
-        new, gone = sorted(set(now) - set(before)), sorted(set(before) - set(now))
-        differences = ", ".join(f"{len(chars)} {what}: {''.join(chars[:10])!r}"
-                                for chars, what in ((new, "new"), (gone, "missing")) if chars)
-        raise ValueError(f"--text {config.text or '(the default corpus)'}: its characters differ "
-                         f"from those the run in {config.resume} was trained on ({differences}); "
-                         f"resume with the text the run was trained on")
 
 
 def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     seed(config.seed)
     tokenizer = data.CharTokenizer.fit(text)
     if config.resume:           # the rest of the resume was checked before the text was read
-        _check_same_characters(config, checkpoint.read_meta(config.resume), tokenizer)
+        check_same_characters(config, checkpoint.read_meta(config.resume), tokenizer)
     warmup = min(50, config.decay_steps // 10) if config.warmup is None else config.warmup
     if not 0 <= warmup < config.decay_steps:
         raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --decay-steps "
@@ -332,7 +283,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
                "tokens_per_second": round(trainer.tokens_per_second),
                "train_loss": round(sum(last_losses) / len(last_losses), 4),
                "val_loss": round(val_loss, 4), "bigram_val_loss": round(bigram, 4),
-               "improvement_over_bigram": round(1 - val_loss / bigram, 4)}
+               "improvement_over_bigram": round(1 - val_loss / bigram, 4) if bigram else None}
     # Saved before the samples draw from the random generator: the state in the checkpoint is the
     # one the training loop left, which a run continued with --resume must start from.
     _save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
@@ -395,10 +346,15 @@ def _describe(model) -> str:
 def _report(config, figures, model, tokenizer, held_out: str, n_val: int, log) -> None:
     """The held-out loss beside the bigram model's, and a few samples."""
     change = figures["improvement_over_bigram"]
+    # a text the bigram model all but predicts ("abab…"): a ratio to its ~0 loss says nothing
+    versus = ("the bigram model all but predicts this text: no ratio to compare"
+              if figures["bigram_val_loss"] < 0.01 else
+              f"{100 * abs(change):.1f}% {'lower' if change >= 0 else 'HIGHER'} than the "
+              f"bigram model")
     log(f"\nheld-out loss (nats/char) on {n_val:,} validation characters:\n"
         f"  {'Transformer' if config.model == 'transformer' else config.model.upper():<11}  "
         f"{figures['val_loss']:.3f}\n  bigram       {figures['bigram_val_loss']:.3f}\n"
-        f"  {100 * abs(change):.1f}% {'lower' if change >= 0 else 'HIGHER'} than the bigram model\n"
+        f"  {versus}\n"
         f"train loss (last 20 steps) {figures['train_loss']:.3f}; {figures['seconds']:.0f} s, "
         f"{figures['tokens_per_second']:,} tokens/s")
     # at most the model's context: a longer prompt of minitf's own would warn that it is cropped

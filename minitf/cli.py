@@ -95,14 +95,16 @@ def _generate(args) -> int:
         raise ValueError(f"--checkpoint {args.checkpoint}: the {name} there was saved without a "
                          f"tokenizer; wanted one (checkpoint.save(..., tokenizer=)) to read --prompt")
     backend.seed(args.seed)
+    text = DEFAULT_PROMPT if args.prompt is None else args.prompt
     try:
-        prompt = saved.tokenizer.encode(args.prompt)
-    except ValueError as err:     # the flag named: the default prompt, a newline, is one too
-        raise ValueError(f"--prompt {args.prompt!r}: {str(err).split(': ', 1)[-1]}; wanted "
-                         f"characters of the text the run was trained on") from None
+        prompt = saved.tokenizer.encode(text)
+    except ValueError as err:     # the flag named, and said to be the default when it was
+        flag = f"--prompt {text!r}" + (" (the default)" if args.prompt is None else "")
+        raise ValueError(f"{flag}: {str(err).split(': ', 1)[-1]}; wanted characters of the "
+                         f"text the run was trained on") from None
     # The prompt is echoed with the first character drawn, not before: generate warns of a
     # prompt longer than the context before its first step, and the warning went into the text.
-    echo = [args.prompt]
+    echo = [text]
 
     def show(ids):
         print(*echo, saved.tokenizer.decode(ids[:1]), sep="", end="", flush=True)
@@ -204,6 +206,9 @@ def _embed(args) -> int:
     from minitf.pretrained.analysis import NEGATION_PAIR, format_similarity, similarity
 
     sentences = args.sentences or list(NEGATION_PAIR)
+    empty = [i for i, sentence in enumerate(sentences, 1) if not sentence.strip()]
+    if empty:           # it embedded [CLS] [SEP] alone, and printed a similarity of 1.000
+        raise ValueError(f"SENTENCE {empty[0]} is empty; wanted some text to embed")
     model, tokenizer = pretrained.load(args.model)
     print(format_similarity(sentences, similarity(model, tokenizer, sentences)))
     return 0
@@ -221,6 +226,7 @@ class _Parser(argparse.ArgumentParser):
 # then; a test holds the help's figures to RunConfig's).
 MODEL_FLAGS = ("context", "d_model", "n_heads", "n_layers", "d_ff", "positional")
 DEFAULT_VOCAB = 103         # info's --vocab-size: the characters of the default corpus
+DEFAULT_PROMPT = "\n"       # generate's --prompt: a newline, where a line of the text begins
 
 
 def _add_model_flags(parser):
@@ -285,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "character at a time, with the KV cache.")
     gen.add_argument("--checkpoint", metavar="DIR", type=PATH, required=True,
                      help="a run directory")
-    gen.add_argument("--prompt", default="\n", type=checked(str, bool, "at least one character "
+    gen.add_argument("--prompt", default=None, type=checked(str, bool, "at least one character "
                                                           "to continue"),
                      help="the text to continue (default: a newline)")
     gen.add_argument("--max-new-tokens", type=NEW_TOKENS, default=300,

@@ -13,6 +13,9 @@ def _lesson(args) -> int:
     from minitf import course
 
     folder = course.lessons_dir()
+    if args.table and args.name is not None:    # the table was printed, the lesson not run
+        raise ValueError(f"--table prints the table of every lesson; got a lesson too "
+                         f"({args.name!r}); wanted one of the two")
     if args.table:
         print(course.table(folder))
         return 0

@@ -406,3 +406,17 @@ def test_cross_entropy_backward_wants_a_scalar(backend_name):
     _, cache = F.cross_entropy(logits, backend.randint(0, 5, (2, 3)))
     with raises(ValueError, "cross_entropy_backward: dloss has shape (2,); wanted a scalar"):
         F.cross_entropy_backward(backend.randn(2), cache)
+
+
+def test_table_layers_refuse_their_sizes_and_std_in_their_own_name():
+    """A negative std was randn's error, naming no layer; LearnedPositionalEmbedding(0, 8) was
+    built, and failed at its first forward."""
+    for call, said in [
+            (lambda: nn.Embedding(5, 4, std=-1), "Embedding: std must be a finite number ≥ 0"),
+            (lambda: nn.LearnedPositionalEmbedding(8, 4, std=float("nan")),
+             "LearnedPositionalEmbedding: std must be a finite number ≥ 0"),
+            (lambda: nn.LearnedPositionalEmbedding(0, 8),
+             "LearnedPositionalEmbedding: max_len must be a positive integer"),
+            (lambda: nn.LearnedPositionalEmbedding(8, 2.5),
+             "LearnedPositionalEmbedding: d_model must be a positive integer")]:
+        refused_in_one_line(call, ValueError, [said])

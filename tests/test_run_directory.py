@@ -413,3 +413,13 @@ def test_resume_of_a_checkpoint_minitf_train_did_not_write_is_one_line(text, tmp
     assert one_line(capsys) == (f"minitf train: --resume {tmp_path / 'run'}: {said} wanted a "
                                 f"run that minitf train wrote (a DecoderLM or RNNLM, its "
                                 f"tokenizer and its trainer)")
+
+
+def test_a_text_the_bigram_model_predicts_gets_no_ratio_to_it(tmp_path, capsys):
+    """"abab…": the bigram's held-out loss is 0.001, and the report said "2961.0% HIGHER"."""
+    text = tmp_path / "ab.txt"
+    text.write_text("ab" * 400)
+    assert train(str(text), "--steps", "4", "--out", str(tmp_path / "run")) == 0
+    out = capsys.readouterr().out
+    assert "the bigram model all but predicts this text: no ratio to compare" in out, out
+    assert "than the bigram model" not in out

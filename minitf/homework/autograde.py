@@ -85,7 +85,8 @@ class Outcome:
 def manifest(folder: Path) -> dict:
     """The directory's homework.json, or a one-line error saying this is no homework directory."""
     if not Path(folder).is_dir():
-        raise ValueError(f"{folder}: no such folder; wanted a homework directory written by "
+        got = "is a file" if Path(folder).exists() else "no such folder"
+        raise ValueError(f"{folder}: {got}; wanted a homework directory written by "
                          f"'minitf homework make'")
     path = Path(folder) / MANIFEST
     try:

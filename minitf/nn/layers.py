@@ -63,6 +63,8 @@ class Embedding(Module):
     def __init__(self, vocab_size: int, d: int, std: float | None = None):
         check_int(vocab_size, "vocab_size", "Embedding", what="the number of tokens")
         check_int(d, "d", "Embedding", what="the width of each vector")
+        if std is not None:                     # else randn's words, which name no layer
+            check_real(std, "std", "Embedding", low=0, low_open=False)
         self.vocab_size, self.d = vocab_size, d
         self.W = normal(vocab_size, d, std=std if std is not None else 1.0 / math.sqrt(d))
 

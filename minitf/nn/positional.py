@@ -6,7 +6,7 @@ from minitf.array_ops import sum_to_shape
 from minitf.backend import get_array_module, is_int
 from minitf.functional.positional import check_bucket_settings
 from minitf.nn.module import Module, normal
-from minitf.validate import check_float, check_int, plain_int
+from minitf.validate import check_float, check_int, check_real, plain_int
 
 
 class SinusoidalPositionalEncoding(Module):
@@ -38,6 +38,10 @@ class LearnedPositionalEmbedding(Module):
     """
 
     def __init__(self, max_len: int, d_model: int, std: float = 0.02):
+        where = "LearnedPositionalEmbedding"        # max_len 0 failed only at the forward
+        check_int(max_len, "max_len", where, what="the number of positions it has vectors for")
+        check_int(d_model, "d_model", where, what="the width of each vector")
+        check_real(std, "std", where, low=0, low_open=False)
         self.max_len, self.d_model = max_len, d_model
         self.W = normal(max_len, d_model, std=std)
 
