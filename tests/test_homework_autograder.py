@@ -317,8 +317,8 @@ def test_prints_without_a_newline_keep_a_bounded_copy():
     same, and results.json shows that line cut to 200 characters."""
     import io
 
-    from minitf.homework.autograde import PRINTED_LINE_CHARS, _Copied
-    copy = _Copied(io.StringIO())
+    from minitf.homework.printed import PRINTED_LINE_CHARS, Printed
+    copy = Printed(io.StringIO())
     for _ in range(100_000):
         copy.write("ab")
     assert copy.head == [] and len(copy.partial) == PRINTED_LINE_CHARS + 1
@@ -426,9 +426,9 @@ def test_what_reaches_the_terminal_stops_after_its_first_thousand_lines():
     every line for results.json."""
     import io
 
-    from minitf.homework.autograde import PASSED_THROUGH, PRINTED_LINES, _Copied
+    from minitf.homework.printed import PASSED_THROUGH, PRINTED_LINES, Printed
     terminal = io.StringIO()
-    copy = _Copied(terminal)
+    copy = Printed(terminal)
     for i in range(5 * PASSED_THROUGH):
         copy.write(f"line {i}\n")
     shown = terminal.getvalue().splitlines()

@@ -63,8 +63,11 @@ def test_an_instructors_file_whose_own_answer_fails_its_check_is_refused(tmp_pat
     text = OPS.read_text(encoding="utf-8")
     assert change[0] in text
     bad.write_text(text.replace(*change), encoding="utf-8")
-    with pytest.raises(ValueError, match="its own rmsnorm_backward fails "
-                                         r"check_rmsnorm_backward\(\), so every answer would: ") as err:
+    # the answer failed, or the file's own code raised (its case(), building a bad case: named
+    # with its line)
+    with pytest.raises(ValueError, match=r"(its own rmsnorm_backward fails check_rmsnorm_backward"
+                                         r"\(\), so every answer would: |graded with its own "
+                                         r"answers, its case\(\) raised )") as err:
         homework.make(tmp_path / "out", files=[bad])
     assert why in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "out").exists()
@@ -126,3 +129,24 @@ def test_the_readme_of_a_homework_with_an_instructors_file_says_to_upload_the_fo
         in text
     assert "standing in for your instructor's, in the checks their file defines" in text
     assert "exercise list" not in text and "folder `minitf`" not in text
+
+
+@pytest.mark.parametrize("change, who", [
+    (("def check_rmsnorm_backward():\n",
+      "def check_rmsnorm_backward():\n    raise RuntimeError('boom')\n"),
+     "its check_rmsnorm_backward() raised RuntimeError: boom"),
+    (("from minitf.backend", "import not_a_module_anywhere\nfrom minitf.backend"),
+     "importing it raised ModuleNotFoundError"),
+])
+def test_a_file_that_raises_says_where_not_that_every_answer_would_fail(tmp_path, change, who):
+    """A check_<name>() that raised, or an import that failed, was worded "its own
+    rmsnorm_backward fails check_rmsnorm_backward(), so every answer would": the answer blamed,
+    and no line to look at."""
+    bad = tmp_path / OPS.name
+    bad.write_text(OPS.read_text(encoding="utf-8").replace(*change, 1), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        homework.make(tmp_path / "out", files=[bad])
+    said = str(err.value)
+    assert said.startswith(f"--file {bad}: graded with its own answers, {who}"), said
+    assert f"({OPS.name}, line " in said and "every answer" not in said and "\n" not in said
+    assert not (tmp_path / "out").exists()

@@ -17,9 +17,9 @@ Each exercise scores 1 when every tensor of every case is within minitf's tolera
 from __future__ import annotations
 
 import importlib.util
-import io
 import itertools
 import json
+import re
 import reprlib
 import sys
 import tempfile
@@ -38,16 +38,12 @@ from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import graded_by, regions as R
 from minitf.homework.guard import reading_refused
 from minitf.homework.handout import MANIFEST, PACKAGE, check_name
+from minitf.homework.printed import Printed
 from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
 from minitf.validate import check_path
 
 _loaded = itertools.count()
 
-# What results.json keeps of what an exercise's code printed: on Gradescope a student sees
-# results.json alone, never the grader's own output, where their print() calls went.
-PRINTED_LINES = 40
-PRINTED_LINE_CHARS = 200
-PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and buried the log
 
 
 @dataclass(frozen=True)
@@ -178,46 +174,6 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
     return result, report(exercise, result, path)
 
 
-class _Copied(io.TextIOBase):
-    """Standard output that still reaches the terminal, with a copy of its first lines kept:
-    what a submitted file prints while it is graded, for its test's output in results.json.
-    The copy holds at most PRINTED_LINES lines of PRINTED_LINE_CHARS (+1, to know one was cut),
-    however much is printed; the lines after them are only counted. The terminal gets the first
-    PASSED_THROUGH lines, then one saying that the rest is only counted."""
-
-    def __init__(self, through):
-        self.through, self.head, self.partial, self.lines = through, [], "", 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        if self.lines < PASSED_THROUGH:
-            self.through.write(text)
-            if self.lines + text.count("\n") >= PASSED_THROUGH:
-                self.through.write(f"\n[minitf: {PASSED_THROUGH:,} lines printed; the rest is "
-                                   f"counted, not shown]\n")
-        *ended, rest = text.split("\n")                 # the lines this text ends, then the rest
-        for piece in ended:
-            if len(self.head) < PRINTED_LINES:
-                self.head.append((self.partial + piece)[:PRINTED_LINE_CHARS + 1])
-            self.partial, self.lines = "", self.lines + 1
-        self.partial = (self.partial + rest)[:PRINTED_LINE_CHARS + 1]
-        return len(text)
-
-    def flush(self) -> None:
-        self.through.flush()
-
-    def shown(self) -> str:
-        """The first PRINTED_LINES lines, each cut to PRINTED_LINE_CHARS, and how many more."""
-        lines = (self.head + [self.partial] if self.partial else self.head)[:PRINTED_LINES]
-        total = self.lines + bool(self.partial)          # a last line without its newline
-        cut = [line if len(line) <= PRINTED_LINE_CHARS else line[:PRINTED_LINE_CHARS] + " …"
-               for line in lines]
-        more = f"\n… and {total - len(cut)} more lines" if total > len(cut) else ""
-        return "\n".join(cut) + more
-
-
 def _defined(owner, name: str, path: Path):
     """The function ``name`` as the submitted file defines it; one line when it does not."""
     function = vars(owner).get(name)
@@ -244,6 +200,15 @@ def check_own_file(path: Path, names) -> None:
             why = (result.stopped.splitlines()[-1] if result.stopped else
                    f"{result.problems[0][0]}: {result.problems[0][1][0]}" if result.problems
                    else "it built no case to check")
+            # raised in the file itself: its check, its answer or its import is at fault, and
+            # its line says where (not "every answer would fail", which blames the answer)
+            frames = re.findall(r"^\s+(\S+), line (\d+), in (\S+)$", result.stopped or "", re.M)
+            if frames:
+                file, line, function = frames[-1]
+                who = "importing it" if function == "<module>" else f"its {function}()"
+                raise ValueError(f"--file {path}: graded with its own answers, {who} raised "
+                                 f"{why.strip()} ({file}, line {line}); wanted a file that "
+                                 f"grades its own answers without an error")
             raise ValueError(f"--file {path}: its own {name} fails {check_name(name)}(), so every "
                              f"answer would: {why.strip()}")
 
@@ -285,7 +250,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     for entry in entries:
         if journal is not None:
             journal.starting(entry["name"])
-        start, printed, file_verdict = time.perf_counter(), _Copied(sys.stdout), ""
+        start, printed, file_verdict = time.perf_counter(), Printed(sys.stdout), ""
         try:
             path = graded_file(folder, submission, entry["file"],
                                [e["file"] for e in data["exercises"]])

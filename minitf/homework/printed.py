@@ -1,0 +1,54 @@
+"""What a submission's code prints while it is graded: passed through to the terminal (on
+Gradescope, the grading's log) for its first lines, and a copy of its first lines kept for
+results.json, which is all a student sees there: their print() calls went to the grader's own
+output. However much is printed, both stay small.
+"""
+from __future__ import annotations
+
+import io
+
+# What results.json keeps of what an exercise's code printed: on Gradescope a student sees
+# results.json alone, never the grader's own output, where their print() calls went.
+PRINTED_LINES = 40
+PRINTED_LINE_CHARS = 200
+PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and buried the log
+
+
+class Printed(io.TextIOBase):
+    """Standard output that still reaches the terminal, with a copy of its first lines kept:
+    what a submitted file prints while it is graded, for its test's output in results.json.
+    The copy holds at most PRINTED_LINES lines of PRINTED_LINE_CHARS (+1, to know one was cut),
+    however much is printed; the lines after them are only counted. The terminal gets the first
+    PASSED_THROUGH lines, then one saying that the rest is only counted."""
+
+    def __init__(self, through):
+        self.through, self.head, self.partial, self.lines = through, [], "", 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.lines < PASSED_THROUGH:
+            self.through.write(text)
+            if self.lines + text.count("\n") >= PASSED_THROUGH:
+                self.through.write(f"\n[minitf: {PASSED_THROUGH:,} lines printed; the rest is "
+                                   f"counted, not shown]\n")
+        *ended, rest = text.split("\n")                 # the lines this text ends, then the rest
+        for piece in ended:
+            if len(self.head) < PRINTED_LINES:
+                self.head.append((self.partial + piece)[:PRINTED_LINE_CHARS + 1])
+            self.partial, self.lines = "", self.lines + 1
+        self.partial = (self.partial + rest)[:PRINTED_LINE_CHARS + 1]
+        return len(text)
+
+    def flush(self) -> None:
+        self.through.flush()
+
+    def shown(self) -> str:
+        """The first PRINTED_LINES lines, each cut to PRINTED_LINE_CHARS, and how many more."""
+        lines = (self.head + [self.partial] if self.partial else self.head)[:PRINTED_LINES]
+        total = self.lines + bool(self.partial)          # a last line without its newline
+        cut = [line if len(line) <= PRINTED_LINE_CHARS else line[:PRINTED_LINE_CHARS] + " …"
+               for line in lines]
+        more = f"\n… and {total - len(cut)} more lines" if total > len(cut) else ""
+        return "\n".join(cut) + more
