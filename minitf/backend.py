@@ -346,7 +346,9 @@ try:
         raise BackendUnavailable(f"backend {_requested!r} does not exist; wanted one of {BACKENDS}")
     use(_requested)
 except BackendUnavailable as err:
-    _environment["error"] = BackendUnavailable(f"MINITF_BACKEND={_requested}: {err}")
+    # the way out is the variable, not a --backend flag (most commands have none)
+    said = str(err).replace("use backend 'numpy'", "unset MINITF_BACKEND to use numpy")
+    _environment["error"] = BackendUnavailable(f"MINITF_BACKEND={_requested}: {said}")
     _set(_active, name=_requested, xp=_Unavailable(_environment["error"]))
 
 

@@ -128,7 +128,8 @@ def _minitf(env_value, *arguments, code=None):
 
 @pytest.mark.parametrize("value, message", [
     ("garbage", "backend 'garbage' does not exist; wanted one of ('numpy', 'cupy')"),
-    pytest.param("cupy", "backend 'cupy' is not available",
+    pytest.param("cupy", "backend 'cupy' is not available: CuPy is not installed (install it "
+                 "with: pip install 'minitf[gpu]'), or unset MINITF_BACKEND to use numpy",
                  marks=pytest.mark.skipif(backend.cupy_available(), reason="CuPy works here")),
 ])
 def test_a_bad_minitf_backend_is_one_line_and_import_and_help_still_work(value, message):
