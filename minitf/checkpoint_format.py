@@ -15,6 +15,7 @@ import numpy as np
 from minitf.backend import seed
 from minitf.data import CharTokenizer
 from minitf.models import MODELS, Model
+from minitf.nn.module import some_of
 from minitf.validate import not_real_numbers
 
 
@@ -129,7 +130,7 @@ def check_same_model(model: Model, meta: dict, arrays: dict, where: str,
             differ.append(f"{key}: saved {_text(saved, absent)}, model {_text(own, absent)}")
     if differ:
         weights = model.misfits(_model_state(arrays))
-        also = f"; and its weights: {'; '.join(weights)}" if weights else ""
+        also = f"; and its weights: {some_of(weights)}" if weights else ""
         raise CheckpointError(f"{where} holds a model of another config: {'; '.join(differ)}"
                               f"{also}; wanted a {type(model).__name__} of the saved config "
                               f"({', '.join(_MAY_DIFFER)} may differ), {wanted}")

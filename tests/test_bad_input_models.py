@@ -132,7 +132,7 @@ def test_a_stack_and_a_residual_hold_modules():
 
 def test_the_building_blocks_name_what_they_were_given():
     from minitf.nn.init import initialize
-    from minitf.nn.module import Parameter
+    from minitf.nn.parameter import Parameter
     for data in ([1.0], None, np.arange(3)):          # a list was kept; int data failed at a step
         with raises(TypeError, "Parameter: data has", "wanted a float array"):
             Parameter(data)

@@ -181,3 +181,17 @@ def test_a_current_checkpoint_that_cannot_be_read_does_not_block_a_save(tmp_path
     (run / "step-000900" / checkpoint.META).write_text("{ not json")
     checkpoint.save(run, model)                                            # how a run recovers
     assert checkpoint.find(run).name == "step-000000"
+
+
+def test_a_config_edited_by_hand_names_a_few_weights_and_counts_the_rest(tmp_path):
+    """d_model edited in checkpoint.json: every weight misfit, in one line of 1,400 characters."""
+    run, _ = _saved(tmp_path)
+    meta_path = checkpoint.find(run) / checkpoint.META
+    meta = json.loads(meta_path.read_text())
+    meta["config"]["d_model"] = 32
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(checkpoint.CheckpointError) as err:
+        checkpoint.load(run)
+    said = str(err.value)
+    assert "saved (17, 16), model (17, 32)" in said and "more" in said, said
+    assert said.count(": saved ") == 6 and len(said) < 600 and "\n" not in said, said

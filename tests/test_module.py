@@ -308,11 +308,11 @@ def test_the_module_docstring_s_own_layer_passes_its_gradient_check(float64):
     import textwrap
 
     from minitf.gradcheck import ModuleCase, check
-    from minitf.nn import module
+    from minitf.nn import module, parameter
 
     doc = module.Module.__doc__
     code = textwrap.dedent(doc.split("For example, one learned scale::\n", 1)[1].split("\n\n    ``")[0])
-    namespace = vars(module).copy()
+    namespace = {**vars(module), **vars(parameter)}        # Module, and ones
     exec(code, namespace)
     rows = check("Scale", ModuleCase(namespace["Scale"](), {"x": backend.randn(2, 3)}))
     assert [r.tensor for r in rows] == ["input x", "param a"] and all(r.passed for r in rows)

@@ -4,7 +4,8 @@ from minitf.nn.blocks import DecoderBlock, EncoderBlock, FeedForward, Residual, 
 from minitf.nn.init import INITS, initialize, xavier_uniform
 from minitf.nn.layers import (GELU, ClassToken, Dropout, Embedding, LayerNorm, Linear, MeanPool,
                               ReLU, TokenEmbedding)
-from minitf.nn.module import Module, Parameter, grad_enabled, no_grad
+from minitf.nn.module import Module, grad_enabled, no_grad
+from minitf.nn.parameter import Parameter
 from minitf.nn.recurrent import LSTM, RNN
 from minitf.nn.positional import (LearnedPositionalEmbedding, RelativePositionBias,
                                   SinusoidalPositionalEncoding)

@@ -3,7 +3,8 @@ import minitf.functional as F
 from minitf.backend import get_array_module
 from minitf.functional.attention import MASK_HINT
 from minitf.nn.layers import Linear
-from minitf.nn.module import Module, normal
+from minitf.nn.module import Module
+from minitf.nn.parameter import normal
 from minitf.nn.positional import RelativePositionBias
 from minitf.validate import (check_broadcast, check_flags, check_int, check_probability,
                              check_rope_width)

@@ -5,7 +5,8 @@ import math
 import minitf.functional as F
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import get_array_module
-from minitf.nn.module import Module, normal, ones, zeros
+from minitf.nn.module import Module
+from minitf.nn.parameter import normal, ones, zeros
 from minitf.validate import (check_flags, check_float, check_int, check_probability, check_real,
                              check_segments, check_shape)
 

@@ -1,4 +1,4 @@
-"""Parameter and Module: what every layer in minitf.nn is built from.
+"""Module: what every layer in minitf.nn is built from (with its Parameters, nn.parameter).
 
 A Module holds parameters and, between a forward and a backward pass, the cache its forward left
 behind. There is no autograd: each module writes its own backward, by hand, next to its forward.
@@ -17,9 +17,9 @@ import threading
 from collections.abc import Mapping
 from contextlib import contextmanager
 
-from minitf.backend import (backend_of, check_backend_name, float_dtype, float_dtype_named,
-                            float_errors_ignored, get_array_module, is_array, randn, to_device,
-                            to_numpy)
+from minitf.backend import (backend_of, check_backend_name, float_dtype_named,
+                            float_errors_ignored, get_array_module, is_array, to_device, to_numpy)
+from minitf.nn.parameter import Parameter
 from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_like, check_shape,
                              nesting, not_real_numbers)
 
@@ -54,40 +54,6 @@ def no_grad():
 def grad_enabled() -> bool:
     """False inside ``no_grad()``: a forward there keeps nothing for a backward."""
     return _grad_mode.enabled
-
-
-class Parameter:
-    """A learnable array ``data`` and the gradient ``grad`` accumulated into it (same shape)."""
-
-    def __init__(self, data):
-        if not is_array(data) or data.dtype.kind != "f":
-            got = f"dtype {data.dtype}" if is_array(data) else f"a {type(data).__name__}"
-            raise TypeError(f"Parameter: data has {got}; wanted a float array (e.g. "
-                            f"minitf.backend.randn(d_in, d_out))")
-        self.data = data
-        self.grad = get_array_module(data).zeros_like(data)
-
-    @property
-    def shape(self):
-        return self.data.shape
-
-    def __repr__(self):
-        return f"Parameter(shape={tuple(self.data.shape)}, dtype={self.data.dtype})"
-
-
-def normal(*shape: int, std: float) -> Parameter:
-    """A parameter drawn from N(0, std²) by minitf's seeded host generator."""
-    return Parameter(randn(*shape, std=std))
-
-
-def zeros(*shape: int) -> Parameter:
-    """A parameter of zeros (biases, β) in the default float dtype."""
-    return Parameter(get_array_module().zeros(shape, dtype=float_dtype()))
-
-
-def ones(*shape: int) -> Parameter:
-    """A parameter of ones (γ) in the default float dtype."""
-    return Parameter(get_array_module().ones(shape, dtype=float_dtype()))
 
 
 def as_tuple(grads) -> tuple:
@@ -192,7 +158,7 @@ class Module:
             # y = a x, with a one learned number
 
             def __init__(self):
-                self.a = ones(1)                    # a Parameter: .data (1,) and .grad (1,)
+                self.a = ones(1)                    # nn.parameter's: .data (1,), .grad (1,)
 
             def forward(self, x):
                 self._save(x)                       # x (...): what dL/da needs
@@ -354,7 +320,7 @@ class Module:
         """Copy arrays into the parameters (cast to their dtype, moved to their device).
 
         Every name must be present, with the right shape and finite real numbers; otherwise one
-        error lists all mismatches.
+        error names the mismatches (the first few, and how many more).
         """
         where = f"{type(self).__name__}.load_state_dict"
         if isinstance(state, Mapping) and not isinstance(state, dict):
@@ -366,15 +332,14 @@ class Module:
         not_arrays = [f"{name}: a {type(v).__name__}, not an array" for name, v in state.items()
                       if not is_array(v)]
         if not_arrays:
-            raise ValueError(f"{where}: the state does not fit this model: "
-                             + "; ".join(not_arrays))
+            raise ValueError(f"{where}: the state does not fit this model: " + some_of(not_arrays))
         params = dict(self.named_parameters())
         problems = self.misfits(state)
         # the dtype alone here, no pass over the numbers: NaN and inf are found after the cast
         problems += [f"{name}: {not_real_numbers(state[name])}" for name in params
                      if name in state and state[name].dtype.kind not in "fiu"]
         if problems:
-            raise ValueError(f"{where}: the state does not fit this model: " + "; ".join(problems))
+            raise ValueError(f"{where}: the state does not fit this model: " + some_of(problems))
         # cast first, all of them, and check what the cast made, one pass over each: a NaN or an
         # inf saved, or a number beyond the parameter's dtype (1e300 is finite in float64 and inf
         # in float32); no parameter changes unless every one can
@@ -383,10 +348,10 @@ class Module:
                     for name, p in params.items()}
         bad = [name for name in params if not_real_numbers(cast[name])]
         if bad:
-            raise ValueError(f"{where}: the state does not fit this model: " + "; ".join(
+            raise ValueError(f"{where}: the state does not fit this model: " + some_of([
                 f"{name}: " + (not_real_numbers(state[name])
                                or f"holds values beyond {params[name].data.dtype}'s range")
-                for name in bad))
+                for name in bad]))
         for name, p in params.items():
             p.data = cast[name].copy()
 
@@ -406,3 +371,10 @@ class Module:
         for m in self.modules():
             m._cache = _NO_CACHE
         return self
+
+
+def some_of(problems: list, most: int = 6) -> str:
+    """The first ``most`` of ``problems``, and how many more: every weight of a model whose
+    config was edited by hand made one line of 1,400 characters."""
+    more = f"; and {len(problems) - most} more" if len(problems) > most else ""
+    return "; ".join(problems[:most]) + more

@@ -5,7 +5,8 @@ import minitf.functional as F
 from minitf.array_ops import sum_to_shape
 from minitf.backend import get_array_module, is_int
 from minitf.functional.positional import check_bucket_settings
-from minitf.nn.module import Module, normal
+from minitf.nn.module import Module
+from minitf.nn.parameter import normal
 from minitf.validate import check_float, check_int, check_real, plain_int
 
 

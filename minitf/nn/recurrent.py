@@ -12,7 +12,8 @@ import math
 
 import minitf.functional as F
 from minitf.backend import get_array_module
-from minitf.nn.module import Module, normal, zeros
+from minitf.nn.module import Module
+from minitf.nn.parameter import normal, zeros
 from minitf.validate import check_int
 
 
