@@ -207,3 +207,16 @@ def test_a_three_axis_mask_is_refused_where_its_batch_would_be_read_as_heads(bac
     padded = mha(x, mask=backend.to_device(keep[:, None, None, :]))          # (b, 1, 1, n_k): fine
     alone = mha(x[:1, :3])                                   # sequence 0 without its padding
     assert np.allclose(backend.to_numpy(padded[:1, :3]), backend.to_numpy(alone), atol=1e-5)
+
+
+def test_an_empty_sequence_attends_to_nothing_in_every_path(backend_name):
+    """The causal path gave an empty output; the others stopped in softmax ("x has shape
+    (2, 2, 0, 0), no entries along axis -1"): an empty sequence has no query to normalise."""
+    for options in (dict(causal=True), dict(causal=False), dict(positional="alibi"),
+                    dict(positional="relative")):
+        mha = nn.MultiHeadAttention(8, 2, **options)
+        y = mha(backend.randn(2, 0, 8))
+        dx = mha.backward(backend.randn(2, 0, 8))
+        assert y.shape == dx.shape == (2, 0, 8), options
+    with raises(ValueError, "attention: there are no keys (n_k = 0) for the 3 queries"):
+        F.attention(backend.randn(1, 3, 4), backend.randn(1, 0, 4), backend.randn(1, 0, 4))

@@ -98,7 +98,10 @@ def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
         scores += mask
     if bias is not None:
         scores += bias
-    probs, _ = softmax(scores, axis=-1, out=scores)   # (..., n_q, n_k), written over the scores
+    if scores.shape[-2] == 0:        # no queries (an empty sequence): no row to normalise
+        probs = scores
+    else:
+        probs, _ = softmax(scores, axis=-1, out=scores)   # (..., n_q, n_k), over the scores
     weights, D = dropout(probs, dropout_p)       # (..., n_q, n_k): probs ⊙ D (probs if p = 0)
     out = weights @ v                            # (..., n_q, d_v)
     bias_shape = None if bias is None else tuple(bias.shape)
