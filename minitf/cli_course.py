@@ -48,9 +48,12 @@ def _homework(args) -> int:
     from minitf.data.text import check_file_name
 
     if args.action == "make":
+        from minitf.homework import points
         names = [n for n in (args.exercises or "").split(",") if n.strip()]
-        out = homework.make(args.out, names, args.file, args.solutions)
-        graded = [e["name"] for e in homework.manifest(out)["exercises"]]
+        out = homework.make(args.out, names, args.file, args.solutions,
+                            points.parse(args.points))
+        graded = [e["name"] + (f" ({e['points']:g} points)" if e["points"] != 1 else "")
+                  for e in homework.manifest(out)["exercises"]]
         print(f"wrote {out}: {', '.join(graded)} " + ("answered (the key)" if args.solutions else
               "blank; students run 'python -m minitf homework grade .' inside it"))
         return 0
@@ -67,12 +70,15 @@ def _homework(args) -> int:
     if args.json:                   # before grading, which takes a while: not after it
         from minitf.homework.journal import Journal, progress_file
         check_file_name(args.json, "--json")
-        names = [entry["name"] for entry in homework.manifest(args.dir)["exercises"]]
+        from minitf.homework.points import of as points_of
+        entries = homework.manifest(args.dir)["exercises"]
+        names = [entry["name"] for entry in entries]
         if args.resume and not progress_file(Path(args.json)).exists():
             print(f"--resume: no {progress_file(Path(args.json))} was left behind (the last "
                   f"grading finished, or none ran); grading every exercise", file=sys.stderr)
         graded = [str(Path(f).resolve()) for f in (args.dir, args.submission) if f is not None]
-        journal = Journal(args.json, names, resume=args.resume, of=" ".join(graded))
+        journal = Journal(args.json, names, resume=args.resume, of=" ".join(graded),
+                          points={e["name"]: points_of(e, args.dir) for e in entries})
     outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
@@ -83,7 +89,8 @@ def _homework(args) -> int:
     taken_up = len(journal.tests) - len(outcomes)
     if taken_up:                    # the table above holds this process's exercises alone
         print(f"with the {taken_up} graded before the grading process ended: score "
-              f"{sum(test['score'] for test in journal.tests):g} of {len(journal.tests)} in all "
+              f"{sum(test['score'] for test in journal.tests):g} of "
+              f"{sum(test['max_score'] for test in journal.tests):g} in all "
               f"({args.json})")
     return 0 if all(test["status"] == "passed" for test in journal.tests) else 1
 
@@ -141,6 +148,9 @@ def add_course_commands(commands) -> None:
                       help="an instructor's own file with marked regions (may be repeated)")
     make.add_argument("--out", required=True, metavar="DIR", type=PATH,
                       help="a new (or empty) folder")
+    make.add_argument("--points", metavar="A=N,...",
+                      help="what exercises are worth, where not 1, e.g. attention_backward=3 "
+                           "(all or nothing: an exercise passes every check, or scores 0)")
     make.add_argument("--solutions", action="store_true",
                       help="keep the reference bodies: the answered directory (the key)")
     mark = steps.add_parser("grade", help="grade a homework directory (a submission)")

@@ -11,8 +11,9 @@ An exercise of an instructor's own file is graded by the file's ``check_<name>()
 minitf.gradcheck FunctionCase or ModuleCase (or a dict of them, by label), built from the
 submitted file, so the backward under test is the student's.
 
-Each exercise scores 1 when every tensor of every case is within minitf's tolerance, else 0;
-``gradescope()`` writes the results in Gradescope's autograder format (results.json).
+Each exercise scores its points (1 unless make's --points said otherwise: minitf.homework.points)
+when every tensor of every case is within minitf's tolerance, else 0; ``gradescope()`` writes
+the results in Gradescope's autograder format (results.json).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import graded_by, regions as R
 from minitf.homework.guard import reading_refused
 from minitf.homework.handout import MANIFEST, PACKAGE, check_name
+from minitf.homework.points import of as points_of
 from minitf.homework.printed import Printed
 from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
 from minitf.validate import check_path
@@ -72,10 +74,11 @@ class Outcome:
     edited: bool        # the file was changed outside its regions (reported, still graded)
     printed: str = ""   # what the exercise's code printed, as results.json shows it
     file_verdict: str = ""  # why its file was not graded, in a word: NotGraded.verdict
+    points: float = 1.0     # what it is worth (homework.json's "points"), all or nothing
 
     @property
     def score(self) -> float:
-        return 1.0 if self.result.passed else 0.0
+        return self.points if self.result.passed else 0.0
 
 
 def manifest(folder: Path) -> dict:
@@ -92,6 +95,9 @@ def manifest(folder: Path) -> dict:
         raise ValueError(f"{folder}: not a homework directory (no readable {MANIFEST}); wanted "
                          f"one written by 'minitf homework make'") from None
     graded_by.stored(data, folder)      # its cases, in this minitf's registry: else one line
+    for entry in data["exercises"]:     # and its points, before any exercise is graded
+        if isinstance(entry, dict):
+            points_of(entry, folder)
     return data
 
 
@@ -276,7 +282,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
                 edited = True
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
                                 time.perf_counter() - start, edited, printed.shown(),
-                                file_verdict))
+                                file_verdict, points_of(entry, folder)))
         if journal is not None:
             journal.finished(outcomes[-1])
     return outcomes
@@ -331,12 +337,12 @@ def table(outcomes: list[Outcome]) -> str:
     header = ("exercise", "tensors ok", "result", "score", "seconds")
     rows = [(o.name, f"{sum(r.passed for r in o.result.rows)}/{len(o.result.rows)}",
              _verdict(o) + (" (file edited outside its regions)" if o.edited else ""),
-             f"{o.score:g}/1", f"{o.seconds:.1f}") for o in outcomes]
+             f"{o.score:g}/{o.points:g}", f"{o.seconds:.1f}") for o in outcomes]
     widths = [max(len(c) for c in column) for column in zip(header, *rows)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
              for row in [header, tuple("-" * w for w in widths), *rows]]
     total = sum(o.score for o in outcomes)
-    return "\n".join(lines + ["", f"score {total:g} of {len(outcomes)} "
+    return "\n".join(lines + ["", f"score {total:g} of {sum(o.points for o in outcomes):g} "
                                   f"({sum(o.seconds for o in outcomes):.1f} s)"])
 
 
@@ -351,7 +357,7 @@ def gradescope_test(outcome: Outcome) -> dict:
     """One exercise as a test of Gradescope's results.json: its score, and its report (with what
     the student's code printed) as the output the student reads."""
     o = outcome
-    return {"name": o.name, "score": o.score, "max_score": 1.0,
+    return {"name": o.name, "score": o.score, "max_score": o.points,
             "status": "passed" if o.result.passed else "failed",
             "output": o.report + ("\n\nthis file was edited outside its solution regions"
                                   if o.edited else "") +

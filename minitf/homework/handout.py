@@ -27,6 +27,7 @@ from minitf.exercises import EXERCISES, find
 from minitf.exercises.grade import read_python
 from minitf.exercises.starter import _docstring
 from minitf.exercises.time_limit import seconds_for
+from minitf.homework import points as P
 from minitf.homework import regions as R
 from minitf.homework.writing import os_errors_named, removed_if_unfinished
 from minitf.validate import check_flags, check_path
@@ -139,7 +140,7 @@ def _own_file(path: Path) -> tuple[str, list]:
 
 
 def _readme(entries: list, solutions: bool) -> str:
-    rows = "\n".join(f"| `{e['name']}` | `{e['file']}` |" for e in entries)
+    rows = "\n".join(f"| `{e['name']}` | `{e['file']}` | {e['points']:g} |" for e in entries)
     files = sorted({e["file"] for e in entries})
     names = [Path(f).name for f in files]
     shared = sorted({n for n in names if names.count(n) > 1})
@@ -185,9 +186,11 @@ def _readme(entries: list, solutions: bool) -> str:
 {key}
 Write the body of each function below, in place of its `raise NotImplementedError(...)`:
 
-| exercise | file |
-|---|---|
+| exercise | file | points |
+|---|---|---|
 {rows}
+
+An exercise earns its points when every one of its checks passes, and none otherwise.
 
 {regions}
 
@@ -258,11 +261,12 @@ def _check_make(out, exercises, files, solutions) -> None:
         check_path(path, "files", where)
 
 
-def make(out, exercises=(), files=(), solutions=False) -> Path:
+def make(out, exercises=(), files=(), solutions=False, points=None) -> Path:
     """Write the homework directory ``out``: the catalogue ``exercises`` by name, and every
     region of each instructor's file in ``files``. Checks everything before writing anything,
     and removes what it wrote if the writing fails (a full disk): a rerun finds ``out`` as it was.
-    ``solutions``: the same directory with the bodies answered (the instructor's key)."""
+    ``solutions``: the same directory with the bodies answered (the instructor's key).
+    ``points``: {exercise: points} for those not worth 1 (minitf.homework.points)."""
     _check_make(out, exercises, files, solutions)
     out = Path(out)
     if solutions:
@@ -291,6 +295,8 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
             raise ValueError(f"--file {path}: its exercise {twice[0]} has the name of another "
                              f"exercise of this homework; wanted each name once (rename one)")
         taken |= set(own_names)
+    worth = P.check({} if points is None else points,
+                    [*names, *(n for _, _, own_names in own for n in own_names)], "--points")
     from minitf.homework.autograde import check_own_file    # (they import this module)
     from minitf.homework import graded_by
     for path, _, own_names in own:
@@ -314,6 +320,8 @@ def make(out, exercises=(), files=(), solutions=False) -> Path:
             (out / path.name).write_text(starter, encoding="utf-8")
             frames[path.name] = R.frame(starter, path.name)
             entries += [{"name": n, "file": path.name, "source": "file"} for n in own_names]
+        for entry in entries:
+            entry["points"] = worth[entry["name"]]
         (out / "README.md").write_text(_readme(entries, solutions), encoding="utf-8")
         manifest = {"minitf homework": 1, "exercises": entries, graded_by.KEY: graded_by_cases,
                     "frames": dict(sorted(frames.items()))}

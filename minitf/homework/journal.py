@@ -91,9 +91,9 @@ def _dumped(data, **layout) -> str:
     return _LONE_SURROGATE.sub("\ufffd", json.dumps(data, ensure_ascii=False, **layout)) + "\n"
 
 
-def _zero(name: str, why: str) -> dict:
-    """A test of Gradescope's results.json that scores 0, saying ``why``."""
-    return {"name": name, "score": 0.0, "max_score": 1.0, "status": "failed", "output": why}
+def _zero(name: str, why: str, points: float) -> dict:
+    """A test of Gradescope's results.json that scores 0 of its ``points``, saying ``why``."""
+    return {"name": name, "score": 0.0, "max_score": points, "status": "failed", "output": why}
 
 
 def _is_test(test) -> bool:
@@ -108,12 +108,14 @@ class Journal:
     (``finished``); ``close()`` writes the results in full. ``graded`` holds the names already
     graded, by this process or by one that ended, which ``grade`` skips."""
 
-    def __init__(self, path, names: list[str], resume: bool = False, of: str = ""):
+    def __init__(self, path, names: list[str], resume: bool = False, of: str = "",
+                 points: dict | None = None):
         check_replaceable(Path(path))     # named as typed
         # absolute: a student's code may change the working directory while it is graded
         self.path = Path(path).absolute()
         self.progress = progress_file(self.path)
         self.names = list(names)
+        self.points = {name: (points or {}).get(name, 1.0) for name in names}   # max_score each
         self.of = of             # what is graded (the folders): a progress of another is refused
         self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
         self.started = time.time()          # the grading's start, for its budget: the first run's
@@ -147,7 +149,8 @@ class Journal:
             raise ValueError(f"--resume: the grading process ended outside any exercise "
                              f"({self.path} holds what it had graded); nothing to resume")
         self.tests, self.seconds, self.started = tests, seconds, started
-        self.tests.append(_zero(running, _ended_inside(running, resumed=True)))
+        self.tests.append(_zero(running, _ended_inside(running, resumed=True),
+                                self.points[running]))
         self.note = note + f"; the grading process ended inside {running}"
         self._write_progress(None)       # taken up: a crash before the next one blames no one
 
@@ -166,9 +169,10 @@ class Journal:
         self._write_progress(name)
         graded = self.graded
         rest = [n for n in self.names if n not in graded and n != name]
-        self._write_results(self.tests + [_zero(name, _ended_inside(name, resumed=False))] + [
+        self._write_results(self.tests + [
+            _zero(name, _ended_inside(name, resumed=False), self.points[name])] + [
             _zero(n, f"{n} was not graded: the grading process ended inside {name}, before it "
-                     f"reached {n}") for n in rest])
+                     f"reached {n}", self.points[n]) for n in rest])
 
     def finished(self, outcome: Outcome) -> None:
         self.tests.append(gradescope_test(outcome))
