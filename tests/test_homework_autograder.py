@@ -164,6 +164,30 @@ def test_a_print_in_a_loop_keeps_its_first_lines_in_results_json(made, tmp_path,
     assert int(shown[40].split()[2]) + 40 == 100 * calls + 1 == terminal.count("\n") + 1
 
 
+def test_warnings_and_standard_error_reach_results_json_apart_from_the_prints(made, tmp_path,
+                                                                          capsys):
+    """A student on Gradescope sees results.json alone: NumPy's RuntimeWarning of an overflow in
+    their code, often the clue to its bug, went to the grader's log, and not to them."""
+    hw, key, _ = made
+    submission = tmp_path / "submission"
+    text = (key / FILES[0]).read_text(encoding="utf-8")
+    warns = text.replace("return p * (dp - row_dot(dp, p, axis))",
+                         "import sys, numpy; numpy.exp(numpy.float64(1e4)); "
+                         "sys.stderr.write('to stderr\\n')\n"
+                         "    return p * (dp - row_dot(dp, p, axis))")
+    assert warns != text
+    (submission / "minitf/functional").mkdir(parents=True)
+    (submission / FILES[0]).write_text(warns, encoding="utf-8")
+    outcomes = homework.grade(hw, submission)
+    assert outcomes[0].result.passed and "to stderr" in capsys.readouterr().err   # passed on
+    output = homework.gradescope(outcomes)["tests"][0]["output"]
+    assert "your code printed" not in output                         # nothing on stdout
+    kept = output.split("your code wrote to standard error (warnings among it), while it was "
+                        "graded:\n")[1]
+    assert "RuntimeWarning: overflow encountered in exp" in kept and "to stderr" in kept, kept
+    assert "your code wrote" not in homework.gradescope(outcomes)["tests"][1]["output"]
+
+
 def test_two_files_of_one_name_are_one_clear_error(tmp_path):
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()

@@ -25,7 +25,7 @@ import reprlib
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from minitf.homework import graded_by, regions as R
 from minitf.homework.guard import reading_refused
 from minitf.homework.handout import MANIFEST, PACKAGE, check_name
 from minitf.homework.points import of as points_of
-from minitf.homework.printed import Printed
+from minitf.homework.printed import Printed, kept
 from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
 from minitf.validate import check_path
 
@@ -75,6 +75,7 @@ class Outcome:
     printed: str = ""   # what the exercise's code printed, as results.json shows it
     file_verdict: str = ""  # why its file was not graded, in a word: NotGraded.verdict
     points: float = 1.0     # what it is worth (homework.json's "points"), all or nothing
+    warned: str = ""        # what its code wrote to standard error (warnings), as `printed`
 
     @property
     def score(self) -> float:
@@ -257,6 +258,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         if journal is not None:
             journal.starting(entry["name"])
         start, printed, file_verdict = time.perf_counter(), Printed(sys.stdout), ""
+        warned = Printed(sys.stderr)
         try:
             path = graded_file(folder, submission, entry["file"],
                                [e["file"] for e in data["exercises"]])
@@ -270,7 +272,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         else:
             try:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
-                        redirect_stdout(printed):
+                        kept(printed, warned):
                     result, text = _grade_one(entry, graded, budget, solutions,
                                               None if fixed is None else fixed.get(entry["name"]))
             except _RegionsChanged as err:
@@ -282,7 +284,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
                 edited = True
         outcomes.append(Outcome(entry["name"], result, text or result.stopped,
                                 time.perf_counter() - start, edited, printed.shown(),
-                                file_verdict, points_of(entry, folder)))
+                                file_verdict, points_of(entry, folder), warned.shown()))
         if journal is not None:
             journal.finished(outcomes[-1])
     return outcomes
@@ -361,7 +363,9 @@ def gradescope_test(outcome: Outcome) -> dict:
             "status": "passed" if o.result.passed else "failed",
             "output": o.report + ("\n\nthis file was edited outside its solution regions"
                                   if o.edited else "") +
-            (f"\n\nyour code printed, while it was graded:\n{o.printed}" if o.printed else "")}
+            (f"\n\nyour code printed, while it was graded:\n{o.printed}" if o.printed else "") +
+            (f"\n\nyour code wrote to standard error (warnings among it), while it was graded:"
+             f"\n{o.warned}" if o.warned else "")}
 
 
 def gradescope_results(tests: list[dict], seconds: float, note: str = "") -> dict:

@@ -1,11 +1,14 @@
 """What a submission's code prints while it is graded: passed through to the terminal (on
 Gradescope, the grading's log) for its first lines, and a copy of its first lines kept for
 results.json, which is all a student sees there: their print() calls went to the grader's own
-output. However much is printed, both stay small.
+output. However much is printed, both stay small. Standard error is kept the same way, apart:
+the warnings NumPy gives a student's code (an overflow in exp) are often the clue to its bug.
 """
 from __future__ import annotations
 
 import io
+import warnings
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
 # What results.json keeps of what an exercise's code printed: on Gradescope a student sees
 # results.json alone, never the grader's own output, where their print() calls went.
@@ -52,3 +55,17 @@ class Printed(io.TextIOBase):
                for line in lines]
         more = f"\n… and {total - len(cut)} more lines" if total > len(cut) else ""
         return "\n".join(cut) + more
+
+
+@contextmanager
+def kept(out: Printed, err: Printed):
+    """While the block runs, what it prints goes to ``out``, and what it writes to standard
+    error to ``err``: Python's warnings too, each shown once for each line that gives it (the
+    default filter, whatever an earlier exercise or the student's own code set)."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        err.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show         # to err, even where a caller records warnings
+        yield
