@@ -47,7 +47,7 @@ def test_a_budget_stops_the_grading_in_time_and_says_what_it_left_ungraded(made,
     assert "and was stopped when the grading's budget of 2 s ran out" in stopped.report
     assert left.report == ("layer_norm_backward was not graded: the grading's budget of 2 s ran "
                            "out before it (an answer that never returns takes up to 60 s of it, "
-                           "or 240 s for a whole model)")
+                           "or 240 s for a composite one, level 5)")
     assert "not graded" in homework.table(outcomes).splitlines()[3]
     assert all(o.result.passed for o in homework.grade(key, budget=100))    # time enough: all
 
@@ -60,7 +60,7 @@ def test_a_whole_model_s_exercise_has_a_longer_limit_of_its_own(tmp_path, monkey
     assert find("attention_backward").seconds == limits.EXERCISE_SECONDS == 60
     readme = (homework.make(tmp_path / "hw", ["relu_backward", "Stack.backward"]) /
               "README.md").read_text(encoding="utf-8")
-    assert "more than 60 seconds (240 for a whole model) is stopped" in readme.replace("\n", " ")
+    assert "more than 60 seconds (240 for a composite one, level 5) is stopped" in readme.replace("\n", " ")
     readme = (homework.make(tmp_path / "hw1", ["relu_backward"]) / "README.md").read_text(
         encoding="utf-8")
     assert "more than 60 seconds is stopped" in readme.replace("\n", " ")

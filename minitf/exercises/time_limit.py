@@ -23,8 +23,9 @@ import threading
 import time
 from contextlib import contextmanager
 
-EXERCISE_SECONDS = 60      # one exercise, every case: all but a whole model's take under 1 s
-# A whole model's chain (level 5): its checks difference every weight, 20 s for
+EXERCISE_SECONDS = 60      # one exercise, every case: all but a composite's take under 1 s
+# A composite exercise (level 5: a block's or a whole model's chain): its checks difference
+# every weight, 20 s for
 # Transformer.backward on a core of an AMD EPYC (benchmarks/RESULTS.md, thirtieth entry), and
 # Gradescope runs a grader on half a virtual CPU by default
 COMPOSITE_SECONDS = 240
@@ -122,4 +123,4 @@ class Budget:
     def not_reached(self, name: str) -> str:
         return (f"{name} was not graded: the grading's budget of {self.seconds:g} s ran out before "
                 f"it (an answer that never returns takes up to {EXERCISE_SECONDS} s of it, or "
-                f"{COMPOSITE_SECONDS} s for a whole model)")
+                f"{COMPOSITE_SECONDS} s for a composite one, level 5)")

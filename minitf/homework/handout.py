@@ -168,7 +168,8 @@ def _readme(entries: list, solutions: bool) -> str:
         "Each exercise is graded by minitf's gradient checks (float64, central differences, a "
         f"random upstream gradient), with your function standing in for {stands_in}"
         f"; one that runs for more than {seconds_for(None):g} seconds "
-        f"{f'({longest:g} for a whole model) ' if longest > seconds_for(None) else ''}is "
+        f"{f'({longest:g} for a composite one, level 5) ' if longest > seconds_for(None) else ''}"
+        f"is "
         f"stopped and fails." +
         (" What each of minitf's exercises teaches, and its classic mistake:" if catalogue
          else ""), width=99)

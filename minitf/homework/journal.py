@@ -67,7 +67,8 @@ def _progress_in(path: Path):
 
 def _check_progress_replaceable(progress: Path, left) -> None:
     """The journal writes ``progress`` before every exercise and removes it at the end: a file
-    of that name that no journal wrote (someone's notes) would be lost."""
+    of that name that no journal wrote (someone's notes) would be lost. (``left``: what it holds,
+    read from its absolute path; ``progress``: its name as the user typed it, for the message.)"""
     if progress.exists() and left is None:
         raise ValueError(f"--json: {progress}, where the grading keeps its progress, holds a "
                          f"file that no grading wrote; wanted it moved, or another --json name")
@@ -120,7 +121,7 @@ class Journal:
         self.tests, self.seconds, self.note = [], 0.0, ""       # Gradescope's tests, so far
         self.started = time.time()          # the grading's start, for its budget: the first run's
         left = _progress_in(self.progress)
-        _check_progress_replaceable(self.progress, left)
+        _check_progress_replaceable(progress_file(Path(path)), left)      # named as typed
         if resume and left is not None:
             self._take_up(left)
 
