@@ -22,8 +22,9 @@ from dataclasses import fields, replace
 
 from minitf import backend
 from minitf.cli_course import add_course_commands
-from minitf.cli_flags import (DROPOUT, MAX_NEW_TOKENS, NEW_TOKENS, NON_NEGATIVE, PATH, POSITIVE,
-                              POSITIVE_REAL, PROBABILITY, SOME_TEXT, add_backend, checked)
+from minitf.cli_flags import (DROPOUT, LEARNING_RATE, MAX_NEW_TOKENS, NEW_TOKENS, NON_NEGATIVE, PATH,
+                              POSITIVE, POSITIVE_REAL, PROBABILITY, SOME_TEXT, add_backend,
+                              checked)
 
 # Copies, so that --help need not import the models; a test keeps them equal to the originals.
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")     # minitf.models.lm's
@@ -261,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--model", choices=MODEL_CHOICES,
                        help="the Transformer (default), or the recurrent baseline: rnn or lstm")
     train.add_argument("--dropout", type=DROPOUT, help="dropout rate (default 0)")
-    train.add_argument("--lr", type=POSITIVE_REAL,
+    train.add_argument("--lr", type=LEARNING_RATE,
                        help="peak learning rate of AdamW (default 5e-3)")
     train.add_argument("--warmup", type=NON_NEGATIVE,
                        help="steps of linear warm-up (default min(50, decay-steps // 10))")

@@ -33,6 +33,10 @@ POSITIVE_REAL = checked(float, lambda x: math.isfinite(x) and x > 0, "a finite n
 MAX_NEW_TOKENS = 100_000
 NEW_TOKENS = checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,
                      f"an integer in [0, {MAX_NEW_TOKENS}]")
+# AdamW moves each weight by about lr a step: past 10 every weight is noise after one, and
+# 1e308 overflowed in the warm-up ("Trainer: schedule(2) must be a finite number")
+LEARNING_RATE = checked(float, lambda x: math.isfinite(x) and 0 < x <= 10,
+                        "a finite number > 0 and ≤ 10 (AdamW's peak rate; 5e-3 by default)")
 PROBABILITY = checked(float, lambda p: 0 < p <= 1, "a number in (0, 1]")
 DROPOUT = checked(float, lambda p: 0 <= p < 1, "a number in [0, 1)")
 # a homework's autograder stops grading a minute before the assignment's timeout on Gradescope,

@@ -215,6 +215,7 @@ def test_a_missing_text_file_is_one_line(capsys, tmp_path, monkeypatch):
     ("--warmup", "-1", "an integer ≥ 0"), ("--lr", "nan", "a finite number > 0"),
     ("--lr", "inf", "a finite number > 0"), ("--lr", "0", "a finite number > 0"),
     ("--lr", "-0.001", "a finite number > 0"), ("--lr", "fast", "a finite number > 0"),
+    ("--lr", "1e308", "a finite number > 0 and ≤ 10"),      # overflowed in the warm-up
 ])
 def test_a_bad_train_flag_is_one_line_naming_it(flag, value, wanted, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_:
