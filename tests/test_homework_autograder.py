@@ -140,19 +140,25 @@ def test_a_wrong_or_missing_file_scores_zero_for_its_exercise_only(made, tmp_pat
     assert "printed" not in outputs["layer_norm_backward"]
 
 
+def _key_with(made, tmp_path, line: str):
+    """The grading of a submission of the key's softmax.py with ``line`` run before its
+    backward's return."""
+    hw, key, _ = made
+    text = (key / FILES[0]).read_text(encoding="utf-8")
+    answer = "return p * (dp - row_dot(dp, p, axis))"
+    assert answer in text
+    submission = tmp_path / "submission"
+    (submission / "minitf/functional").mkdir(parents=True)
+    (submission / FILES[0]).write_text(text.replace(answer, f"{line}\n    {answer}"),
+                                       encoding="utf-8")
+    return homework.grade(hw, submission)
+
+
 def test_a_print_in_a_loop_keeps_its_first_lines_in_results_json(made, tmp_path, capsys):
     """Printed lines still reach the grader's output (up to PASSED_THROUGH of them: the next
     test); results.json keeps the first 40, each cut to 200 characters, and counts the rest."""
-    hw, key, _ = made
-    submission = tmp_path / "submission"
-    text = (key / FILES[0]).read_text(encoding="utf-8")
-    chatty = text.replace("return p * (dp - row_dot(dp, p, axis))",
-                          "[print(i, 'x' * 300) for i in range(100)]; print('last', end='')\n"
-                          "    return p * (dp - row_dot(dp, p, axis))")
-    assert chatty != text
-    (submission / "minitf/functional").mkdir(parents=True)
-    (submission / FILES[0]).write_text(chatty, encoding="utf-8")
-    outcomes = homework.grade(hw, submission)
+    outcomes = _key_with(made, tmp_path, "[print(i, 'x' * 300) for i in range(100)]; "
+                                         "print('last', end='')")
     terminal = capsys.readouterr().out
     assert terminal.startswith("0 " + "x" * 300 + "\n1 x") and terminal.endswith("last")
     output = homework.gradescope(outcomes)["tests"][0]["output"]
@@ -168,17 +174,8 @@ def test_warnings_and_standard_error_reach_results_json_apart_from_the_prints(ma
                                                                           capsys):
     """A student on Gradescope sees results.json alone: NumPy's RuntimeWarning of an overflow in
     their code, often the clue to its bug, went to the grader's log, and not to them."""
-    hw, key, _ = made
-    submission = tmp_path / "submission"
-    text = (key / FILES[0]).read_text(encoding="utf-8")
-    warns = text.replace("return p * (dp - row_dot(dp, p, axis))",
-                         "import sys, numpy; numpy.exp(numpy.float64(1e4)); "
-                         "sys.stderr.write('to stderr\\n')\n"
-                         "    return p * (dp - row_dot(dp, p, axis))")
-    assert warns != text
-    (submission / "minitf/functional").mkdir(parents=True)
-    (submission / FILES[0]).write_text(warns, encoding="utf-8")
-    outcomes = homework.grade(hw, submission)
+    outcomes = _key_with(made, tmp_path, "import sys, numpy; numpy.exp(numpy.float64(1e4)); "
+                                         "sys.stderr.write('to stderr\\n')")
     assert outcomes[0].result.passed and "to stderr" in capsys.readouterr().err   # passed on
     output = homework.gradescope(outcomes)["tests"][0]["output"]
     assert "your code printed" not in output                         # nothing on stdout
