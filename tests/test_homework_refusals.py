@@ -234,3 +234,25 @@ def test_a_loop_the_budget_stops_is_named_not_killed_as_a_crash(made, tmp_path):
     output = json.loads((root / "results" / "results.json").read_text())["tests"][0]["output"]
     assert "while True:" in output and "was stopped when the grading's budget of 11 s ran out" \
         in output
+
+
+def test_a_syntax_error_in_the_copy_is_one_line_naming_the_file_and_line(made, tmp_path):
+    """Mid-edit, `python -m minitf homework grade .` ended in Python's traceback through the
+    package's import, five frames of runpy's first; an import from code of one's own keeps it."""
+    hw = tmp_path / "hw"
+    shutil.copytree(made[0], hw)
+    path = hw / LINEAR
+    text = path.read_text(encoding="utf-8")
+    stub = text.split("# BEGIN SOLUTION linear_backward\n", 1)[1].split("    # END SOLUTION")[0]
+    path.write_text(text.replace(stub, "    dx = (\n", 1), encoding="utf-8")
+    line = path.read_text(encoding="utf-8").splitlines().index("    dx = (") + 1
+    graded = subprocess.run([sys.executable, "-m", "minitf", "homework", "grade", "."], cwd=hw,
+                            capture_output=True, text=True, timeout=60)
+    assert graded.returncode == 2 and graded.stdout == ""
+    assert graded.stderr == (f"minitf: {LINEAR}, line {line}: '(' was never closed; wanted "
+                             f"Python that parses (fix that line, then run the command "
+                             f"again)\n"), graded.stderr
+    imported = subprocess.run([sys.executable, "-c", "import minitf"], cwd=hw,
+                              capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 1 and imported.stderr.startswith("Traceback")
+    assert imported.stderr.rstrip().endswith("SyntaxError: '(' was never closed")
