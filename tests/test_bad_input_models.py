@@ -202,11 +202,17 @@ def test_a_three_axis_mask_is_refused_where_its_batch_would_be_read_as_heads(bac
     keep[0, 3:] = False
     for mask in (keep[:, None, :], np.ones((2, 5, 5), dtype=bool)):
         refused_in_one_line(lambda: mha(x, mask=backend.to_device(mask)), ValueError, [
-            f"MultiHeadAttention: mask has shape {mask.shape}, three axes", "not the batch",
-            "pass mask[:, None]", "a padding mask (b, 1, 1, n_k)"])
+            f"MultiHeadAttention: mask has shape {mask.shape}, three axes, the first the size "
+            f"of the batch (b = 2); broadcast, it would be read as the heads' (h = 2)",
+            "wanted mask[:, None] for a mask per sequence, or mask[None] for one per head",
+            "a padding mask (b, 1, 1, n_k)"])
     padded = mha(x, mask=backend.to_device(keep[:, None, None, :]))          # (b, 1, 1, n_k): fine
     alone = mha(x[:1, :3])                                   # sequence 0 without its padding
     assert np.allclose(backend.to_numpy(padded[:1, :3]), backend.to_numpy(alone), atol=1e-5)
+    # (h, n_q, n_k) of other heads than sequences is a mask per head (lesson 16's), as it was
+    per_head = np.tril(np.ones((3, 5, 5), dtype=bool))
+    three = nn.MultiHeadAttention(9, 3)
+    assert three(backend.randn(2, 5, 9), mask=backend.to_device(per_head)).shape == (2, 5, 9)
 
 
 def test_an_empty_sequence_attends_to_nothing_in_every_path(backend_name):

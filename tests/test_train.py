@@ -118,9 +118,10 @@ def test_checkpoints_leave_no_temporary_files_and_replace_atomically(tmp_path, m
     def crash(*args, **kwargs):
         raise OSError("disk full")
     monkeypatch.setattr(checkpoint.os, "replace", crash)
-    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    trainer = _trainer()                      # the run's own, a step on: a save it allows
+    trainer.step = 2
     with pytest.raises(OSError):
-        checkpoint.save(run, model)
+        checkpoint.save(run, trainer.model, trainer)
     monkeypatch.undo()
     assert (run / "checkpoints.txt").read_bytes() == before         # the old one is current
     assert checkpoint.load(run).meta["step"] == 1
@@ -150,14 +151,19 @@ def test_missing_corrupt_and_altered_checkpoints(tmp_path):
         checkpoint.load(directory)
 
 
-def test_a_checkpoint_of_another_config_lists_every_mismatch(tmp_path):
+def test_a_checkpoint_of_another_config_names_its_mismatches_and_counts_the_rest(tmp_path):
     directory = _saved(tmp_path)
     other = DecoderLM(17, 8, 2, 1, max_len=8)
     with pytest.raises(checkpoint.CheckpointError) as err:
         checkpoint.load(directory, other)
     message = str(err.value)
-    assert "tok_emb.W: saved (17, 16), model (17, 8)" in message
-    assert "unexpected blocks.blocks.1.ffn.norm.beta (16,)" in message
+    assert "d_model: saved 16, model 8; n_layers: saved 2, model 1" in message
+    assert "tok_emb.W: saved (17, 16), model (17, 8)" in message       # a shape, first
+    weights = other.misfits(checkpoint.load(directory).model.state_dict())
+    assert any(w.startswith("unexpected blocks.blocks.1.") for w in weights)
+    assert message.endswith(f"; and {len(weights) - 6} more; wanted a DecoderLM of the saved "
+                            f"config (dropout, attn_dropout, max_len may differ), or "
+                            f"load(directory) to build it"), message
 
 
 def test_a_model_of_ones_own_is_refused_before_anything_is_written(tmp_path):

@@ -216,11 +216,15 @@ class MultiHeadAttention(Module):
     def _mask(self, mask, scores_shape, dtype, xp):
         """The user's mask, the causal mask and the ALiBi bias: all constants, added together."""
         if mask is not None:
-            if getattr(mask, "ndim", None) == 3:    # broadcast, its first axis meets the heads'
+            b, h = scores_shape[:2]
+            if getattr(mask, "ndim", None) == 3 and mask.shape[0] == b > 1:
+                # broadcast, a 3-axis mask is (h, n_q, n_k): with b = h, one sequence's padding
+                # was read as one head's, for every sequence, and nothing said
                 raise ValueError(f"{type(self).__name__}: mask has shape {tuple(mask.shape)}, "
-                                 f"three axes, which line up with (h, n_q, n_k): its first "
-                                 f"axis would be read as the heads, not the batch (for a "
-                                 f"(b, n_q, n_k) mask, pass mask[:, None]){MASK_HINT}")
+                                 f"three axes, the first the size of the batch (b = {b}); "
+                                 f"broadcast, it would be read as the heads' (h = {h}); wanted "
+                                 f"mask[:, None] for a mask per sequence, or mask[None] for "
+                                 f"one per head{MASK_HINT}")
             check_broadcast(mask, "mask", scores_shape, "the attention scores (b, h, n_q, n_k)",
                             type(self).__name__, MASK_HINT)
             mask = F.as_additive_mask(mask, dtype, where=type(self).__name__)

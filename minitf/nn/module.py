@@ -306,15 +306,16 @@ class Module:
 
     def misfits(self, state: dict) -> list[str]:
         """How the arrays of ``state`` (name -> array) do not fit this model's parameters: each
-        one missing, unexpected, or of another shape, in one phrase each; [] if they fit."""
+        one of another shape (first: they say which sizes differ), missing, or unexpected, in
+        one phrase each; [] if they fit."""
         params = dict(self.named_parameters())
-        return ([f"missing {name} {tuple(p.shape)}" for name, p in params.items()
-                 if name not in state]
+        return ([f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
+                 for name, p in params.items()
+                 if name in state and tuple(state[name].shape) != tuple(p.shape)]
+                + [f"missing {name} {tuple(p.shape)}" for name, p in params.items()
+                   if name not in state]
                 + [f"unexpected {name} {tuple(state[name].shape)}" for name in state
-                   if name not in params]
-                + [f"{name}: saved {tuple(state[name].shape)}, model {tuple(p.shape)}"
-                   for name, p in params.items()
-                   if name in state and tuple(state[name].shape) != tuple(p.shape)])
+                   if name not in params])
 
     def load_state_dict(self, state: dict) -> None:
         """Copy arrays into the parameters (cast to their dtype, moved to their device).
