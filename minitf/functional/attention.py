@@ -7,7 +7,8 @@
 ``causal_attention`` is the same attention under a causal mask, a block of queries at a time, so
 that the scores the mask would discard are never computed. Relative position representations
 (Shaw et al.) add a learned vector per query-key offset to the keys and the values;
-``relative_attention`` computes them with the same two stages.
+``relative_attention`` computes them with attention's two stages (the scores and their softmax,
+then the weighted sum of the values), each given its edge term.
 """
 import math
 from collections import namedtuple

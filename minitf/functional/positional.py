@@ -159,7 +159,8 @@ def alibi_bias(n_heads, n_q, n_k=None, dtype=None, xp=None):
 
     A fixed penalty growing with distance, steeper for some heads than others; no parameters and
     no position embeddings at all. (Causal models also apply the causal mask, so only j ≤ i
-    matters there.)   ->  (h, n_q, n_k)
+    matters there.) i is the query's position among the keys': the n_q queries are the last
+    n_q of the n_k positions (a generated token is the newest).   ->  (h, n_q, n_k)
     """
     # n_heads checked here too, so that a bad one is named in alibi_bias' words
     n_heads = plain_int(n_heads)

@@ -40,7 +40,7 @@ class KVCache:
 
     def __init__(self):
         self._k = self._v = None           # (b, h, capacity, ·); positions ≥ length unused
-        self.length = 0                    # how many positions are cached: the next token's
+        self.length = 0                    # positions cached: the next token's position, too
 
     @property
     def k(self):

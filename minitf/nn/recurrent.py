@@ -73,6 +73,7 @@ class LSTM(_Recurrent):
 
     n_gates = 4
     states = ("h0", "c0")
+    last_cell = None             # c_n of the last forward; None before the first
 
     def forward(self, x, h0=None, c0=None):
         h0, c0 = self._inputs(x, (h0, c0))
