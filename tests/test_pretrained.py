@@ -414,3 +414,57 @@ def test_a_text_is_cut_at_max_seq_length_as_sentence_transformers_cuts_it(tmp_pa
         with raises(ValueError, "load:", "sentence_bert_config.json: max_seq_length must be an "
                     "integer in [3, 7]", f"got {value!r}"):
             pretrained.load(folder)
+
+
+def test_a_bf16_tensor_is_read_as_the_float32s_whose_top_half_it_is(tmp_path):
+    """BF16 is the upper 16 bits of a float32: 0x3FC0 is 1.5, 0xC000 is -2.0. Read as plain
+    16-bit integers it came back as [16320., 49152.]."""
+    raw = np.array([0x3FC0, 0xC000], "<u2").tobytes()
+    header = json.dumps({"w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}}).encode()
+    path = tmp_path / "bf16.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + raw)
+    read = pretrained.read_safetensors(path)["w"]
+    assert read.dtype == np.float32 and read.tolist() == [1.5, -2.0]
+
+
+def test_fine_tuning_takes_batches_of_batch_size_in_order_wrapping_around(tmp_path):
+    """Each step tokenizes batch_size sentences, taken in order from where the last batch
+    ended and wrapping around the data: a batch one sentence short never trained on part of
+    it (and took a different sentence each step)."""
+    from minitf.pretrained.finetune import fine_tune
+
+    model, tokenizer = pretrained.load(_model_folder(tmp_path / "m"))
+    classifier = pretrained.SentenceClassifier(model.encoder, 2)
+    batches, batch = [], tokenizer.batch
+    tokenizer.batch = lambda texts: batches.append(list(texts)) or batch(texts)
+    losses, _ = fine_tune(classifier, tokenizer, ["a", "b", "c"], [0, 1, 0], steps=4,
+                          batch_size=2)
+    assert batches == [["a", "b"], ["c", "a"], ["b", "c"], ["a", "b"]] and len(losses) == 4
+
+
+def test_a_word_of_100_characters_is_split_and_one_of_101_is_unknown():
+    """BERT's reference tokenizer makes a word [UNK] only past max_input_chars_per_word = 100
+    characters; a word of exactly 100 known pieces was made [UNK] too."""
+    tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "##a"])
+    assert tokenizer.tokenize("a" * 100) == ["a"] + ["##a"] * 99
+    assert tokenizer.tokenize("a" * 101) == ["[UNK]"]
+    assert tokenizer.encode("a " + "a" * 101) == [2, 4, 1, 3]
+
+
+def test_every_ascii_symbol_is_punctuation_the_backtick_too():
+    """BERT counts every ASCII non-letter, non-digit symbol as punctuation, ` (96, Unicode's
+    "Sk", not a "P" category) among them: "a`b" was one word, not a ` b."""
+    tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])
+    assert tokenizer.words("a`b") == ["a", "`", "b"]
+    assert tokenizer.words("a^b_c[d]") == ["a", "^", "b", "_", "c", "[", "d", "]"]
+    for symbol in "!/:@[`{~":
+        assert tokenizer.words(f"x{symbol}y") == ["x", symbol, "y"], symbol
+
+
+def test_the_replacement_character_is_cleaned_out_as_bert_does():
+    """BERT's clean step drops U+FFFD (and NUL) before splitting, joining what was around it:
+    "a\\ufffdb" is the word "ab", which was read as one unknown word "a\\ufffdb"."""
+    tokenizer = pretrained.WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "ab"])
+    assert tokenizer.words("a\ufffdb") == ["ab"]
+    assert tokenizer.words("a\x00b \ufffd") == ["ab"]
+    assert tokenizer.encode("a\ufffdb") == [2, 4, 3]
