@@ -1,6 +1,7 @@
 """A run whose newest checkpoint was damaged after it was saved (a file deleted or cut short, its
 folder removed) points back to its newest whole one, and a save whose only trouble is an old
 checkpoint it cannot remove is not a failed save."""
+import re
 import shutil
 import warnings
 
@@ -87,3 +88,22 @@ def test_resume_from_a_step_of_a_run_whose_current_does_not_load_says_so(text, t
     assert train(text, "--steps", "30", "--resume", str(run / "step-000010"),
                  "--out", str(tmp_path / "new")) == 0                  # the way it names
     assert char_lm.checkpoint.read_meta(tmp_path / "new")["step"] == 30
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_current_checkpoint_names_the_one_just_before_it(run, damage):
+    """Only the newest of three damaged: the message names the second newest, step-000002,
+    whole and later than step-000001 (skipping it would resume a step further back)."""
+    DAMAGE[damage](run / "step-000003")
+    with pytest.raises(checkpoint.CheckpointError) as caught:
+        checkpoint.load(run)
+    message = str(caught.value)
+    assert message.startswith(f"checkpoint {run / 'step-000003'}: ")
+    assert message.endswith(f"; the run's newest whole checkpoint is {run / 'step-000002'}: load "
+                            f"it by its own path (minitf train --resume {run / 'step-000002'} "
+                            f"--out NEW_DIR continues the run from it)")
+    if damage in ("metadata emptied", "folder removed"):     # read_meta reads no weights
+        with pytest.raises(checkpoint.CheckpointError,
+                           match=re.escape(f"newest whole checkpoint is {run / 'step-000002'}:")):
+            checkpoint.read_meta(run)                     # the metadata alone says the same
+    assert _intact_step(run / "step-000002") == 2

@@ -5,8 +5,10 @@ Every save here writes weights that encode its step (every parameter equals the 
 a checkpoint that loads can be checked against the save that wrote it."""
 import builtins
 import errno
+import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -370,3 +372,49 @@ def test_a_config_edited_by_hand_is_refused_at_save_and_the_save_draws_nothing(t
     state = backend.rng_state()                 # building the model to check it draws weights:
     checkpoint.save(directory, model, trainer)  # from a generator of its own, not the run's
     assert backend.rng_state() == state
+
+
+def test_resume_refuses_a_history_that_lacks_a_key(tmp_path):
+    """A checkpoint.json edited by hand, its history without val_loss (weights.npz untouched, so
+    its hash still matches): resume said nothing, and the trainer's next validation failed with
+    KeyError: 'val_loss'."""
+    directory = tmp_path / "run"
+    _save_step(directory, _small(), 2)
+    meta_file = directory / "step-000002" / checkpoint.META
+    meta = json.loads(meta_file.read_text())
+    del meta["history"]["val_loss"]
+    meta_file.write_text(json.dumps(meta))
+    saved = checkpoint.load(directory)                      # it loads: the weights are whole
+    trainer = Trainer(saved.model, AdamW(saved.model, 1e-3), batches=None)
+    message = f"checkpoint {directory}: the history has no val_loss"    # the path it was loaded by
+    with pytest.raises(checkpoint.CheckpointError, match=f"^{re.escape(message)}$"):
+        checkpoint.resume(saved, trainer)
+    assert trainer.step == 0 and trainer.optimizer.t == 0 and "val_loss" in trainer.history
+
+
+def test_resume_refuses_a_checkpoint_of_another_optimizer(tmp_path):
+    """An AdamW run resumed by an Adam trainer: their states have the same names (m.i, v.i), so
+    they loaded, and the run went on without its weight decay, unsaid."""
+    from minitf.optim import Adam
+    directory = tmp_path / "run"
+    _save_step(directory, _small(), 2)
+    saved = checkpoint.load(directory)
+    trainer = Trainer(saved.model, Adam(saved.model, 1e-3), batches=None)
+    message = f"checkpoint {directory} was trained with AdamW, not Adam"
+    with pytest.raises(checkpoint.CheckpointError, match=f"^{re.escape(message)}$"):
+        checkpoint.resume(saved, trainer)
+    assert trainer.step == 0 and trainer.optimizer.t == 0
+
+
+def test_a_trainer_whose_lr_is_zero_saves_and_resumes(tmp_path):
+    """lr = 0.0 is where a schedule may end (WarmupCosine's min_lr defaults to 0): such a run is
+    saved, loads, and resumes with lr 0.0 (refused, the run's closing save failed)."""
+    directory = tmp_path / "run"
+    trainer = _small()
+    trainer.optimizer.lr = 0.0
+    _save_step(directory, trainer, 4)
+    saved = checkpoint.load(directory)
+    assert saved.meta["optimizer"]["lr"] == 0.0 and _intact_step(directory) == 4
+    again = Trainer(saved.model, AdamW(saved.model, 1e-3), batches=None)
+    checkpoint.resume(saved, again)
+    assert again.step == 4 and again.optimizer.lr == 0.0

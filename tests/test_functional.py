@@ -375,3 +375,18 @@ def test_relative_position_buckets_are_t5_s_pair_by_pair(float64, bidirectional)
     np.testing.assert_array_equal(buckets, wanted)
     if bidirectional:                       # the docstring's example: the last bucket from 91 on
         assert buckets[0, 91] == 31 and buckets[0, 90] == 30
+
+
+def test_rope_angles_formula(float64):
+    """θ[p, i] = p / 10000^(2i / d_head), the base of RoFormer (and of the sinusoidal table):
+    cos θ and sin θ, each (n, d_head/2)."""
+    cos, sin = (host(a) for a in F.rope_angles(7, 6))
+    assert cos.shape == sin.shape == (7, 3)
+    p, i = np.arange(7)[:, None], np.arange(3)[None, :]
+    theta = p / 10000 ** (2 * i / 6)
+    np.testing.assert_allclose(cos, np.cos(theta), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sin, np.sin(theta), rtol=0, atol=1e-15)
+    assert sin[5, 2] == pytest.approx(math.sin(5 / 10000 ** (4 / 6)))
+    cos4, sin4 = (host(a) for a in F.rope_angles(3, 6, offset=4))
+    np.testing.assert_allclose(cos4, cos[4:7], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(sin4, sin[4:7], rtol=0, atol=1e-15)

@@ -168,3 +168,10 @@ def test_the_state_follows_a_model_moved_after_its_optimizer_was_made():
     assert opt.state["m"][0].dtype == opt.state["v"][0].dtype == np.float64
     np.testing.assert_array_equal(opt.state["m"][0], 0.9 * m32.astype(np.float64) + 0.1)
     assert layer.W.data.dtype == np.float64
+
+
+def test_noam_takes_step_zero_as_step_one():
+    """t = 0, where t^(−½) is infinite, is taken as t = 1 (as its docstring says): Noam(…)(0)
+    raised ZeroDivisionError."""
+    s = optim.Noam(512, warmup=4000, factor=2.0)
+    assert s(0) == s(1) == 2.0 * 512 ** -0.5 * 4000 ** -1.5

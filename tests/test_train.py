@@ -1,6 +1,8 @@
 """Training: a resumed run is the same run, bit for bit; divergence is caught and named;
 checkpoints are atomic, never unpickle, and refuse what does not fit."""
 import json
+import os
+import signal
 import warnings
 
 import numpy as np
@@ -8,8 +10,8 @@ import pytest
 
 from minitf import backend, checkpoint, data
 from minitf.models import DecoderLM
-from minitf.optim import AdamW, WarmupCosine
-from minitf.train import Trainer, TrainingDiverged
+from minitf.optim import SGD, AdamW, WarmupCosine, grad_norm
+from minitf.train import Trainer, TrainingDiverged, stop_on_signals
 
 TEXT = np.arange(400) % 17
 
@@ -190,3 +192,72 @@ def test_progress_written_to_a_file_is_a_line_per_validation_not_a_redrawn_bar(c
                                                     ["step", "7/7"]], err
     assert all(" loss " in line and " lr " in line and " tok/s " in line and " val 0.000" in line
                for line in lines)
+
+
+def test_divergence_is_declared_at_the_first_full_window():
+    """With no warm-up, the first window of divergence_window losses is full at step 10: a run
+    far above chance from its first step is stopped there. Counted one short (len(past) < n),
+    it trained a step more and was named at step 11."""
+    backend.seed(0)
+    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    model.norm.gamma.data[...] = 100.0             # logits ×100: a loss far above log 17
+    trainer = Trainer(model, SGD(model, lr=0.0), lambda: data.random_windows(TEXT, 4, 8))
+    with pytest.raises(TrainingDiverged, match=r"^training diverged at step 10: the mean loss of "
+                                               r"the last 10 steps is \d+(\.\d+)?, more than "
+                                               r"3 × log\(17\) = 8\.5"):
+        trainer.fit(20, progress=False)
+    assert trainer.step == 10 and len(trainer.history["loss"]) == 9
+    assert min(trainer.history["loss"]) > 8.5
+
+
+def test_the_trainer_clips_the_gradients_to_clip():
+    """clip=1e-3: the gradients the optimizer stepped on have a global norm of at most 1e-3.
+    Had the trainer only measured the norm (grad_norm), they were used unclipped."""
+    backend.seed(0)
+    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    trainer = Trainer(model, AdamW(model, 1e-2), lambda: data.random_windows(TEXT, 4, 8),
+                      clip=1e-3)
+    trainer.train_step()
+    assert grad_norm(model) <= 1e-3 * (1 + 1e-6)
+    assert grad_norm(model) == pytest.approx(1e-3, rel=1e-4)          # it was far above
+
+
+def test_without_a_schedule_the_history_records_the_optimizer_s_lr():
+    """schedule=None keeps optimizer.lr, and history["lr"] holds it at every step (it held
+    None, which the loss plot and the progress line cannot show)."""
+    backend.seed(0)
+    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    trainer = Trainer(model, AdamW(model, 3e-3), lambda: data.random_windows(TEXT, 4, 8))
+    history = trainer.fit(4, progress=False)
+    assert history["lr"] == [3e-3] * 4
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX signals")
+def test_a_second_ctrl_c_stops_at_once():
+    """The first SIGINT inside stop_on_signals asks the trainer to stop after its step; the
+    second raises KeyboardInterrupt at once (else a run stuck in one long step could not be
+    stopped), and the previous handler is back afterwards."""
+    trainer = _trainer()
+    before = signal.getsignal(signal.SIGINT)
+    with stop_on_signals(trainer):
+        os.kill(os.getpid(), signal.SIGINT)
+        assert trainer.stop_requested == signal.SIGINT
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_validation_runs_in_eval_mode():
+    """validate() turns dropout off: with dropout 0.5 its loss is the eval-mode loss, the same
+    on every call. Left in training mode (as train_step leaves the model), each call drew
+    other dropout masks."""
+    backend.seed(0)
+    model = DecoderLM(17, 16, 2, 2, max_len=8, dropout=0.5)
+    x, y = data.random_windows(TEXT, 4, 8)
+    trainer = Trainer(model, AdamW(model, 1e-2), lambda: data.random_windows(TEXT, 4, 8),
+                      evaluate=lambda: model.loss(x, y)[0])
+    trainer.train_step()
+    first, second = trainer.validate(), trainer.validate()
+    model.eval()
+    assert first == second == model.loss(x, y)[0]
+    assert trainer.history["val_loss"] == [first, second]
