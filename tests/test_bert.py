@@ -141,3 +141,32 @@ def test_masked_lm_pretraining_learns_more_than_word_frequencies():
     print(f"held-out masked loss {loss:.3f}, unigram {unigram:.3f}, log V {math.log(V):.3f}")
     assert unigram < math.log(V) - 0.3
     assert loss < unigram - 1.0                              # 1.65 against 3.46 nats
+
+
+def test_random_replacements_are_drawn_from_every_ordinary_id():
+    """The 10 % random tokens are drawn from the non-special ids: all of them came out as one
+    and the same id (the first ordinary one), and the rate tests passed."""
+    backend.seed(0)
+    ids = _batch(100, 100, 20)                               # ordinary ids 4 … 19
+    inputs, targets = data.mask_tokens(ids, MASK, 20, p=0.9, special_ids=SPECIAL)
+    chosen = targets != -100
+    changed = chosen & (inputs != MASK) & (inputs != ids)    # ~ 800 random tokens, 16 ids
+    assert changed.sum() > 500
+    assert set(inputs[changed].tolist()) == set(range(4, 20)), "every ordinary id, no special"
+
+
+def test_a_sentence_pair_is_labelled_1_when_both_sentences_agree():
+    """label 1 = both positive or both negative, 0 = one of each: the labels were the other
+    way round. Seed 0's first pairs, read by hand, and the sentiment of each sentence."""
+    with backend.seed(0):
+        pairs, labels = data.sentence_pairs(200)
+    with backend.seed(0):
+        sentences, sentiment = data.sentiment(400)          # the sentences the pairs are made of
+    assert pairs[:2] == [("nobody loves this movie",                          # both negative
+                          "the critic really does avoid this long book"),
+                         ("no one i know enjoys this long book",              # one of each
+                          "my kid enjoys this book")]
+    assert labels[:4].tolist() == [1, 0, 0, 1]
+    assert pairs == list(zip(sentences[0::2], sentences[1::2]))
+    assert (labels == (sentiment[0::2] == sentiment[1::2])).all()
+    assert labels.dtype == np.int64 and 0.3 < labels.mean() < 0.7

@@ -220,3 +220,22 @@ def test_a_synthetic_task_wants_counts_it_can_make():
     ]:
         with raises(ValueError, fragment):
             call()
+
+
+def test_evaluation_windows_stop_at_max_windows():
+    """max_windows caps the count: 100 tokens hold 24 windows of 4, and all 24 came back."""
+    x, y = data.evaluation_windows(np.arange(100), 4, max_windows=3)
+    assert x.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] and (y == x + 1).all()
+    x, _ = data.evaluation_windows(np.arange(100), 4, max_windows=50)      # more than there are
+    assert x.shape == (24, 4)
+
+
+def test_seq2seq_lengths_span_min_len_to_max_len_inclusive():
+    """max_len is the longest sequence: the lengths were drawn from [min_len, max_len), so no
+    source ever had max_len symbols."""
+    with backend.seed(0):
+        src, tgt_in, tgt_out = data.seq2seq_task("copy", 500, min_len=3, max_len=8)
+    lengths = (src != data.PAD).sum(axis=1)
+    assert set(lengths.tolist()) == {3, 4, 5, 6, 7, 8}
+    assert src.shape == (500, 8) and tgt_in.shape == tgt_out.shape == (500, 9)
+    assert ((tgt_out == data.EOS).argmax(axis=1) == lengths).all()
