@@ -31,20 +31,28 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_current_checkpoint_names_the_newest_whole_one(run, damage):
-    DAMAGE[damage](run / "step-000003")
-    DAMAGE[damage](run / "step-000002")           # the next one too: the oldest is named
+@pytest.mark.parametrize("damaged, whole", [(3, 2), (2, 1)], ids=["newest", "two newest"])
+def test_a_damaged_current_checkpoint_names_the_newest_whole_one(run, damage, damaged, whole):
+    """The newest whole checkpoint is named: the one just before the damaged one (skipping it
+    would resume a step further back), or the oldest when the next one is damaged too."""
+    for step in range(3, damaged - 1, -1):
+        DAMAGE[damage](run / f"step-00000{step}")
+    named = run / f"step-00000{whole}"
     with pytest.raises(checkpoint.CheckpointError) as caught:
         checkpoint.load(run)
     message = str(caught.value)
     assert message.startswith(f"checkpoint {run / 'step-000003'}: ")
-    assert message.endswith(f"; the run's newest whole checkpoint is {run / 'step-000001'}: load "
-                            f"it by its own path (minitf train --resume {run / 'step-000001'} "
-                            f"--out NEW_DIR continues the run from it)")
+    assert message.endswith(f"; the run's newest whole checkpoint is {named}: load it by its own "
+                            f"path (minitf train --resume {named} --out NEW_DIR continues the run "
+                            f"from it)")
     if damage == "folder removed":
         assert "the folder, which checkpoints.txt names, is missing" in message
-    assert _intact_step(run / "step-000001") == 1        # as it says
-    assert checkpoint.is_whole(run / "step-000001") and not checkpoint.is_whole(run / "step-000002")
+    if damage in ("metadata emptied", "folder removed"):     # read_meta reads no weights
+        with pytest.raises(checkpoint.CheckpointError,
+                           match=re.escape(f"newest whole checkpoint is {named}:")):
+            checkpoint.read_meta(run)                     # the metadata alone says the same
+    assert _intact_step(named) == whole                  # as it says
+    assert checkpoint.is_whole(named) and not checkpoint.is_whole(run / f"step-00000{damaged}")
 
 
 def test_with_no_whole_checkpoint_left_the_error_is_the_current_one_s(run):
@@ -88,22 +96,3 @@ def test_resume_from_a_step_of_a_run_whose_current_does_not_load_says_so(text, t
     assert train(text, "--steps", "30", "--resume", str(run / "step-000010"),
                  "--out", str(tmp_path / "new")) == 0                  # the way it names
     assert char_lm.checkpoint.read_meta(tmp_path / "new")["step"] == 30
-
-
-@pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_current_checkpoint_names_the_one_just_before_it(run, damage):
-    """Only the newest of three damaged: the message names the second newest, step-000002,
-    whole and later than step-000001 (skipping it would resume a step further back)."""
-    DAMAGE[damage](run / "step-000003")
-    with pytest.raises(checkpoint.CheckpointError) as caught:
-        checkpoint.load(run)
-    message = str(caught.value)
-    assert message.startswith(f"checkpoint {run / 'step-000003'}: ")
-    assert message.endswith(f"; the run's newest whole checkpoint is {run / 'step-000002'}: load "
-                            f"it by its own path (minitf train --resume {run / 'step-000002'} "
-                            f"--out NEW_DIR continues the run from it)")
-    if damage in ("metadata emptied", "folder removed"):     # read_meta reads no weights
-        with pytest.raises(checkpoint.CheckpointError,
-                           match=re.escape(f"newest whole checkpoint is {run / 'step-000002'}:")):
-            checkpoint.read_meta(run)                     # the metadata alone says the same
-    assert _intact_step(run / "step-000002") == 2
