@@ -6,7 +6,8 @@ The hints are signatures of the classic mistakes: all zeros, a constant factor, 
 gradient that ignores the upstream gradient, a wrong shape or dtype, NaN. Below them, the mistakes
 a value check alone cannot see: gradients in another order, values returned beyond what minitf
 reads (dropped unseen), a .grad assigned where it should be added into, and arrays the backward
-was handed written into in place; last, what minitf could not use of what a backward returned.
+was handed written into in place; what minitf could not use of what a backward returned; last,
+which body still raises NotImplementedError: the exercise's, a helper's or another's it calls.
 """
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ import math
 from minitf import gradcheck_cases
 from minitf.backend import get_array_module, is_array, seed, to_numpy
 from minitf.gradcheck import TOLERANCE, numerical_gradient, relative_error
+from minitf.exercises.catalogue import EXERCISES
 from minitf.nn.module import as_tuple
+
+_EXERCISE_NAMES = {exercise.name for exercise in EXERCISES}
 
 
 def _index(index) -> str:
@@ -276,3 +280,35 @@ def described(value) -> str:
         return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value[:DESCRIBED_ITEMS]) \
             + (f", … ({more} more)" if more > 0 else "")
     return one(value)
+
+
+def stub_of(err: BaseException, exercise) -> str | None:
+    """The exercise whose untouched stub raised ``err``, or None. A stub raises
+    NotImplementedError("NAME: …"), NAME this exercise or another of the catalogue (a homework's
+    region says its hint after the colon, an instructor's "not written yet"); a
+    NotImplementedError of the learner's own ("dropout: later") is an error their code raised."""
+    if not isinstance(err, NotImplementedError):
+        return None
+    named, colon, rest = str(err).partition(":")
+    named = named.strip()
+    if colon and (named == exercise.name or named in _EXERCISE_NAMES
+                  or rest.strip() == "not written yet"):
+        return named
+    return None
+
+
+def not_written(exercise, named: str, stub: str = "", case: str = "") -> str:
+    """Which body still raises: this exercise's, one of its helpers' (a homework's stub says
+    "NAME: HELPER is part of this exercise; …"), or (when a learner grades against their own
+    copy of minitf) another exercise's that it calls."""
+    helper, part, _ = stub.partition(":")[2].partition(" is part of this exercise")
+    if part:
+        # minitf's other code calls a helper too: an answer written inline does not make it
+        whose = f"{named}'s helper {helper.strip()}"
+        return (f"{whose} is not written yet, and {exercise.name} calls it" if
+                named != exercise.name else
+                f"{whose} is not written yet (case {case!r} calls it): it is part of the "
+                f"exercise, and minitf's other code calls it too")
+    if named != exercise.name:
+        return f"{named} is not written yet, and {exercise.name} calls it"
+    return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"

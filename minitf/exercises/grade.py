@@ -23,10 +23,10 @@ import minitf
 from minitf import gradcheck_cases
 from minitf.backend import backend_name, precision, randn, seed
 from minitf.data.text import read_utf8
-from minitf.exercises.catalogue import EXERCISES, Exercise, find
+from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
-                                       miscounted, shape_problem, unusable, value_problem,
-                                       written_in_place)
+                                       miscounted, not_written, shape_problem, stub_of, unusable,
+                                       value_problem, written_in_place)
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases
@@ -36,7 +36,6 @@ from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, r
 OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores it
 MESSAGE_CHARS = 300       # of an error's message (or a line of code) in a report: it is read
 FRAMES_SHOWN = 12         # of the learner's frames, repeats counted: the first and last half
-EXERCISE_NAMES = {exercise.name for exercise in EXERCISES}
 
 
 class StudentError(Exception):
@@ -262,8 +261,8 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
         try:
             _grade_case(exercise, name, result, reference)
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
-            if _stub_of(err, exercise) is not None:
-                result.stopped = _not_written(exercise, _stub_of(err, exercise), str(err), name)
+            if stub_of(err, exercise) is not None:
+                result.stopped = not_written(exercise, stub_of(err, exercise), str(err), name)
                 break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [_message(err)]
@@ -279,38 +278,6 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                                                  if after else ":"), *lines, *named, *hint])
             break
     return result
-
-
-def _stub_of(err: BaseException, exercise) -> str | None:
-    """The exercise whose untouched stub raised ``err``, or None. A stub raises
-    NotImplementedError("NAME: …"), NAME this exercise or another of the catalogue (a homework's
-    region says its hint after the colon, an instructor's "not written yet"); a
-    NotImplementedError of the learner's own ("dropout: later") is an error their code raised."""
-    if not isinstance(err, NotImplementedError):
-        return None
-    named, colon, rest = str(err).partition(":")
-    named = named.strip()
-    if colon and (named == exercise.name or named in EXERCISE_NAMES
-                  or rest.strip() == "not written yet"):
-        return named
-    return None
-
-
-def _not_written(exercise, named: str, stub: str = "", case: str = "") -> str:
-    """Which body still raises: this exercise's, one of its helpers' (a homework's stub says
-    "NAME: HELPER is part of this exercise; …"), or (when a learner grades against their own
-    copy of minitf) another exercise's that it calls."""
-    helper, part, _ = stub.partition(":")[2].partition(" is part of this exercise")
-    if part:
-        # minitf's other code calls a helper too: an answer written inline does not make it
-        whose = f"{named}'s helper {helper.strip()}"
-        return (f"{whose} is not written yet, and {exercise.name} calls it" if
-                named != exercise.name else
-                f"{whose} is not written yet (case {case!r} calls it): it is part of the "
-                f"exercise, and minitf's other code calls it too")
-    if named != exercise.name:
-        return f"{named} is not written yet, and {exercise.name} calls it"
-    return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"
 
 
 def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
@@ -385,7 +352,7 @@ def check_file(path) -> tuple:
         return str(err), 1
     except TookTooLong as err:              # stopped where it was: the lines show which loop
         return "\n".join([f"{path.name} could not be graded:", *_their_lines(err, path)]), 1
-    if result.stopped == _not_written(exercise, exercise.name) and _below_the_end(exercise, path):
+    if result.stopped == not_written(exercise, exercise.name) and _below_the_end(exercise, path):
         result.stopped += ("; there is code below its END OF YOUR CODE line, which never runs "
                            "(the stub above it raises first): move it between the START and END "
                            "lines, in place of the stub")
