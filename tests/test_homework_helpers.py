@@ -109,3 +109,10 @@ def test_inside_the_copy_the_inline_answer_fails_too(made, tmp_path):
     assert graded.returncode == 1, graded.stderr
     assert "helper _values_backward is not written yet" in graded.stdout, graded.stdout
     assert graded.stdout.splitlines()[-1].startswith("score 0 of 1 (")
+
+
+def test_the_student_readme_names_the_helpers_to_write(made):
+    """The stubs said so inside the file; the README's table named attention_backward alone."""
+    readme = " ".join((made[0] / "README.md").read_text(encoding="utf-8").split())
+    assert ("`attention_backward` includes `_values_backward` and `_scores_backward`, beside it "
+            "in its file: write their bodies too, as they are graded with it.") in readme

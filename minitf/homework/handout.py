@@ -183,6 +183,16 @@ def _readme(entries: list, solutions: bool) -> str:
               "comes in and what must come out."), width=99)
     key = ("\n**The key**: every body below is answered, and the folder passes every check. Keep "
            "it from the students; what follows is what their copy says.\n" if solutions else "")
+    # an exercise whose answer is split over helpers (attention_backward's two steps): they are
+    # blanked and graded with it, and an answer written without them would not do
+    helped = [(e["name"], find(e["name"]).helpers) for e in entries if e["source"] == "minitf"]
+    helpers = "".join(
+        "\n" + textwrap.fill(
+            f"`{name}` includes {' and '.join(f'`{h}`' for h in found)}, beside it in its file: "
+            f"write {'their bodies' if len(found) > 1 else 'its body'} too, as "
+            f"{'they are' if len(found) > 1 else 'it is'} graded with it.",
+            width=99) + "\n"
+        for name, found in helped if found)
     return f"""# Homework
 {key}
 Write the body of each function below, in place of its `raise NotImplementedError(...)`:
@@ -192,7 +202,7 @@ Write the body of each function below, in place of its `raise NotImplementedErro
 {rows}
 
 An exercise earns its points when every one of its checks passes, and none otherwise.
-
+{helpers}
 {regions}
 
 {hand_in}
