@@ -185,6 +185,19 @@ def test_warnings_and_standard_error_reach_results_json_apart_from_the_prints(ma
     assert "your code wrote" not in homework.gradescope(outcomes)["tests"][1]["output"]
 
 
+def test_a_warning_inside_the_grading_minitf_shows_no_line_of_its_source(made, tmp_path):
+    """A student's inf handed to minitf's own code warns there, and the warning quoted the line
+    it was raised at: softmax_backward's is `return p * (dp - row_dot(dp, p, axis))`, the
+    reference's answer to another exercise of the homework."""
+    outcomes = _key_with(made, tmp_path, "import numpy; from minitf.array_ops import row_dot; "
+                                         "row_dot(numpy.full((2, 3), numpy.inf), "
+                                         "numpy.zeros((2, 3)))")
+    output = homework.gradescope(outcomes)["tests"][0]["output"]
+    kept = output.split("while it was graded:\n")[1]
+    assert "RuntimeWarning" in kept and "minitf/array_ops.py:" in kept, kept
+    assert "return" not in kept and str(handout.PACKAGE.parent) not in kept, kept      # no source, no path
+
+
 def test_two_files_of_one_name_are_one_clear_error(tmp_path):
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()

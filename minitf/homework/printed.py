@@ -7,8 +7,13 @@ the warnings NumPy gives a student's code (an overflow in exp) are often the clu
 from __future__ import annotations
 
 import io
+import os
 import warnings
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
+
+# The folder that holds the minitf grading (the reference, or a student's copy of it):
+# minitf/homework/printed.py, three levels down
+_GRADER = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 # What results.json keeps of what an exercise's code printed: on Gradescope a student sees
 # results.json alone, never the grader's own output, where their print() calls went.
@@ -61,9 +66,13 @@ class Printed(io.TextIOBase):
 def kept(out: Printed, err: Printed):
     """While the block runs, what it prints goes to ``out``, and what it writes to standard
     error to ``err``: Python's warnings too, each shown once for each line that gives it (the
-    default filter, whatever an earlier exercise or the student's own code set)."""
+    default filter, whatever an earlier exercise or the student's own code set). A warning
+    raised in the grader's own minitf is named by its file and line, relative to the package,
+    without the line's source: that line may be the reference's answer to another exercise."""
     def show(message, category, filename, lineno, file=None, line=None):
-        err.write(warnings.formatwarning(message, category, filename, lineno, line))
+        ours = filename.startswith(_GRADER)
+        err.write(warnings.formatwarning(message, category, filename[len(_GRADER):] if ours
+                                         else filename, lineno, "" if ours else line))
 
     with redirect_stdout(out), redirect_stderr(err), warnings.catch_warnings():
         warnings.simplefilter("default")
