@@ -116,3 +116,60 @@ def test_the_student_readme_names_the_helpers_to_write(made):
     readme = " ".join((made[0] / "README.md").read_text(encoding="utf-8").split())
     assert ("`attention_backward` includes `_values_backward` and `_scores_backward`, beside it "
             "in its file: write their bodies too, as they are graded with it.") in readme
+
+
+def _changed(key: str, *changes) -> str:
+    for old, new in changes:
+        assert old in key, old
+        key = key.replace(old, new, 1)
+    return key
+
+
+def test_a_case_that_calls_only_the_helpers_says_so(made, tmp_path):
+    """Relative attention calls _values_backward itself, not attention_backward: a helper that
+    returns its two gradients the other way round (and an attention_backward that unpacks them
+    so) passed every attention case and then failed, blamed on attention_backward with the
+    shapes of what it had returned in an earlier case."""
+    hw, key = made
+    swapped = _changed(key, ("    dv, dweights = _values_backward(dout, cache)\n",
+                             "    dweights, dv = _values_backward(dout, cache)\n"),
+                       ("    return dv, dweights\n", "    return dweights, dv\n"))
+    outcome, = homework.grade(hw, _submit(tmp_path, swapped))
+    stopped = outcome.result.stopped
+    assert stopped.startswith("in case 'relative_attention (Shaw), keys and values', minitf's "
+                              "code called your _values_backward, _scores_backward (not your "
+                              "attention_backward) and raised an error:"), stopped
+    assert stopped.endswith("hint: each must return what its docstring says")
+    assert "returned (a tuple" not in stopped                    # nothing of an earlier case's
+    assert all(row.error <= 1e-6 for row in outcome.result.rows)
+
+
+def test_a_helper_that_fails_only_in_relative_attention_is_named(made, tmp_path):
+    """attention_backward undoing the dropout itself, _scores_backward not: right for attention,
+    wrong where relative attention calls _scores_backward directly, and the hint spoke of
+    attention_backward alone."""
+    hw, key = made
+    moved = _changed(key, ("    dq, dk, dscores = _scores_backward(dweights, cache)\n",
+                           "    dq, dk, dscores = _scores_backward(dropout_backward(dweights, "
+                           "cache.dropout), cache)\n"),
+                     ("    dprobs = dropout_backward(dweights, D)", "    dprobs = dweights"))
+    outcome, = homework.grade(hw, _submit(tmp_path, moved))
+    assert not outcome.result.passed and outcome.result.stopped is None
+    failed = {case for case, _ in outcome.result.problems}
+    assert failed == {"relative_attention (Shaw), keys and values, attention dropout"}, failed
+    assert all(lines[0] == "(this case checks your _values_backward, _scores_backward, which "
+                           "minitf's code calls itself, not your attention_backward)"
+               for _, lines in outcome.result.problems)
+
+
+def test_in_the_copy_another_exercise_that_only_the_case_calls_is_named_by_the_case(tmp_path):
+    """Relative attention calls embedding_backward: blank in the student's copy, it was said
+    to be called by attention_backward, which never calls it."""
+    hw = homework.make(tmp_path / "hw", ["embedding_backward", "attention_backward"])
+    key = homework.make(tmp_path / "key", ["attention_backward"], solutions=True)
+    shutil.copy(key / ATTENTION, hw / ATTENTION)
+    graded = subprocess.run([sys.executable, "-m", "minitf", "homework", "grade", "."], cwd=hw,
+                            capture_output=True, text=True, timeout=120)
+    assert graded.returncode == 1, graded.stderr
+    assert (f"embedding_backward is not written yet, and case '{RELATIVE}' calls it"
+            in graded.stdout), graded.stdout

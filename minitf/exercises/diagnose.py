@@ -297,10 +297,11 @@ def stub_of(err: BaseException, exercise) -> str | None:
     return None
 
 
-def not_written(exercise, named: str, stub: str = "", case: str = "") -> str:
+def not_written(exercise, named: str, stub: str = "", case: str = "",
+                entered: bool = True) -> str:
     """Which body still raises: this exercise's, one of its helpers' (a homework's stub says
     "NAME: HELPER is part of this exercise; …"), or (when a learner grades against their own
-    copy of minitf) another exercise's that it calls."""
+    copy of minitf) another exercise's that it, or (``entered`` False) the case, calls."""
     helper, part, _ = stub.partition(":")[2].partition(" is part of this exercise")
     if part:
         # minitf's other code calls a helper too: an answer written inline does not make it
@@ -310,5 +311,6 @@ def not_written(exercise, named: str, stub: str = "", case: str = "") -> str:
                 f"{whose} is not written yet (case {case!r} calls it): it is part of the "
                 f"exercise, and minitf's other code calls it too")
     if named != exercise.name:
-        return f"{named} is not written yet, and {exercise.name} calls it"
+        caller = exercise.name if entered else f"case {case!r}"     # relative attention's
+        return f"{named} is not written yet, and {caller} calls it"
     return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"

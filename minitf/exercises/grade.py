@@ -253,16 +253,30 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
     """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
     what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake.
     ``returned`` and ``called``: lists holding what the learner's function last returned and
-    the (args, kwargs) it got (see grade), to say what minitf could not use when it raises after
-    that function returned; ``reference``: minitf's own function, to count what it returns and
-    to say what it returns there."""
+    the (args, kwargs) it got in the case (see grade), to say what minitf could not use when it
+    raises after that function returned; ``reference``: minitf's own function, to count what it
+    returns and to say what it returns there. A case that never called the function checks the
+    exercise's helpers (Exercise.helpers), through minitf's code that calls them: said so."""
     result = Result()
+    helpers = ", ".join(getattr(exercise, "helpers", {}))
     for name in cases:
+        for record in (returned, called):
+            if isinstance(record, list):
+                record.clear()                   # what an earlier case left is not this one's
+        failures = len(result.problems)
         try:
             _grade_case(exercise, name, result, reference)
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
             if stub_of(err, exercise) is not None:
-                result.stopped = not_written(exercise, stub_of(err, exercise), str(err), name)
+                result.stopped = not_written(exercise, stub_of(err, exercise), str(err), name,
+                                             entered=bool(called))
+                break
+            if helpers and not called:           # minitf's code called the helpers alone
+                lines = _their_lines(err, path) if path else [_message(err)]
+                result.stopped = "\n".join([
+                    f"in case {name!r}, minitf's code called your {helpers} (not your "
+                    f"{exercise.attribute}) and raised an error:", *lines,
+                    "  hint: each must return what its docstring says"])
                 break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = _their_lines(err, path) if path else [_message(err)]
@@ -273,10 +287,15 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                     f"own returns?"] if after and path else []
             # NumPy's error names no gradient: the lines that do, where they can be worked out
             named = unusable(exercise, cases, returned[-1], called[-1], reference) \
-                if hint and called else []
+                if hint and returned else []
             result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
                                                  if after else ":"), *lines, *named, *hint])
             break
+        if helpers and not called and len(result.problems) > failures:
+            note = (f"(this case checks your {helpers}, which minitf's code calls itself, not "
+                    f"your {exercise.attribute})")
+            result.problems[failures:] = [(case, [note, *lines])
+                                          for case, lines in result.problems[failures:]]
     return result
 
 
@@ -295,8 +314,9 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
 
     @functools.wraps(function)
     def recording(*args, **kwargs):      # what it got and returned, for an error minitf raises
-        value = function(*args, **kwargs)                                  # after it returned
-        called[:], returned[:] = [(args, kwargs)], [value]
+        called[:], returned[:] = [(args, kwargs)], []         # called, in this case, at least
+        value = function(*args, **kwargs)
+        returned[:] = [value]                                 # and it returned
         return value
     recording.stands_in_for = exercise.name     # a case whose backward is the learner's
 
