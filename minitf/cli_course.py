@@ -88,7 +88,8 @@ def _homework(args) -> int:
     journal.close()                 # every exercise's, those a process that ended had graded too
     taken_up = len(journal.tests) - len(outcomes)
     if taken_up:                    # the table above holds this process's exercises alone
-        print(f"with the {taken_up} graded before the grading process ended: score "
+        print(f"with the {taken_up} taken up from the grading process that ended (among them "
+              f"the one it ended inside, at 0): score "
               f"{sum(test['score'] for test in journal.tests):g} of "
               f"{sum(test['max_score'] for test in journal.tests):g} in all "
               f"({args.json})")

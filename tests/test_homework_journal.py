@@ -182,8 +182,10 @@ def test_a_resumed_grading_says_the_whole_score(made, tmp_path, capsys):
     Journal(out, EXERCISES, of=str(key.resolve())).starting(EXERCISES[0])   # ended in softmax
     assert cli.main(["homework", "grade", str(key), "--json", str(out), "--resume"]) == 1
     printed = capsys.readouterr().out
-    assert printed.rstrip().endswith(f"with the 1 graded before the grading process ended: "
-                                     f"score 1 of 2 in all ({out})")
+    # the 1 taken up is the one the process ended inside, not one it graded
+    assert printed.rstrip().endswith(f"with the 1 taken up from the grading process that "
+                                     f"ended (among them the one it ended inside, at 0): score "
+                                     f"1 of 2 in all ({out})")
     results = json.loads(out.read_text(encoding="utf-8"))
     assert [t["score"] for t in results["tests"]] == [0.0, 1.0]
     assert results["tests"][0]["output"].endswith("; the grading went on in a new process")
