@@ -150,3 +150,45 @@ def test_a_file_that_raises_says_where_not_that_every_answer_would_fail(tmp_path
     assert said.startswith(f"--file {bad}: graded with its own answers, {who}"), said
     assert f"({OPS.name}, line " in said and "every answer" not in said and "\n" not in said
     assert not (tmp_path / "out").exists()
+
+
+HELPED = '''from minitf.backend import randn
+from minitf.gradcheck import FunctionCase
+
+
+def softsign(x):
+    return x / (1 + abs(x)), x
+
+
+def _denom(x):
+    # BEGIN SOLUTION softsign_backward
+    return (1 + abs(x)) ** 2
+    # END SOLUTION
+
+
+def softsign_backward(dy, x):
+    # BEGIN SOLUTION softsign_backward
+    return dy / _denom(x)
+    # END SOLUTION
+
+
+def check_softsign_backward():
+    return FunctionCase(softsign, softsign_backward, {"x": randn(3, 4) + 0.5}, wrt=("x",))
+'''
+
+
+def test_an_instructors_helper_region_is_named_as_part_of_its_exercise(tmp_path):
+    """A helper of the instructor's, holding part of the answer, was stubbed "not written yet",
+    as if it were the exercise: a student who wrote the exercise read that it was unwritten."""
+    source = tmp_path / "helped.py"
+    source.write_text(HELPED, encoding="utf-8")
+    hw = homework.make(tmp_path / "hw", files=[source])
+    text = (hw / "helped.py").read_text(encoding="utf-8")
+    assert 'raise NotImplementedError("softsign_backward: _denom is part of this exercise")' in text
+    answered = text.replace('    raise NotImplementedError("softsign_backward: not written yet")',
+                            "    return dy / _denom(x)", 1)
+    (hw / "helped.py").write_text(answered, encoding="utf-8")
+    outcome = homework.grade(hw)[0]
+    assert outcome.result.stopped == ("softsign_backward's helper _denom is not written yet "
+                                      "(case 'softsign_backward' calls it): it is part of the "
+                                      "exercise"), outcome.result.stopped

@@ -309,7 +309,7 @@ def not_written(exercise, named: str, stub: str = "", case: str = "",
         return (f"{whose} is not written yet, and {exercise.name} calls it" if
                 named != exercise.name else
                 f"{whose} is not written yet (case {case!r} calls it): it is part of the "
-                f"exercise, and minitf's other code calls it too")
+                f"exercise")
     if named != exercise.name:
         caller = exercise.name if entered else f"case {case!r}"     # relative attention's
         return f"{named} is not written yet, and {caller} calls it"

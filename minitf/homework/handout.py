@@ -74,6 +74,8 @@ def check_name(name: str) -> str:
 
 def _message(exercise, region: R.Region) -> str:
     if exercise is None:                    # an instructor's function: it may have no docstring
+        if region.function != region.name:  # a helper of theirs that holds part of the answer
+            return f"{region.name}: {region.function} is part of this exercise"
         return f"{region.name}: not written yet"
     if region.function != exercise.name:     # a helper that holds part of the exercise's work
         return (f"{exercise.name}: {region.function} is part of this exercise; its docstring "
