@@ -256,3 +256,21 @@ def test_a_syntax_error_in_the_copy_is_one_line_naming_the_file_and_line(made, t
                               capture_output=True, text=True, timeout=60)
     assert imported.returncode == 1 and imported.stderr.startswith("Traceback")
     assert imported.stderr.rstrip().endswith("SyntaxError: '(' was never closed")
+
+
+def test_a_file_that_cannot_be_graded_is_not_graded_with_its_word(made, tmp_path):
+    """NotGraded carries the word the table shows first, and the line the report says."""
+    from minitf.homework.submission import NotGraded, graded_file
+    hw, _ = made
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(NotGraded) as missing:
+        graded_file(hw, empty, LINEAR, [LINEAR])
+    assert missing.value.verdict == "missing" and str(missing.value).startswith(
+        f"{LINEAR}: missing from the submission")
+    (tmp_path / "latin").mkdir()
+    (tmp_path / "latin" / "linear.py").write_bytes(b"x = '\xe9'\n")
+    with pytest.raises(NotGraded) as unreadable:
+        graded_file(hw, tmp_path / "latin", LINEAR, [LINEAR])
+    assert unreadable.value.verdict == "unreadable" and "not valid UTF-8" in str(unreadable.value)
+    assert isinstance(unreadable.value, ValueError)          # one line, as every refusal

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import reprlib
 
+from minitf.validate import is_real_number
+
 MOST = 1000                 # more is a typo (--points a=1e9), not a weight
 
 
@@ -55,8 +57,7 @@ def check(points, names: list, where: str) -> dict:
 
 
 def _is_points(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and 0 < value <= MOST)
+    return is_real_number(value) and math.isfinite(value) and 0 < value <= MOST
 
 
 def of(entry: dict, where) -> float:

@@ -11,9 +11,10 @@ import os
 import warnings
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
-# The folder that holds the minitf grading (the reference, or a student's copy of it):
-# minitf/homework/printed.py, three levels down
-_GRADER = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+from minitf.homework.handout import PACKAGE
+
+# The folder that holds the minitf grading (the reference, or a student's copy of it)
+_GRADER = str(PACKAGE.parent) + os.sep
 
 # What results.json keeps of what an exercise's code printed: on Gradescope a student sees
 # results.json alone, never the grader's own output, where their print() calls went.
