@@ -179,8 +179,12 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
 
     listed = _listed(directory)
     _refuse_a_list_of_someone_else(directory, listed)       # a save rewrites it, and cuts it
-    if listed:                  # the save continues the run there, or is refused
-        check_same_run(model, meta, arrays, directory / listed[0] / META,
+    try:                        # the save continues the run there, or is refused
+        current = _meta_at(directory / listed[0]) if listed else None
+    except CheckpointError:     # unreadable: no run to keep, and a save is how it recovers
+        current = None
+    if current is not None:
+        check_same_run(model, meta, arrays, current,
                        f"checkpoint.save: the current checkpoint of {directory} ({listed[0]})")
     directory.mkdir(parents=True, exist_ok=True)      # only now: a refused save makes no folder
     clean(directory)                # what a save killed earlier left, should it be in the way

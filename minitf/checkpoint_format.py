@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -136,18 +135,12 @@ def check_same_model(model: Model, meta: dict, arrays: dict, where: str,
                               f"({', '.join(_MAY_DIFFER)} may differ), {wanted}")
 
 
-def check_same_run(model: Model, meta: dict, arrays: dict, current: Path, where: str) -> None:
+def check_same_run(model: Model, meta: dict, arrays: dict, current: dict, where: str) -> None:
     """CheckpointError unless a save of ``model`` (``meta``, ``arrays``) continues the run whose
-    current checkpoint.json is the file ``current``: the same kind and config, and a step not
-    before its step. Else it would become current itself, and its saves push the run's
-    checkpoints off the list, then off the disk: three saves of a model alone, step 0, into a
-    run's directory took the place of steps 800, 845 and 900. A current checkpoint that cannot
-    be read is no run to keep: a save over it is how a run recovers."""
-    try:
-        current = json.loads(current.read_text(encoding="utf-8"))
-        check_meta(current, "")
-    except (OSError, ValueError):
-        return
+    current checkpoint.json holds ``current``: the same kind and config, and a step not before
+    its step. Else it would become current itself, and its saves push the run's checkpoints off
+    the list, then off the disk: three saves of a model alone, step 0, into a run's directory
+    took the place of steps 800, 845 and 900."""
     elsewhere = "or save it to a directory of its own"
     check_same_model(model, current, arrays, where, wanted=elsewhere)
     step, saved = meta.get("step", 0), current.get("step", 0)
