@@ -252,6 +252,28 @@ def test_each_exercise_is_graded_on_its_own(hw1, tmp_path):
     assert "softmax_backward is not written yet, and attention_backward calls it" in mine.stdout
 
 
+def test_in_a_students_copy_a_case_that_runs_a_failed_exercise_says_so(hw1, tmp_path):
+    """softmax_backward wrong (its row-dot term left out), attention_backward right: inside the
+    student's copy, attention's cases run that softmax and fail; their hint names it, not
+    attention's classic mistake, and the header says whose minitf the rest is."""
+    folder = _answered(hw1, tmp_path)
+    path = folder / "minitf/functional/softmax.py"
+    right = "return p * (dp - row_dot(dp, p, axis))"
+    path.write_text(path.read_text(encoding="utf-8").replace(right, "return p * dp"),
+                    encoding="utf-8")
+    outcomes = {o.name: o for o in homework.grade(folder)}    # by the reference: on its own
+    assert outcomes["attention_backward"].result.passed
+    assert "also runs your" not in outcomes["softmax_backward"].report
+    run = subprocess.run([sys.executable, "-m", "minitf", "homework", "grade", "."], cwd=folder,
+                         capture_output=True, text=True, timeout=300)
+    attention = run.stdout[run.stdout.index("exercise attention_backward"):]
+    assert "hint: this case also runs your softmax_backward, which failed its own checks " \
+           "above: fix that first" in attention, attention
+    assert "classic mistake" not in attention.split("what went wrong")[1]
+    assert "everything else is your copy of minitf" in attention.splitlines()[0]
+    assert "also runs your" not in run.stdout[:run.stdout.index("exercise attention_backward")]
+
+
 def _layer_norm_answered_but(hw1, tmp_path, old: str, new: str):
     """An answered copy of hw1 whose layer_norm.py has ``old`` replaced by ``new``.
     -> (the folder, the file, its text)"""

@@ -7,7 +7,8 @@
     catalogue   the exercises (Exercise, EXERCISES, find)
     tracing     which gradient-check cases grade each exercise, found by tracing the registry
     starter     the learner's file, and the same file answered (for an instructor)
-    grade       the learner's function standing in for minitf's own; the report
+    grade       the learner's function graded in place of minitf's own; the report
+    stand_in    putting it where minitf looks up its own, and noting which ran
     diagnose    the signatures of classic mistakes, as hints
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import textwrap
 
 from minitf.exercises.catalogue import EXERCISES, LEVELS, Exercise, find
-from minitf.exercises.grade import Result, StudentError, check_file, grade, load, standing_in
+from minitf.exercises.grade import Result, StudentError, check_file, grade, load
+from minitf.exercises.stand_in import standing_in
 from minitf.exercises.starter import starter_text, write_starter
 from minitf.exercises.tracing import closure, grading_cases
 

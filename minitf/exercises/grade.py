@@ -2,20 +2,17 @@
 that grade it run, and everything else -- every other backward pass included -- is minitf's own.
 So one unfinished exercise never fails another, and a failure is always in the file being checked.
 
-Standing in means replacing the reference wherever it is looked up: for a functional op, every
-minitf module attribute bound to it (``minitf.functional.softmax_backward``, the
-``softmax_backward`` that minitf.functional.attention imported, ...); for a method, the class
-attribute. Everything is put back afterwards, also when the learner's code raises.
+Standing in (minitf.exercises.stand_in) means replacing the reference wherever minitf looks it
+up, and putting it back afterwards, also when the learner's code raises.
 """
 from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import itertools
-import sys
 import traceback
 import types
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +24,7 @@ from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
                                        miscounted, not_written, shape_problem, stub_of, unusable,
                                        value_problem, written_in_place)
+from minitf.exercises.stand_in import noting_calls, standing_in
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases
@@ -150,36 +148,6 @@ def load(path) -> tuple:
 
 
 # ----------------------------------------------------------------------------------------------
-# Standing in for the reference
-# ----------------------------------------------------------------------------------------------
-
-@contextmanager
-def standing_in(exercise: Exercise, function, helpers=None):
-    """While the block runs, ``function`` is minitf's ``exercise`` wherever minitf looks it up,
-    and each of ``helpers`` ({name: function}) the helper of that name (Exercise.helpers): a
-    submitted file's own, which other minitf code calls too (relative attention calls
-    attention_backward's two steps)."""
-    # as the class or module holds it: wrapped in Module's check, or in gradient_of's
-    swaps = [(vars(exercise.owner)[exercise.attribute], function)]
-    swaps += [(exercise.helpers[name], helper) for name, helper in (helpers or {}).items()]
-    if exercise.is_method:
-        places = [(exercise.owner, exercise.attribute, *swaps[0])]
-    else:
-        modules = [m for name, m in list(sys.modules.items())
-                   if m is not None and (name == "minitf" or name.startswith("minitf."))]
-        places = [(m, attr, reference, new) for reference, new in swaps
-                  for m in modules for attr, value in list(vars(m).items())
-                  if value is reference]
-    try:
-        for owner, attr, _, new in places:
-            setattr(owner, attr, new)
-        yield [(owner, attr) for owner, attr, _, _ in places]
-    finally:
-        for owner, attr, reference, _ in places:
-            setattr(owner, attr, reference)
-
-
-# ----------------------------------------------------------------------------------------------
 # Grading
 # ----------------------------------------------------------------------------------------------
 
@@ -249,19 +217,21 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
 
 
 def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
-              reference=None, called: list = ()) -> Result:
+              reference=None, called: list = (), noted: set | None = None) -> Result:
     """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
     what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake.
     ``returned`` and ``called``: lists holding what the learner's function last returned and
     the (args, kwargs) it got in the case (see grade), to say what minitf could not use when it
     raises after that function returned; ``reference``: minitf's own function, to count what it
     returns and to say what it returns there. A case that never called the function checks the
-    exercise's helpers (Exercise.helpers), through minitf's code that calls them: said so."""
+    exercise's helpers (Exercise.helpers), through minitf's code that calls them: said so.
+    ``noted``: the names of other exercises, failed before, that a case ran (noting_calls): a
+    case that fails after running one says that one may be at fault."""
     result = Result()
     helpers = ", ".join(getattr(exercise, "helpers", {}))
     for name in cases:
-        for record in (returned, called):
-            if isinstance(record, list):
+        for record in (returned, called, noted):
+            if isinstance(record, (list, set)):
                 record.clear()                   # what an earlier case left is not this one's
         failures = len(result.problems)
         try:
@@ -289,8 +259,14 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
             named = unusable(exercise, cases, returned[-1], called[-1], reference) \
                 if hint and returned else []
             result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
-                                                 if after else ":"), *lines, *named, *hint])
+                                                 if after else ":"), *lines, *named, *hint,
+                                         *_also_ran(noted)])
             break
+        if noted and len(result.problems) > failures:     # their hint is not the likeliest
+            result.problems[failures:] = [
+                (case, [line for line in lines if not line.startswith("hint:")]
+                 + [line.strip() for line in _also_ran(noted)])
+                for case, lines in result.problems[failures:]]
         if helpers and not called and len(result.problems) > failures:
             note = (f"(this case checks your {helpers}, which minitf's code calls itself, not "
                     f"your {exercise.attribute})")
@@ -299,11 +275,22 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
     return result
 
 
+def _also_ran(noted) -> list:
+    """The hint of a case that ran other exercises of the learner's that failed before."""
+    if not noted:
+        return []
+    names = ", ".join(sorted(noted))
+    return [f"  hint: this case also runs your {names}, which failed its own checks above: fix "
+            f"{'that' if len(noted) == 1 else 'those'} first, and this case may then pass"]
+
+
 def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
-          helpers=None) -> Result:
+          helpers=None, failed=()) -> Result:
     """Run the cases that grade ``exercise`` (default: all of them) with ``function`` standing
     in for minitf's own, in float64, and ``helpers`` ({name: function}, the learner's own) for
-    its helpers. ``path``, the learner's file, trims tracebacks to it."""
+    its helpers. ``path``, the learner's file, trims tracebacks to it. ``failed``: other
+    exercises, the learner's own in their copy of minitf, that failed their checks before: a
+    case that runs one of them says so (see noting_calls)."""
     cases = grading_cases(exercise) if cases is None else cases
     reference = exercise.reference              # taken now: standing in, the learner's is there
     if helpers:     # and with the names it calls as they are now: minitf's helpers, not theirs
@@ -320,8 +307,11 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
         return value
     recording.stands_in_for = exercise.name     # a case whose backward is the learner's
 
-    with precision("float64"), standing_in(exercise, recording, helpers):
-        return run_cases(exercise, cases, path, returned, reference, called)
+    noted = set()            # and in their file's own globals, which bound minitf's when loaded
+    in_their_file = [inspect.unwrap(function).__globals__]
+    with precision("float64"), noting_calls(failed, noted, in_their_file), \
+            standing_in(exercise, recording, helpers):
+        return run_cases(exercise, cases, path, returned, reference, called, noted)
 
 
 LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only
@@ -332,9 +322,10 @@ def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
     if result.stopped and not result.rows and "not written yet" in result.stopped:
         return f"{path.name if path else exercise.name}: {result.stopped}"
     source = f"from {path.name}" if path else "given"
+    from minitf.homework.handout import is_a_homework_copy     # (it imports minitf.exercises)
     # an exercise of an instructor's file says what it stands in for itself
     stands_in = getattr(exercise, "stands_in", "stands in for minitf's own; everything else is "
-                                               "minitf's")
+                        + ("your copy of minitf" if is_a_homework_copy() else "minitf's"))
     lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) {stands_in}",
              # the version, not the folder: a homework's reference lives where the student
              # must not be shown (and a path tells a learner nothing about the check)

@@ -38,7 +38,7 @@ from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import graded_by, regions as R
 from minitf.homework.guard import reading_refused
-from minitf.homework.handout import MANIFEST, PACKAGE, check_name
+from minitf.homework.handout import MANIFEST, PACKAGE, check_name, is_a_homework_copy
 from minitf.homework.points import of as points_of
 from minitf.homework.printed import Printed, kept
 from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
@@ -149,11 +149,13 @@ def _file_cases(module, name: str) -> dict:
 
 
 def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
-               solutions: tuple = (), fixed: tuple | None = None) -> tuple:
+               solutions: tuple = (), fixed: tuple | None = None, failed=()) -> tuple:
     """(result, report) for one exercise of the manifest, graded from the file at ``path``
     within its own time limit, or what is left of ``budget`` if that is less; the code graded
     cannot open the reference's ``solutions`` (guard.py). A catalogue exercise is graded by
-    the cases its homework ``fixed`` (None: traced, for a homework.json without them)."""
+    the cases its homework ``fixed`` (None: traced, for a homework.json without them); a case
+    of it that runs one of the exercises ``failed`` (before it, in a student's own copy) says
+    so."""
     catalogue = entry["source"] == "minitf"
     exercise = find(entry["name"]) if catalogue else FileExercise(entry["name"])
     seconds, why = (budget or Budget()).limit(exercise.seconds)    # a loop that never ends
@@ -165,7 +167,8 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
                 owner = getattr(module, exercise.name.split(".")[0]) if exercise.is_method \
                     else module
                 result = grade_exercise(exercise, _defined(owner, exercise.attribute, path),
-                                        path, fixed, _helpers_of(module, exercise, path))
+                                        path, fixed, _helpers_of(module, exercise, path),
+                                        failed)
             else:
                 with precision("float64"), _registered(_file_cases(module, exercise.name)) \
                         as cases:
@@ -243,7 +246,8 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     budget = Budget(budget, journal.started if journal is not None else None)
     # the reference's files of this homework's exercises, where the minitf running is the
     # reference (a student's own copy holds nothing to keep from them)
-    solutions = () if (PACKAGE.parent / MANIFEST).is_file() else tuple(
+    own_copy = is_a_homework_copy()
+    solutions = () if own_copy else tuple(
         PACKAGE.parent / e["file"] for e in data["exercises"] if e["source"] == "minitf")
     entries = [entry for entry in data["exercises"]
                if journal is None or entry["name"] not in journal.graded]
@@ -274,7 +278,8 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
                 with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
                         kept(printed, warned):
                     result, text = _grade_one(entry, graded, budget, solutions,
-                                              None if fixed is None else fixed.get(entry["name"]))
+                                              None if fixed is None else fixed.get(entry["name"]),
+                                              _failed(outcomes, data) if own_copy else ())
             except _RegionsChanged as err:
                 result, text = _stopped(str(err)), ""
             try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it
@@ -288,6 +293,13 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         if journal is not None:
             journal.finished(outcomes[-1])
     return outcomes
+
+
+def _failed(outcomes: list[Outcome], data: dict) -> list:
+    """The catalogue exercises graded so far that failed: in a student's own copy, minitf's
+    code runs their answers while it grades the next, which a wrong one can fail."""
+    catalogue = {e["name"] for e in data["exercises"] if e["source"] == "minitf"}
+    return [find(o.name) for o in outcomes if o.name in catalogue and not o.result.passed]
 
 
 class _RegionsChanged(ValueError):

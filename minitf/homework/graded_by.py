@@ -25,7 +25,7 @@ import reprlib
 
 import minitf
 from minitf import gradcheck_cases
-from minitf.homework.handout import MANIFEST, PACKAGE
+from minitf.homework.handout import MANIFEST, PACKAGE, is_a_homework_copy
 
 KEY = "graded by"
 
@@ -85,11 +85,10 @@ def in_this_copy(name: str) -> tuple | None:
 def _this_copys_manifest() -> dict | None:
     """The homework.json beside the minitf running, read once ('exercise list' asks for every
     exercise); None where there is none, or none that reads ('homework grade .' says why)."""
-    path = PACKAGE.parent / MANIFEST
-    if not path.is_file():
+    if not is_a_homework_copy():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads((PACKAGE.parent / MANIFEST).read_text(encoding="utf-8"))
         data["exercises"]
     except (OSError, ValueError, KeyError, TypeError):
         return None

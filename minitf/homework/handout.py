@@ -37,11 +37,16 @@ PACKAGE = Path(minitf.__file__).parent
 SKIP = {"__pycache__"}
 
 
+def is_a_homework_copy() -> bool:
+    """Whether the minitf running is a homework folder's copy (a student's), not the reference."""
+    return (PACKAGE.parent / MANIFEST).is_file()
+
+
 def refuse_a_homework_copy() -> None:
     """One line when the minitf running is a homework folder's copy, not the reference: its
     exercises are blanked, so a key made from it would hold stubs, and a grader would grade
     against them."""
-    if (PACKAGE.parent / MANIFEST).is_file():
+    if is_a_homework_copy():
         raise ValueError(f"the minitf running this is a homework copy ({PACKAGE}); wanted the "
                          f"reference, so run the command outside any homework directory")
 
