@@ -250,6 +250,8 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         save_every=config.save_every)
     if config.resume:
         checkpoint.resume(checkpoint.load(config.resume, model), trainer)
+        if Path(config.resume).resolve() == out.resolve():     # its checkpoint is there already
+            trainer.saved_step = trainer.step
         log(f"resumed from {config.resume} at step {trainer.step} of {config.steps}")
     if config.steps > config.decay_steps:
         log(f"the learning rate reaches its lowest, {config.lr / 10:.2g}, at step "
@@ -265,7 +267,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         trainer.fit(config.steps, progress=config.progress)
     seconds = time.perf_counter() - start
     if trainer.step < config.steps:                           # Ctrl-C or SIGTERM
-        if not (config.save_every and trainer.step % config.save_every == 0):   # not just saved
+        if trainer.saved_step != trainer.step:  # not just saved (a stop before step 1: step 0)
             _save(out, model, trainer, tokenizer, extra={"run": settings})
         how = STOPPING_SIGNALS.get(trainer.stop_requested, "stop_requested")
         stopped = KeyboardInterrupt(

@@ -121,6 +121,8 @@ class Trainer:
         self.schedule, self.evaluate, self.eval_every, self.clip = schedule, evaluate, eval_every, clip
         self.save, self.save_every = save, save_every
         self.step, self.stop_requested = 0, False
+        self.saved_step = None          # the step of the last checkpoint fit() saved
+        self.tokens_per_second = None   # of the last fit()
         self.history = {"step": [], "loss": [], "lr": [], "val_step": [], "val_loss": []}
 
     def train_step(self) -> tuple[float, int]:
@@ -263,6 +265,7 @@ class Trainer:
             if self.save is not None and self.save_every and self.step % self.save_every == 0 \
                     and self.step < steps:      # the last step's checkpoint is the caller's
                 self.save()
+                self.saved_step = self.step
             bar.set_postfix(postfix, refresh=False)
             bar.update(1)
         bar.close()

@@ -90,6 +90,41 @@ def test_ctrl_c_after_a_step_that_saved_saves_no_second_copy_of_it(text, tmp_pat
     assert "checkpoint saved to" in one_line(capsys)
 
 
+def _stop_before_the_first_step(monkeypatch):
+    """Ctrl-C as fit() sets up (its tqdm import, say): stop_requested before any step."""
+    fit = Trainer.fit
+
+    def stopped_at_once(self, *args, **kwargs):
+        self.stop_requested = signal.SIGINT
+        return fit(self, *args, **kwargs)
+    monkeypatch.setattr(Trainer, "fit", stopped_at_once)
+
+
+def test_a_stop_before_any_step_saves_what_it_says_it_saved(text, tmp_path, monkeypatch,
+                                                            capsys):
+    """Stopped at step 0, a new run said 'checkpoint saved' and saved nothing; a run resumed
+    into its own directory and stopped at once adds no copy; resumed into another --out, that
+    one gets the checkpoint it is told of."""
+    run, other = tmp_path / "run", tmp_path / "other"
+    _stop_before_the_first_step(monkeypatch)
+    assert train(text, "--steps", "40", "--save-every", "10", "--out", str(run)) == 130
+    assert "at step 0 of 40; checkpoint saved to" in one_line(capsys)
+    assert checkpoint.read_meta(run)["step"] == 0
+    monkeypatch.undo()
+    _interrupt_at(monkeypatch, 20)
+    assert cli.main(["train", "--resume", str(run), "--no-progress"]) == 130
+    monkeypatch.undo()
+    capsys.readouterr()
+    listed = (run / checkpoint.INDEX).read_text().split()
+    assert listed[0] == "step-000020"
+    _stop_before_the_first_step(monkeypatch)
+    assert cli.main(["train", "--resume", str(run), "--no-progress"]) == 130
+    assert (run / checkpoint.INDEX).read_text().split() == listed       # no second step 20
+    assert cli.main(["train", "--resume", str(run), "--out", str(other), "--no-progress"]) == 130
+    assert f"at step 20 of 40; checkpoint saved to {other}/" in capsys.readouterr().err
+    assert checkpoint.read_meta(other)["step"] == 20
+
+
 def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
     run = tmp_path / "run"
     assert train(text, "--steps", "20", "--out", str(run)) == 0
