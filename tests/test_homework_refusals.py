@@ -274,3 +274,24 @@ def test_a_file_that_cannot_be_graded_is_not_graded_with_its_word(made, tmp_path
         graded_file(hw, tmp_path / "latin", LINEAR, [LINEAR])
     assert unreadable.value.verdict == "unreadable" and "not valid UTF-8" in str(unreadable.value)
     assert isinstance(unreadable.value, ValueError)          # one line, as every refusal
+
+
+@pytest.mark.parametrize("damage, shown", [
+    (lambda d: d["exercises"][0].pop("file"), "{'name': 'linear_backward'"),
+    (lambda d: d["exercises"].__setitem__(0, "linear_backward"), "reads 'linear_backward'"),
+    (lambda d: d.__setitem__("exercises", {"linear_backward": 1}), "exercises are {"),
+    (lambda d: d["exercises"][0].__setitem__("source", "mine"), "'source': 'mine'"),
+    (lambda d: d["exercises"][0].__setitem__("file", "../../etc/passwd"), "../../etc/passwd"),
+], ids=["no file", "a string", "a dict", "another source", "outside the folder"])
+def test_a_damaged_homework_json_is_one_line_before_any_grading(made, tmp_path, capsys,
+                                                                damage, shown):
+    """An entry without its file was a KeyError, one that is a string an AttributeError."""
+    hw = tmp_path / "hw"
+    shutil.copytree(made[0], hw)
+    data = json.loads((hw / "homework.json").read_text(encoding="utf-8"))
+    damage(data)
+    (hw / "homework.json").write_text(json.dumps(data), encoding="utf-8")
+    assert cli.main(["homework", "grade", str(hw)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{hw}/homework.json: " in err and shown in err, err
+    assert "as 'minitf homework make' writes it" in err

@@ -27,7 +27,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
@@ -95,11 +95,35 @@ def manifest(folder: Path) -> dict:
     except (OSError, ValueError, KeyError, TypeError):
         raise ValueError(f"{folder}: not a homework directory (no readable {MANIFEST}); wanted "
                          f"one written by 'minitf homework make'") from None
+    _check_entries(data, folder)
     graded_by.stored(data, folder)      # its cases, in this minitf's registry: else one line
     for entry in data["exercises"]:     # and its points, before any exercise is graded
-        if isinstance(entry, dict):
-            points_of(entry, folder)
+        points_of(entry, folder)
     return data
+
+
+def _inside(file: str) -> bool:
+    """Whether ``file`` names a path inside the homework directory, as make writes them."""
+    parts = PurePosixPath(file).parts
+    return bool(parts) and not PurePosixPath(file).is_absolute() and ".." not in parts \
+        and "\\" not in file
+
+
+def _check_entries(data: dict, folder) -> None:
+    """One line for a homework.json whose exercises are not as make writes them (an entry
+    edited by hand, or cut short): else a KeyError deep in the grading."""
+    entries, frames = data["exercises"], data["frames"]
+    wanted = ("wanted a list of {'name', 'file', 'source': 'minitf' or 'file'} entries, as "
+              "'minitf homework make' writes it (make the homework again)")
+    if not isinstance(entries, list) or not isinstance(frames, dict):
+        raise ValueError(f"{folder}/{MANIFEST}: its exercises are {reprlib.repr(entries)}; "
+                         f"{wanted}")
+    for entry in entries:
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
+                and isinstance(entry.get("file"), str) and _inside(entry["file"])
+                and entry.get("source") in ("minitf", "file")):
+            raise ValueError(f"{folder}/{MANIFEST}: an exercise reads {reprlib.repr(entry)}; "
+                             f"{wanted}")
 
 
 def _load(path: Path):
