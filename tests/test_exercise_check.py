@@ -216,6 +216,19 @@ def test_an_error_in_the_learner_s_code_shows_their_lines_only(tmp_path):
     assert "Traceback" not in report
 
 
+def test_an_error_of_the_learner_s_own_that_says_not_written_yet_is_a_full_report(tmp_path):
+    """Told apart from a stub by what raised, not by the words: a message of their own that read
+    "not written yet" lost the report's header, lines and verdict."""
+    path = tmp_path / "softmax_backward.py"
+    path.write_text(starter_text(find("softmax_backward")).replace(
+        'raise NotImplementedError("softmax_backward: not written yet")',
+        'raise ValueError("TODO: the masked rows are not written yet")'))
+    report, status = exercises.check_file(path)
+    assert status == 1 and report.startswith("exercise softmax_backward: your"), report
+    assert "ValueError: TODO: the masked rows are not written yet" in report
+    assert report.endswith("softmax_backward: not yet: see what went wrong above")
+
+
 def test_a_gradient_minitf_cannot_use_gets_a_shape_hint_not_numpy_alone(tmp_path):
     """In the module case a transposed dW raises in minitf's Linear, after the learner's function
     returned: NumPy's broadcast error names no gradient, so the report says where to look."""

@@ -192,3 +192,5 @@ def test_an_instructors_helper_region_is_named_as_part_of_its_exercise(tmp_path)
     assert outcome.result.stopped == ("softsign_backward's helper _denom is not written yet "
                                       "(case 'softsign_backward' calls it): it is part of the "
                                       "exercise"), outcome.result.stopped
+    # and the table says so, in its word (it read "error")
+    assert homework.table([outcome]).splitlines()[2].split()[2:5] == ["helper", "not", "written"]

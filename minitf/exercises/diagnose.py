@@ -298,19 +298,21 @@ def stub_of(err: BaseException, exercise) -> str | None:
 
 
 def not_written(exercise, named: str, stub: str = "", case: str = "",
-                entered: bool = True) -> str:
-    """Which body still raises: this exercise's, one of its helpers' (a homework's stub says
-    "NAME: HELPER is part of this exercise; …"), or (when a learner grades against their own
-    copy of minitf) another exercise's that it, or (``entered`` False) the case, calls."""
+                entered: bool = True) -> tuple[str, str]:
+    """(kind, message): which body still raises -- this exercise's ('not written'), one of its
+    helpers' ('helper not written'; a homework's stub says "NAME: HELPER is part of this
+    exercise; …"), or (when a learner grades against their own copy of minitf) another
+    exercise's that it, or (``entered`` False) the case, calls ('blocked')."""
     helper, part, _ = stub.partition(":")[2].partition(" is part of this exercise")
     if part:
         # minitf's other code calls a helper too: an answer written inline does not make it
         whose = f"{named}'s helper {helper.strip()}"
-        return (f"{whose} is not written yet, and {exercise.name} calls it" if
-                named != exercise.name else
-                f"{whose} is not written yet (case {case!r} calls it): it is part of the "
-                f"exercise")
+        if named != exercise.name:
+            return "blocked", f"{whose} is not written yet, and {exercise.name} calls it"
+        return "helper not written", (f"{whose} is not written yet (case {case!r} calls it): it "
+                                      f"is part of the exercise")
     if named != exercise.name:
         caller = exercise.name if entered else f"case {case!r}"     # relative attention's
-        return f"{named} is not written yet, and {caller} calls it"
-    return f"{exercise.name} is not written yet (its body still raises NotImplementedError)"
+        return "blocked", f"{named} is not written yet, and {caller} calls it"
+    return "not written", (f"{exercise.name} is not written yet (its body still raises "
+                           f"NotImplementedError)")

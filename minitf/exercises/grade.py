@@ -45,6 +45,9 @@ class Result:
     rows: list = field(default_factory=list)        # gradcheck Rows, one per tensor checked
     problems: list = field(default_factory=list)    # (case, lines) for each failing tensor
     stopped: str | None = None                      # why grading stopped early (their code raised)
+    # that why in a word, where it is not an error: 'not written' (the body is still the stub),
+    # 'helper not written', 'blocked' (by another exercise's stub), 'not graded' (no time left)
+    kind: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -238,8 +241,8 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
             _grade_case(exercise, name, result, reference)
         except (Exception, SystemExit) as err:   # an exit() ended the check, silently, with 0
             if stub_of(err, exercise) is not None:
-                result.stopped = not_written(exercise, stub_of(err, exercise), str(err), name,
-                                             entered=bool(called))
+                result.kind, result.stopped = not_written(exercise, stub_of(err, exercise),
+                                                          str(err), name, entered=bool(called))
                 break
             if helpers and not called:           # minitf's code called the helpers alone
                 lines = _their_lines(err, path) if path else [_message(err)]
@@ -314,12 +317,13 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
         return run_cases(exercise, cases, path, returned, reference, called, noted)
 
 
+BLANK = ("not written", "helper not written", "blocked")    # Result.kind of a stub that raised
 LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only
 
 
 def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
     """What a learner reads: the table, then what went wrong and where, then the verdict."""
-    if result.stopped and not result.rows and "not written yet" in result.stopped:
+    if result.kind in BLANK and not result.rows:
         return f"{path.name if path else exercise.name}: {result.stopped}"
     source = f"from {path.name}" if path else "given"
     from minitf.homework.handout import is_a_homework_copy     # (it imports minitf.exercises)
@@ -363,7 +367,7 @@ def check_file(path) -> tuple:
         return str(err), 1
     except TookTooLong as err:              # stopped where it was: the lines show which loop
         return "\n".join([f"{path.name} could not be graded:", *_their_lines(err, path)]), 1
-    if result.stopped == not_written(exercise, exercise.name) and _below_the_end(exercise, path):
+    if result.kind == "not written" and _below_the_end(exercise, path):
         result.stopped += ("; there is code below its END OF YOUR CODE line, which never runs "
                            "(the stub above it raises first): move it between the START and END "
                            "lines, in place of the stub")

@@ -134,10 +134,6 @@ def _load(path: Path):
     return module
 
 
-def _stopped(message: str) -> Result:
-    result = Result()
-    result.stopped = message
-    return result
 
 
 @contextmanager
@@ -199,12 +195,12 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
                     result = run_cases(exercise, cases, path)
     except (Exception, SystemExit, TookTooLong) as err:  # their file does not load, lost the
         #             function, calls exit() (which ended the grading with 0), or never returns
-        result = _stopped("\n".join([f"{path.name} could not be graded:",
-                                     *_their_lines(err, path)]))
+        result = Result(stopped="\n".join([f"{path.name} could not be graded:",
+                                            *_their_lines(err, path)]))
     if read:                    # whatever it then did with the refusal: it scores 0
-        result = _stopped(f"your {path.name} tried to read minitf's own {read[0].parent.name}/"
-                          f"{read[0].name}, which holds the solutions, while it was graded: "
-                          f"{exercise.name} scores 0")
+        result = Result(stopped=f"your {path.name} tried to read minitf's own "
+                                f"{read[0].parent.name}/{read[0].name}, which holds the "
+                                f"solutions, while it was graded: {exercise.name} scores 0")
     return result, report(exercise, result, path)
 
 
@@ -293,9 +289,10 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
         except NotGraded as err:            # missing, no UTF-8, a link: one line, and its word
             path, not_graded = None, err
         if budget.left() <= 0:
-            result, text, edited = _stopped(budget.not_reached(entry["name"])), "", False
+            result = Result(stopped=budget.not_reached(entry["name"]), kind="not graded")
+            text, edited = "", False
         elif path is None:
-            result, text, edited = _stopped(str(not_graded)), "", False
+            result, text, edited = Result(stopped=str(not_graded)), "", False
             file_verdict = not_graded.verdict
         else:
             try:
@@ -305,7 +302,7 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
                                               None if fixed is None else fixed.get(entry["name"]),
                                               _failed(outcomes, data) if own_copy else ())
             except _RegionsChanged as err:
-                result, text = _stopped(str(err)), ""
+                result, text = Result(stopped=str(err)), ""
             try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it
                 edited = R.frame(path.read_text(encoding="utf-8-sig"), path.name) \
                     != data["frames"].get(entry["file"])
@@ -361,14 +358,8 @@ def _verdict(outcome: Outcome) -> str:
         return "passed"
     if outcome.file_verdict:            # its file: missing, unreadable (not UTF-8), a link
         return outcome.file_verdict
-    if result.stopped and result.stopped.startswith(f"{outcome.name} is not written yet"):
-        return "not written"
-    if result.stopped and result.stopped.startswith(f"{outcome.name}'s helper "):
-        return "helper not written"     # its own cases may all pass: an answer written inline
-    if result.stopped and result.stopped.startswith(f"{outcome.name} was not graded:"):
-        return "not graded"             # the grading's --budget ran out before it
-    if result.stopped and result.stopped.endswith(f"and {outcome.name} calls it"):
-        return "blocked"                # by another exercise's blank, in a student's own copy
+    if result.kind:                     # a stub that raised, or the grading's --budget ran out
+        return result.kind
     return "error" if result.stopped and not result.rows else "failed"
 
 
