@@ -138,17 +138,19 @@ def test_the_readme_of_a_homework_with_an_instructors_file_says_to_upload_the_fo
     (("from minitf.backend", "import not_a_module_anywhere\nfrom minitf.backend"),
      "importing it raised ModuleNotFoundError"),
 ])
-def test_a_file_that_raises_says_where_not_that_every_answer_would_fail(tmp_path, change, who):
+@pytest.mark.parametrize("name", [OPS.name, "my ops.py"])      # a space: the line was lost
+def test_a_file_that_raises_says_where_not_that_every_answer_would_fail(tmp_path, change, who,
+                                                                        name):
     """A check_<name>() that raised, or an import that failed, was worded "its own
     rmsnorm_backward fails check_rmsnorm_backward(), so every answer would": the answer blamed,
     and no line to look at."""
-    bad = tmp_path / OPS.name
+    bad = tmp_path / name
     bad.write_text(OPS.read_text(encoding="utf-8").replace(*change, 1), encoding="utf-8")
     with pytest.raises(ValueError) as err:
         homework.make(tmp_path / "out", files=[bad])
     said = str(err.value)
     assert said.startswith(f"--file {bad}: graded with its own answers, {who}"), said
-    assert f"({OPS.name}, line " in said and "every answer" not in said and "\n" not in said
+    assert f"({name}, line " in said and "every answer" not in said and "\n" not in said
     assert not (tmp_path / "out").exists()
 
 

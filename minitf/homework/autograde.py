@@ -232,7 +232,7 @@ def check_own_file(path: Path, names) -> None:
                    else "it built no case to check")
             # raised in the file itself: its check, its answer or its import is at fault, and
             # its line says where (not "every answer would fail", which blames the answer)
-            frames = re.findall(r"^\s+(\S+), line (\d+), in (\S+)$", result.stopped or "", re.M)
+            frames = re.findall(r"^  (\S.*), line (\d+), in (\S+)$", result.stopped or "", re.M)
             if frames:
                 file, line, function = frames[-1]
                 who = "importing it" if function == "<module>" else f"its {function}()"
