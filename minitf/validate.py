@@ -110,7 +110,8 @@ def check_shape(x, name: str, spec, where: str) -> None:
 
 @at_the_boundary
 def check_float(x, name: str, where: str, min_ndim: int = 0) -> None:
-    """TypeError unless ``x`` is an array of floats with at least ``min_ndim`` axes.
+    """TypeError unless ``x`` is an array of floats; ValueError unless it has at least
+    ``min_ndim`` axes.
 
     Where the math needs fractions -- an exp, a random mask, a rotation -- an integer or boolean
     array would either fail deep inside NumPy or, worse, be truncated back to integers.

@@ -10,6 +10,7 @@
     grade       the learner's function graded in place of minitf's own; the report
     stand_in    putting it where minitf looks up its own, and noting which ran
     diagnose    the signatures of classic mistakes, as hints
+    time_limit  an answer that never returns costs its own exercise; a whole grading's budget
 """
 from __future__ import annotations
 

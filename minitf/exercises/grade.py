@@ -222,8 +222,9 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
 def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
               reference=None, called: list = (), noted: set | None = None) -> Result:
     """Grade ``exercise`` by the registry ``cases``, as they are now: whatever stands in for
-    what is the caller's business. ``exercise`` needs only a name, an attribute and a mistake.
-    ``returned`` and ``called``: lists holding what the learner's function last returned and
+    what is the caller's business. ``exercise`` needs a name, an attribute, a mistake and an
+    upstream (its helpers and stands_in are optional: see FileExercise). ``returned`` and
+    ``called``: lists holding what the learner's function last returned and
     the (args, kwargs) it got in the case (see grade), to say what minitf could not use when it
     raises after that function returned; ``reference``: minitf's own function, to count what it
     returns and to say what it returns there. A case that never called the function checks the

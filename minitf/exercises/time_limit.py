@@ -10,8 +10,9 @@ single NumPy call that never returns cannot be interrupted this way, nor code th
 TookTooLong and runs on: GRACE_SECONDS past the limit a watchdog thread ends the process, in one
 line (a grading with --json takes that as an exercise that ended it, and --resume grades the
 rest). Where there is no alarm (Windows, or a thread other than the main one) the block runs
-without a limit. Limits do not nest: the grader sets one at a time. A Budget bounds a whole grading, as Gradescope's own timeout
-does: what is left of it shortens the last exercises' limits.
+without a limit. Limits do not nest: the grader sets one at a time. A Budget bounds a whole
+grading, as Gradescope's own timeout does: what is left of it shortens the last exercises'
+limits.
 """
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ from contextlib import contextmanager
 
 EXERCISE_SECONDS = 60      # one exercise, every case: all but a composite's take under 1 s
 # A composite exercise (level 5: a block's or a whole model's chain): its checks difference
-# every weight, 20 s for
-# Transformer.backward on a core of an AMD EPYC (benchmarks/RESULTS.md, thirtieth entry), and
-# Gradescope runs a grader on half a virtual CPU by default
+# every weight, 20 s for Transformer.backward on a core of an AMD EPYC (benchmarks/RESULTS.md,
+# thirtieth entry), and Gradescope runs a grader on half a virtual CPU by default
 COMPOSITE_SECONDS = 240
 TRACE_SECONDS = 10         # one registry case's forward and backward, run once to trace calls
 # Past the limit, the time the block has to end before the process is ended: code that catches
@@ -100,7 +100,8 @@ class Budget:
     grading taken up by a new process counts from the first one's start): on Gradescope, a run
     past the assignment's timeout is killed and scores 0 with nothing shown, however many
     exercises it had graded. Each exercise runs for at most its own limit (seconds_for) or what
-    is left, whichever is less; once nothing is left, the rest are not graded. ``seconds`` None: no budget.
+    is left, whichever is less; once nothing is left, the rest are not graded. ``seconds``
+    None: no budget.
     """
 
     def __init__(self, seconds: float | None = None, started: float | None = None):

@@ -11,6 +11,7 @@
     graded_by the registry cases that grade each exercise, fixed when the homework is made
     points    what each exercise is worth (make --points; 1 by default), all or nothing
     printed   what a submission prints while graded: to the terminal, and kept for results.json
+    guard     the reference's solution files, which the code graded may not open
     journal   a results.json written before each exercise, so a crash costs one (--resume)
     autograder the autograder zip (setup.sh, run_autograder, the reference that grades)
     submission a student's files in a submission folder or zip: found, unpacked, refused

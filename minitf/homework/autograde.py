@@ -12,8 +12,9 @@ minitf.gradcheck FunctionCase or ModuleCase (or a dict of them, by label), built
 submitted file, so the backward under test is the student's.
 
 Each exercise scores its points (1 unless make's --points said otherwise: minitf.homework.points)
-when every tensor of every case is within minitf's tolerance, else 0; ``gradescope()`` writes
-the results in Gradescope's autograder format (results.json).
+when every tensor of every case is within minitf's tolerance, else 0; ``gradescope_test()`` and
+``gradescope_results()`` put the results in Gradescope's autograder format, which the journal
+(minitf.homework.journal) writes to results.json.
 """
 from __future__ import annotations
 

@@ -57,7 +57,9 @@ PROGRESS_KEYS = ("tests", "running", "seconds", "note", "started")
 
 
 def _progress_in(path: Path):
-    """What ``path`` holds if a journal wrote it (a JSON object of PROGRESS_KEYS), else None."""
+    """What ``path`` holds if a journal wrote it (a JSON object of PROGRESS_KEYS), else None.
+    Its "of" (which grading it was) is not asked for here: a journal's file without one is still
+    a journal's, to be replaced, and _take_up finds it of no use."""
     try:
         left = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):        # unreadable, not UTF-8, not JSON

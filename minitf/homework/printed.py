@@ -24,8 +24,9 @@ PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and
 
 
 class Printed(io.TextIOBase):
-    """Standard output that still reaches the terminal, with a copy of its first lines kept:
-    what a submitted file prints while it is graded, for its test's output in results.json.
+    """Standard output (or error) that still reaches the terminal, with a copy of its first
+    lines kept: what a submitted file prints (or warns) while it is graded, for its test's
+    output in results.json.
     The copy holds at most PRINTED_LINES lines of PRINTED_LINE_CHARS (+1, to know one was cut),
     however much is printed; the lines after them are only counted. The terminal gets the first
     PASSED_THROUGH lines, then one saying that the rest is only counted."""
