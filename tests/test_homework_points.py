@@ -101,6 +101,8 @@ def test_points_homework_json_cannot_hold_are_refused_before_grading(made, tmp_p
     ("softmax_backward=two", "--points: 'softmax_backward=two' is no NAME=N; wanted"),
     ("relu_backward=2,relu_backward=3", "--points: relu_backward is given twice; wanted each "
                                         "exercise once"),
+    ("relu_backward=2,ReLU_backward=3", "--points: relu_backward is given twice; wanted each "
+                                        "exercise once"),
 ])
 def test_bad_points_are_one_line_and_nothing_is_written(points, said, tmp_path, capsys):
     out = tmp_path / "hw"
@@ -117,3 +119,14 @@ def test_points_from_python_are_a_dict_of_numbers(tmp_path):
     with pytest.raises(ValueError, match="relu_backward='2'; wanted NAME=N pairs"):
         homework.make(tmp_path / "hw", NAMES, points={"relu_backward": "2"})
     assert not (tmp_path / "hw").exists()
+
+
+def test_points_name_an_exercise_as_exercises_does_in_any_case(tmp_path):
+    """--exercises took Relu_Backward; --points refused it as no exercise of the homework."""
+    out = tmp_path / "hw"
+    assert cli.main(["homework", "make", "--exercises", "Relu_Backward,MultiHeadAttention.backward",
+                     "--points", "RELU_backward=2,multiheadattention_backward=3",
+                     "--out", str(out)]) == 0
+    data = json.loads((out / "homework.json").read_text(encoding="utf-8"))
+    assert {e["name"]: e["points"] for e in data["exercises"]} == {
+        "relu_backward": 2.0, "MultiHeadAttention.backward": 3.0}

@@ -47,13 +47,31 @@ def check(points, names: list, where: str) -> dict:
     if not isinstance(points, dict):
         raise TypeError(f"{where}: points must be a dict {{exercise name: points}}; got "
                         f"{reprlib.repr(points)}")
-    for name, value in points.items():
-        if name not in names:
-            raise ValueError(f"{where}: {name!r} is no exercise of this homework; wanted one of "
+    worth = {}
+    for given, value in points.items():
+        name = _named(given, names)
+        if name is None:
+            raise ValueError(f"{where}: {given!r} is no exercise of this homework; wanted one of "
                              f"{', '.join(names)}")
+        if name in worth:
+            raise ValueError(f"{where}: {name} is given twice; wanted each exercise once")
         if not _is_points(value):
-            raise ValueError(f"{where}: {name}={value!r}; {WANTED}")
-    return {name: float(points.get(name, 1)) for name in names}
+            raise ValueError(f"{where}: {given}={value!r}; {WANTED}")
+        worth[name] = value
+    return {name: float(worth.get(name, 1)) for name in names}
+
+
+def _named(given, names: list):
+    """The exercise of ``names`` that ``given`` names, as --exercises reads a name: in any case,
+    or as its file ("MultiHeadAttention_backward"). None if none."""
+    if given in names or not isinstance(given, str):
+        return given if given in names else None
+    from minitf.exercises import find
+    try:
+        given = find(given).name
+    except ValueError:            # no catalogue exercise: an instructor's own, by its case
+        pass
+    return {name.lower(): name for name in names}.get(given.lower())
 
 
 def _is_points(value) -> bool:
