@@ -9,7 +9,6 @@ and what was wanted -- not three frames deep inside a matmul. Shapes are describ
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import numbers
 import os
@@ -320,55 +319,6 @@ def check_finite(x, name: str, where: str) -> None:
                          f"wanted finite numbers")
 
 
-def gradient_of(what: str, output_shape):
-    """Decorate a functional backward, ``op_backward(dy, cache)``: a dy that is not a float
-    array of the shape of the forward's output is refused in one line, before any arithmetic
-    (a dy of another shape would otherwise fail deep in a matmul or, worse, broadcast into a
-    gradient of the wrong shape).
-
-    what: the output's name in the message, e.g. "linear's y".
-    output_shape(cache) -> that output's shape, read from the cache the forward returned: a
-    tuple of ints, an axis spec (see the module docstring) where the cache knows only some axes,
-    or None where it knows none. Skipped inside a model, as every check; the exercises grade the
-    undecorated body (``inspect.unwrap`` sees through this).
-    """
-    def decorate(backward):
-        where = backward.__name__
-        dy_name = next(iter(inspect.signature(backward).parameters))     # dy, dout, dp, dH, …
-
-        @functools.wraps(backward)
-        def checked(dy, cache, *args, **kwargs):
-            _check_gradient(dy, dy_name, output_shape, cache, where, what)
-            return backward(dy, cache, *args, **kwargs)
-        return checked
-    return decorate
-
-
-# One code object is shared by every backward's wrapper: the code tools that follow calls see
-# through (minitf.exercises.tracing counts a layer's call to its op as one call, not two).
-_GRADIENT_CHECK_CODE = gradient_of("", lambda cache: None)(lambda dy, cache: None).__code__
-
-
-def is_gradient_check(code) -> bool:
-    """True for the code of the wrapper that gradient_of puts around a backward."""
-    return code is _GRADIENT_CHECK_CODE
-
-
-@at_the_boundary
-def _check_gradient(dy, name: str, output_shape, cache, where: str, what: str) -> None:
-    check_float(dy, name, where)
-    _refuse_the_forward_pair(cache, dy, where)
-    shape = output_shape(cache)                  # read only when checked: not inside a model
-    if shape is None:
-        return
-    if all(isinstance(size, int) for size in shape):
-        if tuple(dy.shape) != tuple(shape):
-            raise ValueError(f"{where}: {name} has shape {_shape_text(dy.shape)}; wanted "
-                             f"{_shape_text(shape)}, the shape of {what}")
-    else:
-        check_shape(dy, name, shape, where)
-
-
 def is_real_number(value) -> bool:
     """Whether ``value`` is one real number: a Python int or float (not a bool), a NumPy scalar
     or a 0-d array of one. A loss, its gradient, what an evaluation returns."""
@@ -379,32 +329,6 @@ def is_real_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _refuse_the_forward_pair(cache, dy, where: str) -> None:
-    """The classic slip, the forward's whole return, (y, cache), passed as the cache, refused in
-    one line (it failed deep inside, or ran on the wrong arrays). No cache of minitf's is a pair
-    whose first element has the output's shape, or is a loss's number."""
-    if not (isinstance(cache, tuple) and len(cache) == 2
-            and (cache[1] is None or is_array(cache[1]) or isinstance(cache[1], tuple))):
-        return                        # (None: the cache of a dropout that dropped nothing)
-    y = cache[0]
-    if (tuple(y.shape) == tuple(getattr(dy, "shape", ())) if is_array(y) else
-            isinstance(y, numbers.Real) and getattr(dy, "ndim", 0) == 0):
-        raise ValueError(f"{where}: cache is the (output, cache) pair that "
-                         f"{where.removesuffix('_backward')} returned; wanted its second element")
-
-
-def check_loss_gradient(dloss, where: str, cache=None) -> None:
-    """ValueError unless ``dloss`` is one number (a Python number or a 0-d array): the gradient of
-    a loss, which is one number too; an array would broadcast into every entry's gradient. Given
-    the ``cache``, also refuses the forward's (loss, cache) pair in its place."""
-    if getattr(dloss, "ndim", 0):
-        raise ValueError(f"{where}: dloss has shape {tuple(dloss.shape)}; wanted a scalar, the "
-                         f"gradient of the one loss (usually 1.0)")
-    if not is_real_number(dloss):
-        raise TypeError(f"{where}: dloss is {dloss!r}; wanted a real number (usually 1.0)")
-    _refuse_the_forward_pair(cache, dloss, where)
-
-
 def not_real_numbers(x) -> str:
     """Why the array ``x`` cannot hold weights -- it must hold finite real numbers -- or ''."""
     if x.dtype.kind not in "fiu":
@@ -412,16 +336,3 @@ def not_real_numbers(x) -> str:
     if x.dtype.kind == "f" and not bool(get_array_module(x).isfinite(x).all()):
         return "holds NaN or infinite values; wanted finite numbers"
     return ""
-
-
-@at_the_boundary
-def check_like(dy, name: str, shape, dtype, where: str, what: str) -> None:
-    """ValueError/TypeError unless ``dy`` is an array of exactly ``shape`` and ``dtype`` -- a
-    gradient must have the shape and dtype of what it is the gradient of (``what``)."""
-    check_array(dy, name, where)
-    if tuple(dy.shape) != tuple(shape):
-        raise ValueError(f"{where}: {name} has shape {_shape_text(dy.shape)}; wanted "
-                         f"{_shape_text(shape)}, the shape of {what}")
-    if dy.dtype != dtype:
-        raise TypeError(f"{where}: {name} has dtype {dy.dtype}; wanted {dtype}, "
-                        f"the dtype of {what}")

@@ -24,7 +24,7 @@ from minitf import gradcheck_cases
 from minitf.backend import precision
 from minitf.exercises.time_limit import TRACE_SECONDS, TookTooLong, time_limit
 from minitf.gradcheck import ModuleCase, run_backward
-from minitf.validate import is_gradient_check
+from minitf.validate_gradients import is_gradient_check
 
 
 # Only minitf's own functions are noted (the code graded is minitf's, or a homework copy of it):

@@ -9,7 +9,8 @@ import math
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import erf, float_errors_ignored, get_array_module, rand
 from minitf.validate import (at_the_boundary, check_array, check_flags, check_float,
-                             check_probability, gradient_of)
+                             check_probability)
+from minitf.validate_gradients import gradient_of
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_CUBIC = 0.044715

@@ -19,8 +19,9 @@ from minitf.functional.activation import dropout, dropout_backward
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import as_additive_mask, causal_mask
 from minitf.functional.softmax import softmax, softmax_backward
-from minitf.validate import (at_the_boundary, check_broadcast, check_float, check_ids,
-                             check_int, check_probability, check_real, check_shape, gradient_of)
+from minitf.validate import (at_the_boundary, check_broadcast, check_float, check_ids, check_int,
+                             check_probability, check_real, check_shape)
+from minitf.validate_gradients import gradient_of
 
 AttentionCache = namedtuple("AttentionCache",
                             ["q", "k", "v", "probs", "scale", "bias_shape", "dropout"])

@@ -4,7 +4,8 @@
 """
 from minitf.array_ops import row_dot, row_sum, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import at_the_boundary, check_float, check_real, check_shape, gradient_of
+from minitf.validate import at_the_boundary, check_float, check_real, check_shape
+from minitf.validate_gradients import gradient_of
 
 
 @at_the_boundary

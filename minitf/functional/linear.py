@@ -5,8 +5,8 @@
 """
 from minitf.array_ops import scatter_add, sum_over_positions
 from minitf.backend import get_array_module
-from minitf.validate import (at_the_boundary, check_ids, check_int, check_shape, gradient_of,
-                             plain_int)
+from minitf.validate import at_the_boundary, check_ids, check_int, check_shape, plain_int
+from minitf.validate_gradients import gradient_of
 
 
 @at_the_boundary

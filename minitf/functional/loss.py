@@ -3,7 +3,8 @@ rather than a class. (The classification loss, cross-entropy, lives beside softm
 
     mse_loss:   L = (1 / N) Σ_i (pred_i − target_i)²       over all N entries
 """
-from minitf.validate import check_float, check_like, check_loss_gradient
+from minitf.validate import check_float
+from minitf.validate_gradients import check_like, check_loss_gradient
 
 
 def mse_loss(pred, target):

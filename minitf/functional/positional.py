@@ -19,7 +19,8 @@ from minitf.backend import float_dtype, float_dtype_named, get_array_module
 from minitf.functional.linear import embedding, embedding_backward
 from minitf.functional.masks import query_key_lengths
 from minitf.validate import (at_the_boundary, check_flags, check_float, check_ids, check_int,
-                             check_real, check_shape, gradient_of, plain_int)
+                             check_real, check_shape, plain_int)
+from minitf.validate_gradients import gradient_of
 
 
 def _check_positions(n, offset, base, where):

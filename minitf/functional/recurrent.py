@@ -16,7 +16,8 @@ d_in), where these are (d_in, 4·d_h), and it has two biases, b_ih and b_hh, who
 """
 from minitf.backend import get_array_module
 from minitf.functional.linear import linear, linear_backward
-from minitf.validate import check_same, check_shape, gradient_of
+from minitf.validate import check_same, check_shape
+from minitf.validate_gradients import gradient_of
 
 
 def _check(x, states, W_x, W_h, b, n_gates: int, where: str) -> None:

@@ -9,8 +9,8 @@ import math
 from minitf.array_ops import row_dot, row_max, row_sum
 from minitf.backend import float_errors_ignored, get_array_module, is_int
 from minitf.validate import (at_the_boundary, check_array, check_float, check_ids, check_int,
-                             check_like, check_loss_gradient, check_probability, check_shape,
-                             gradient_of)
+                             check_probability, check_shape)
+from minitf.validate_gradients import check_like, check_loss_gradient, gradient_of
 
 REDUCTIONS = ("mean", "sum")
 

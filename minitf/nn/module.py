@@ -20,8 +20,9 @@ from contextlib import contextmanager
 from minitf.backend import (backend_of, check_backend_name, float_dtype_named,
                             float_errors_ignored, get_array_module, is_array, to_device, to_numpy)
 from minitf.nn.parameter import Parameter
-from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_like, check_shape,
-                             nesting, not_real_numbers)
+from minitf.validate import (at_the_boundary, check_dtype, check_flags, check_shape, nesting,
+                             not_real_numbers)
+from minitf.validate_gradients import check_like
 
 _NO_CACHE = object()   # "forward has not run" -- distinct from a cache that is legitimately None
 _UNRECORDED = object()  # "forward has run, its output not recorded" (see _recording_output)
