@@ -210,6 +210,14 @@ def _check_flags(config: RunConfig) -> None:
         check_resume(config, checkpoint.read_meta(config.resume))
     if config.model == "transformer":
         check_model_flags(config.d_model, config.n_heads, config.positional)
+    if not 0 <= _warmup(config) < config.decay_steps:
+        raise ValueError(f"--warmup {_warmup(config)}: wanted 0 ≤ warmup < --decay-steps "
+                         f"{config.decay_steps}")
+
+
+def _warmup(config: RunConfig) -> int:
+    """The warm-up steps: --warmup, else a tenth of the decay, at most 50."""
+    return min(50, config.decay_steps // 10) if config.warmup is None else config.warmup
 
 
 def _train(config: RunConfig, text: str, out: Path, log) -> dict:
@@ -217,10 +225,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     tokenizer = data.CharTokenizer.fit(text)
     if config.resume:           # the rest of the resume was checked before the text was read
         check_same_characters(config, checkpoint.read_meta(config.resume), tokenizer)
-    warmup = min(50, config.decay_steps // 10) if config.warmup is None else config.warmup
-    if not 0 <= warmup < config.decay_steps:
-        raise ValueError(f"--warmup {warmup}: wanted 0 ≤ warmup < --decay-steps "
-                         f"{config.decay_steps}")
+    warmup = _warmup(config)
     settings = asdict(replace(config, out=str(out), warmup=warmup))   # what --resume reads back
     train_ids, val_ids = data.split(tokenizer.encode(text))
     if len(val_ids) < config.context + 1:          # the held-out tenth must hold one window

@@ -247,6 +247,10 @@ def test_a_warmup_that_does_not_fit_is_one_line(text, tmp_path, capsys):
     assert train(text, "--steps", "10", "--decay-steps", "10", "--warmup", "10",
                  "--out", str(tmp_path / "run")) == 2
     assert "--warmup 10: wanted 0 ≤ warmup < --decay-steps 10" in one_line(capsys)
+    # refused before the text is read, as the other flags are (a large --text takes a while)
+    assert train(str(tmp_path / "no such text.txt"), "--steps", "10", "--decay-steps", "10",
+                 "--warmup", "10", "--out", str(tmp_path / "run")) == 2
+    assert "--warmup 10: wanted 0 ≤ warmup < --decay-steps 10" in one_line(capsys)
 
 
 def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys):
