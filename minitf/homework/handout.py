@@ -223,9 +223,8 @@ Check your work from this folder (it holds its own copy of minitf; you need NumP
 Here the rest of minitf is your copy: an exercise that calls another one is graded with your
 version of it, so a wrong answer can fail an exercise that calls it, whose report then names it
 (pass them in the table's order). Your instructor grades the same way, against minitf's
-reference, so there each exercise
-is graded on its own; what your code prints there, and the warnings it gives, are shown under
-its exercise's result.
+reference, so there each exercise is graded on its own; what your code prints there, and the
+warnings it gives, are shown under its exercise's result.
 """
 
 
