@@ -208,14 +208,16 @@ class Backward:
     ``tensors`` maps a tensor's name ("x", "input x", "param W") to the pair (the array it is the
     gradient of, the gradient backward gave for it -- None where nothing came back); ``loss()``
     is L = Σ g ⊙ forward(), which numerical_gradient differentiates; ``returned`` is exactly what
-    backward returned, as a tuple (for telling a learner that a gradient is missing);
-    ``changed`` holds, by name, what of dy and the cache the backward overwrote (see _handed).
+    backward returned, as a tuple (for telling a learner that a gradient is missing), and
+    ``bare`` whether it was one value, not a tuple; ``changed`` holds, by name, what of dy and
+    the cache the backward overwrote (see _handed).
     """
     tensors: dict
     loss: Callable
     g: object
     returned: tuple
     changed: dict = field(default_factory=dict)    # {"dy": dy, …}: written into in place
+    bare: bool = False
 
 
 def _upstream_gradient(y, seed_value: int):
@@ -286,18 +288,19 @@ def run_backward(case, seed_value: int = 1, g=None) -> Backward:
     # a module's cache taken now: its backward pops it
     handed = _handed(dy, y, cache if module is None else vars(module).get("_cache"))
     before = {name: array.copy() for name, array in handed.items()}
+    raw = case.backward(dy, cache) if module is None else module.backward(dy)
+    returned = as_tuple(raw)
     if module is None:
-        returned = as_tuple(case.backward(dy, cache))
         grads = dict(zip(case.wrt, returned))
         tensors = {name: (case.inputs[name], grads.get(name)) for name in case.wrt}
     else:
-        returned = as_tuple(module.backward(dy))
         grads = dict(zip(case.inputs, returned))
         tensors = {f"input {name}": (x, grads.get(name)) for name, x in case.inputs.items()}
         tensors.update({f"param {name}": (p.data, p.grad.copy())
                         for name, p in module.named_parameters()})
     changed = {name: array for name, array in handed.items() if not same(array, before[name])}
-    return Backward(tensors, lambda: float((forward()[0] * g).sum()), g, returned, changed)
+    return Backward(tensors, lambda: float((forward()[0] * g).sum()), g, returned, changed,
+                    bare=not isinstance(raw, tuple))
 
 
 def _nothing_overwritten(run: Backward, name: str) -> None:

@@ -85,3 +85,37 @@ def test_residual_and_stack_are_graded_on_their_context_paths():
         return dy, d_memory
 
     assert not grade(find("Stack.backward"), two_always).passed
+
+
+def test_a_bias_gradient_where_there_is_no_bias_fails():
+    """attention_backward returning a dbias when the case has no bias got full marks, and then
+    every MultiHeadAttention read the array as a relative bias's gradient."""
+    attention_backward = _reference("attention_backward")
+
+    def always_dbias(dout, cache):
+        dq, dk, dv, dbias = attention_backward(dout, cache)
+        return dq, dk, dv, dbias if dbias is not None else np.zeros(cache.probs.shape)
+
+    result = grade(find("attention_backward"), always_dbias, cases=["attention"])
+    assert not result.passed
+    assert ("the backward returned an array of shape (2, 3, 4, 5) as its value 4 of 4, where "
+            "minitf's own attention_backward returns None in this case; wanted None there") in \
+        _hints(result)
+    assert grade(find("attention_backward"), attention_backward, cases=["attention"]).passed
+
+
+def test_a_module_backward_that_returns_a_tuple_for_one_gradient_fails():
+    """Residual.backward always returning (dx, *dcontext) got full marks: the check made a tuple
+    of whatever came back, and EncoderBlock then got a tuple for its dx."""
+    reference = find("Residual.backward").reference
+
+    def always_a_tuple(self, dy):
+        back = reference(self, dy)
+        return back if isinstance(back, tuple) else (back,)
+
+    result = grade(find("Residual.backward"), always_a_tuple)
+    assert not result.passed
+    assert "the backward returned a tuple of 1: an array of shape (2, 3, 6); wanted an array " \
+           "of shape (2, 3, 6), as minitf's own Residual.backward returns" in _hints(result)
+    # the cross-attention case, whose context gets a gradient, returns a tuple: passes there
+    assert {case for case, _ in result.problems} == {"Residual, post-LN", "Residual, pre-LN"}

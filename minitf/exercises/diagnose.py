@@ -135,29 +135,55 @@ def value_problem(name: str, x, dx, numeric, dx_other, mistake: str,
 
 
 def miscounted(exercise, case, run, reference) -> list[str] | None:
-    """Lines saying that a backward returned more than it should, or None: the check pairs what
-    came back with the inputs and dropped the rest unseen, and the answer then broke where
-    minitf called it. A module's backward returns one gradient per input (None for ids), and
-    nothing but None beyond them; the learner's functional backward returns what minitf's own
-    (``reference``) returns for that case: one array, or a tuple of as many. Too few is not
-    said here: each missing one is "no gradient came back for it"."""
-    back = run.returned[0] if len(run.returned) == 1 else run.returned   # as backward gave it
-    if getattr(case, "module", None) is not None:
-        if all(v is None for v in run.returned[len(case.inputs):]):
-            return None
-        wanted = f"{len(case.inputs)}, one per input ({', '.join(case.inputs) or 'none'})"
-    elif reference is not None and getattr(case.backward, "stands_in_for", None) == exercise.name:
-        with seed(1):                                # the case's forward, as run_backward ran it
-            _, cache = case.forward(**case.inputs, **case.options)
-        theirs = reference(run.g.copy(), cache)
-        if isinstance(theirs, tuple) == isinstance(back, tuple) and \
-                len(run.returned) <= len(as_tuple(theirs)):
-            return None
-        wanted = f"{described(theirs)}, as minitf's own {exercise.attribute} returns"
-    else:
+    """Lines saying that a backward returned more than it should, or in another form, or None:
+    the check pairs what came back with the inputs and dropped the rest unseen, and the answer
+    then broke where minitf called it. A module's backward returns one gradient per input (None
+    for ids), and nothing but None beyond them; where the learner's backward is the case's own,
+    it returns what minitf's own (``reference``) returns for that case: one array, or a tuple
+    of as many, with None where minitf's is None (attention's dbias when there is no bias: a
+    caller tells from None that there is nothing to add). Too few is not said here: each
+    missing one is "no gradient came back for it"."""
+    back = run.returned[0] if run.bare else run.returned              # as backward gave it
+    module = getattr(case, "module", None)
+    if module is not None and not all(v is None for v in run.returned[len(case.inputs):]):
+        return _returned_not(back, f"{len(case.inputs)}, one per input "
+                                   f"({', '.join(case.inputs) or 'none'})")
+    theirs = _reference_returns(exercise, case, run, reference)
+    if theirs is None:
         return None
+    mine, ours = len(run.returned), len(as_tuple(theirs))
+    if mine > ours or mine == ours and isinstance(theirs, tuple) == run.bare:
+        return _returned_not(back, f"{described(theirs)}, as minitf's own {exercise.name} returns")
+    extra = [i for i, (given, own) in enumerate(zip(run.returned, as_tuple(theirs)), 1)
+             if own is None and given is not None]
+    if extra:
+        return [f"the backward returned {described(run.returned[extra[0] - 1])} as its value "
+                f"{extra[0]} of {len(run.returned)}, where minitf's own {exercise.name} "
+                f"returns None in this case; wanted None there",
+                "hint: None says there is no such gradient (no bias given, say): its caller "
+                "reads it so, and adds nothing"]
+    return None
+
+
+def _returned_not(back, wanted: str) -> list[str]:
     return [f"the backward returned {described(back)}; wanted {wanted}",
             "hint: return what the docstring's -> line says: one array, or a tuple in that order"]
+
+
+def _reference_returns(exercise, case, run, reference):
+    """What minitf's own backward returns for the case, where the case's own backward is the
+    learner's (a layer that calls theirs is not asked); None where it is not, or no reference.
+    Run on the case's forward again, as run_backward ran it (the same dropout masks)."""
+    module = getattr(case, "module", None)
+    own = getattr(type(module), "backward", None) if module is not None else case.backward
+    if reference is None or getattr(own, "stands_in_for", None) != exercise.name:
+        return None
+    with seed(1):
+        if module is not None:
+            module(*case.inputs.values(), **case.options)
+            return reference(module, run.g.copy())
+        _, cache = case.forward(**case.inputs, **case.options)
+    return reference(run.g.copy(), cache)
 
 
 def assigned_not_added(name: str, g) -> list[str] | None:
