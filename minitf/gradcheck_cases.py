@@ -47,6 +47,13 @@ def _():
                         {"x": randn(2, 3, 4), "W": randn(4, 5), "b": randn(5)}, ("x", "W", "b"))
 
 
+@case("linear, rows (2-D x)")
+def _():
+    # a classifier's head gets a (b, d) batch of pooled rows, not (b, n, d) sequences
+    return FunctionCase(F.linear, F.linear_backward,
+                        {"x": randn(3, 4), "W": randn(4, 5), "b": randn(5)}, ("x", "W", "b"))
+
+
 @case("embedding")
 def _():
     return FunctionCase(F.embedding, F.embedding_backward,
@@ -79,6 +86,13 @@ def _():
 @case("dropout")
 def _():
     return FunctionCase(F.dropout, F.dropout_backward, {"x": randn(3, 6)}, ("x",), {"p": 0.3})
+
+
+@case("dropout, evaluation (nothing dropped: the cache is None)")
+def _():
+    # most of minitf's calls are of this kind: every layer's dropout at p = 0 or in eval mode
+    return FunctionCase(F.dropout, F.dropout_backward, {"x": randn(3, 6)}, ("x",),
+                        {"p": 0.3, "training": False})
 
 
 @case("softmax")

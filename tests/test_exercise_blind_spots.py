@@ -119,3 +119,22 @@ def test_a_module_backward_that_returns_a_tuple_for_one_gradient_fails():
            "of shape (2, 3, 6), as minitf's own Residual.backward returns" in _hints(result)
     # the cross-attention case, whose context gets a gradient, returns a tuple: passes there
     assert {case for case, _ in result.problems} == {"Residual, post-LN", "Residual, pre-LN"}
+
+
+def test_answers_right_only_for_the_shapes_of_the_first_cases_fail():
+    """A dropout_backward without its cache-is-None branch, and a linear_backward written for
+    3-D x only, got full marks: no case had a dropout that dropped nothing (116 of minitf's 230
+    calls of it in the registry do) or a 2-D x (a classifier's head)."""
+    result = grade(find("dropout_backward"), lambda dy, cache: dy * cache)
+    assert not result.passed and "TypeError: unsupported operand" in result.stopped
+    assert "'dropout, evaluation (nothing dropped: the cache is None)'" in result.stopped
+
+    def sequences_only(dy, cache):
+        x, W, has_bias = cache
+        return dy @ W.T, np.einsum("bni,bno->io", x, dy), \
+            dy.sum(axis=(0, 1)) if has_bias else None
+
+    result = grade(find("linear_backward"), sequences_only)
+    assert not result.passed and "in case 'linear, rows (2-D x)'" in result.stopped
+    for name in ("dropout_backward", "linear_backward"):
+        assert grade(find(name), _reference(name)).passed

@@ -42,7 +42,8 @@ def test_find_takes_any_case_and_the_file_name():
 
 def test_grading_cases_are_traced_from_the_registry():
     assert grading_cases(find("relu_backward")) == ("relu", "ReLU")
-    assert grading_cases(find("linear_backward")) == ("linear", "Linear", "Linear, no bias")
+    assert grading_cases(find("linear_backward")) == ("linear", "linear, rows (2-D x)", "Linear",
+                                                      "Linear, no bias")
     assert grading_cases(find("relative_bias_backward")) == ("relative_bias",
                                                              "RelativePositionBias")
     mha = grading_cases(find("MultiHeadAttention.backward"))

@@ -3,7 +3,7 @@
 minitf.exercises.tracing finds them by running every registry case once and watching which
 backward it calls. On the reference that is right. Inside a student's homework copy it is not:
 a blank stub raises at its first call, so a whole model's trace stops there and looks like a
-layer that hands its work to that one backward (linear_backward, graded by 3 cases, seemed
+layer that hands its work to that one backward (linear_backward, graded by a few cases, seemed
 graded by 10, DecoderLM's among them); and an answer that never returns is run case after case,
 each under the trace's own limit, before any grading starts -- minutes of silence.
 
