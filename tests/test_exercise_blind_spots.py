@@ -138,3 +138,24 @@ def test_answers_right_only_for_the_shapes_of_the_first_cases_fail():
     assert not result.passed and "in case 'linear, rows (2-D x)'" in result.stopped
     for name in ("dropout_backward", "linear_backward"):
         assert grade(find(name), _reference(name)).passed
+
+
+def test_a_backward_that_returns_a_buffer_it_reuses_fails():
+    """A linear_backward writing dx into one buffer kept between calls got full marks: each case
+    ran the backward once. In a Stack the first block's dx was overwritten by the second's."""
+    buffers = {}
+
+    def reusing(dy, cache):
+        x, W, has_bias = cache
+        dy_rows, x_rows = dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1])
+        dx = buffers.setdefault(x.shape, np.empty((x_rows.shape[0], W.shape[0])))
+        np.matmul(dy_rows, W.T, out=dx)
+        return dx.reshape(x.shape), x_rows.T @ dy_rows, dy_rows.sum(axis=0) if has_bias else None
+
+    result = grade(find("linear_backward"), reusing, cases=["linear"])
+    assert not result.passed
+    assert "x: your gradient changed when the backward ran again, for another upstream " \
+           "gradient: it returned an array it keeps" in _hints(result), _hints(result)
+    buffers.clear()
+    assert grade(find("linear_backward"), lambda dy, cache: tuple(
+        None if v is None else v.copy() for v in reusing(dy, cache)), cases=["linear"]).passed

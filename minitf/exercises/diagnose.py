@@ -186,6 +186,16 @@ def _reference_returns(exercise, case, run, reference):
     return reference(run.g.copy(), cache)
 
 
+def reused(moved: list) -> list[str]:
+    """Lines for gradients that changed when the backward ran again: it returned an array it
+    keeps (a buffer reused from call to call, or a view of one), which its next call rewrote."""
+    return [f"{moved[0]}: your gradient changed when the backward ran again, for another upstream "
+            f"gradient: it returned an array it keeps and writes into at the next call"
+            + (f" (so did {', '.join(moved[1:])})" if moved[1:] else ""),
+            "hint: return a new array from every call: a caller still holds the last one (a "
+            "model adds up its blocks' gradients after all of them have run)"]
+
+
 def assigned_not_added(name: str, g) -> list[str] | None:
     """[row name, lines] when a second backward without zero_grad() leaves some .grad other than
     twice the first's -- the backward assigned it (=) instead of adding into it (+=) -- or None.

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import minitf
 from minitf import gradcheck_cases
-from minitf.backend import backend_name, precision, randn, seed
+from minitf.backend import backend_name, is_array, precision, randn, seed
 from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
-                                       miscounted, not_written, shape_problem, stub_of, unusable,
-                                       value_problem, written_in_place)
+                                       miscounted, not_written, reused, shape_problem, stub_of,
+                                       unusable, value_problem, written_in_place)
 from minitf.exercises.stand_in import noting_calls, standing_in
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
@@ -183,7 +183,17 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
         result.rows.append(Row(name, "returned", (len(run.returned),), float("inf")))
         result.problems.append((name, miscount))
         return
-    other, numerics = None, {}
+    # a second backward, for another upstream gradient: what the first returned must not move
+    returned = {t: dx.copy() for t, (_, dx) in run.tensors.items() if is_array(dx)}
+    with seed(OTHER_UPSTREAM_SEED):
+        g = randn(*run.g.shape, dtype=run.g.dtype)
+    other = run_backward(gradcheck_cases.build(name), g=g)
+    moved = [t for t, dx in returned.items() if not same(run.tensors[t][1], dx)]
+    if moved:
+        result.rows.append(Row(name, moved[0], tuple(returned[moved[0]].shape), float("inf")))
+        result.problems.append((name, reused(moved)))
+        return
+    numerics = {}
     failures = len(result.problems)
     # the tensors a value came back for, None included (the rest: too few were returned)
     slots = case.wrt if hasattr(case, "wrt") else [f"input {k}" for k in case.inputs]
@@ -202,10 +212,6 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
             numeric = numerics[tensor] = numerical_gradient(run.loss, x)
             error = relative_error(dx, numeric)
             if not error <= TOLERANCE:
-                if other is None:
-                    with seed(OTHER_UPSTREAM_SEED):
-                        g = randn(*run.g.shape, dtype=run.g.dtype)
-                    other = run_backward(gradcheck_cases.build(name), g=g)
                 problem = value_problem(tensor, x, dx, numeric, other.tensors[tensor][1],
                                         exercise.mistake, exercise.upstream)
         result.rows.append(Row(name, tensor, tuple(x.shape), error))
