@@ -25,9 +25,9 @@ def case(name: str):
     return register
 
 
-def build(name: str):
-    """The case ``name``, built in float64 from seed 0 on the active backend."""
-    with precision("float64"), seed(0):
+def build(name: str, dtype: str = "float64"):
+    """The case ``name``, built in float64 (or ``dtype``) from seed 0 on the active backend."""
+    with precision(dtype), seed(0):
         return CASES[name]()
 
 

@@ -148,7 +148,7 @@ def test_a_backward_that_returns_a_buffer_it_reuses_fails():
     def reusing(dy, cache):
         x, W, has_bias = cache
         dy_rows, x_rows = dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1])
-        dx = buffers.setdefault(x.shape, np.empty((x_rows.shape[0], W.shape[0])))
+        dx = buffers.setdefault((x.shape, dy.dtype), np.empty((len(x_rows), len(W)), dy.dtype))
         np.matmul(dy_rows, W.T, out=dx)
         return dx.reshape(x.shape), x_rows.T @ dy_rows, dy_rows.sum(axis=0) if has_bias else None
 
@@ -159,3 +159,17 @@ def test_a_backward_that_returns_a_buffer_it_reuses_fails():
     buffers.clear()
     assert grade(find("linear_backward"), lambda dy, cache: tuple(
         None if v is None else v.copy() for v in reusing(dy, cache)), cases=["linear"]).passed
+
+
+def test_a_gradient_of_a_fixed_dtype_fails_though_the_checks_run_in_float64():
+    """np.zeros(dy.shape) is float64: right in the float64 checks, and then a float32 model
+    refused it (Linear.backward: dy has dtype float64; wanted float32)."""
+    def fixed(dy, cache):
+        dx = np.zeros(dy.shape)
+        dx[cache] = dy[cache]
+        return dx
+
+    result = grade(find("relu_backward"), fixed, cases=["relu"])
+    assert not result.passed
+    assert "x: your gradient is float64, wanted float32 (the dtype of x)" in _hints(result)
+    assert [row.check for row in result.rows if not row.passed] == ["relu, in float32"]

@@ -341,7 +341,8 @@ def test_an_answer_that_never_returns_is_stopped_where_it_loops(tmp_path, monkey
 
 def test_a_long_failing_table_shows_its_failing_rows_only():
     """A whole model's report listed some 180 rows, its few failures somewhere among them."""
-    from minitf.exercises.grade import Result, report
+    from minitf.exercises.grade import Result
+    from minitf.exercises.report import report
     from minitf.gradcheck import Row
     result = Result(rows=[Row("case", f"param p{i}", (2,), 0.5 if i == 7 else 1e-9)
                           for i in range(40)])

@@ -7,7 +7,8 @@
     catalogue   the exercises (Exercise, EXERCISES, find)
     tracing     which gradient-check cases grade each exercise, found by tracing the registry
     starter     the learner's file, and the same file answered (for an instructor)
-    grade       the learner's function graded in place of minitf's own; the report
+    grade       the learner's function graded in place of minitf's own
+    report      what the learner reads of it: the table, what went wrong, the verdict
     stand_in    putting it where minitf looks up its own, and noting which ran
     diagnose    the signatures of classic mistakes, as hints
     time_limit  an answer that never returns costs its own exercise; a whole grading's budget

@@ -10,30 +10,25 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
-import itertools
-import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import minitf
 from minitf import gradcheck_cases
-from minitf.backend import backend_name, is_array, precision, randn, seed
+from minitf.backend import is_array, precision, randn, seed
 from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
                                        miscounted, not_written, reused, shape_problem, stub_of,
                                        unusable, value_problem, written_in_place)
+from minitf.exercises.report import capped, error_message, report, their_lines
 from minitf.exercises.stand_in import noting_calls, standing_in
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
 from minitf.exercises.tracing import grading_cases
-from minitf.gradcheck import TOLERANCE, Row, format_table, numerical_gradient, relative_error, \
-    run_backward, same
+from minitf.gradcheck import TOLERANCE, Row, numerical_gradient, relative_error, run_backward, same
 
 OTHER_UPSTREAM_SEED = 7   # a second upstream gradient, to catch a backward that ignores it
-MESSAGE_CHARS = 300       # of an error's message (or a line of code) in a report: it is read
-FRAMES_SHOWN = 12         # of the learner's frames, repeats counted: the first and last half
 
 
 class StudentError(Exception):
@@ -66,47 +61,6 @@ def _exercise_of(path: Path, source: str) -> Exercise:
     return find(path.stem)
 
 
-def _capped(text: str) -> str:
-    """``text`` cut to MESSAGE_CHARS, saying how much more there was: a message can be megabytes
-    (raise ValueError('x' * 5_000_000)), and every report of it is kept in results.json."""
-    cut = len(text) - MESSAGE_CHARS
-    return text if cut <= 0 else f"{text[:MESSAGE_CHARS]}… ({cut} more characters cut)"
-
-
-def _message(err: BaseException) -> str:
-    """'ValueError: its message', of the message its first line, capped."""
-    try:
-        text = str(err)
-    except Exception:                    # an exception class of their own, its __str__ broken
-        text = "(its message could not be made into text)"
-    return f"{type(err).__name__}: {_capped(text.splitlines()[0] if text else '')}".rstrip(": ")
-
-
-def _their_lines(err: BaseException, path: Path) -> list[str]:
-    """The traceback of ``err``, cut down to the frames in the learner's file. A frame repeated
-    in a row (a recursion: a thousand of them) is shown once and counted, as Python does, and of
-    more than FRAMES_SHOWN the first and the last few are kept."""
-    # resolved: a file loaded by a relative path runs under its absolute name
-    frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if Path(f.filename).resolve() == Path(path).resolve()]
-    runs = [(frame, len(list(run))) for frame, run in
-            itertools.groupby(frames, lambda f: (f.lineno, f.name, f.line))]
-    if len(runs) > FRAMES_SHOWN:
-        half = FRAMES_SHOWN // 2
-        hidden = sum(count for _, count in runs[half:-half])
-        runs[half:-half] = [(None, hidden)]
-    lines = []
-    for frame, count in runs:
-        if frame is None:
-            lines.append(f"  … {count} more calls in {path.name} …")
-            continue
-        lineno, name, code = frame
-        lines.append(f"  {path.name}, line {lineno}, in {name}\n    {_capped(code or '')}")
-        if count > 1:
-            lines.append(f"  [Previous line repeated {count - 1} more times]")
-    return lines + [_message(err)]
-
-
 def read_python(path: Path, where: str, wanted: str) -> str:
     """The source of the Python file ``path``, or one line naming ``where`` (the argument), the
     file and ``wanted``: a name that does not end in .py, bytes that are not UTF-8."""
@@ -135,14 +89,14 @@ def load(path) -> tuple:
         code = compile(source, str(path), "exec")
     except SyntaxError as err:
         raise StudentError(f"{path.name}, line {err.lineno}: {err.msg}\n    "
-                           f"{_capped((err.text or '').strip())}") from None
+                           f"{capped((err.text or '').strip())}") from None
     module = importlib.util.module_from_spec(
         importlib.util.spec_from_file_location(f"minitf_exercise_{path.stem}", path))
     try:
         exec(code, vars(module))
     except (Exception, SystemExit) as err:      # their module-level code; exit() ended the check
         raise StudentError("\n".join([f"{path.name} raised an error as it was loaded:",
-                                      *_their_lines(err, path)])) from None
+                                      *their_lines(err, path)])) from None
     function = vars(module).get(exercise.attribute)
     if not callable(function):
         raise StudentError(f"{path.name}: defines no function {exercise.attribute}; wanted the "
@@ -223,6 +177,20 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
         if assigned:
             result.rows.append(Row(name, assigned[0], (), float("inf")))
             result.problems.append((name, assigned[1:]))
+    if len(result.problems) == failures:
+        _grade_in_float32(name, result)
+
+
+def _grade_in_float32(name: str, result: Result) -> None:
+    """The case once more in float32, minitf's default, where the checks' float64 cannot see a
+    gradient made of a fixed dtype (np.zeros(shape) is float64): each must keep its input's."""
+    with precision("float32"):
+        run = run_backward(gradcheck_cases.build(name, "float32"))
+    for tensor, (x, dx) in run.tensors.items():
+        if x.dtype.kind == "f" and is_array(dx) and dx.dtype != x.dtype:
+            result.rows.append(Row(f"{name}, in float32", tensor, tuple(x.shape), float("inf")))
+            result.problems.append((f"{name}, in float32", shape_problem(tensor, x, dx)))
+            return
 
 
 def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
@@ -252,14 +220,14 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                                                           str(err), name, entered=bool(called))
                 break
             if helpers and not called:           # minitf's code called the helpers alone
-                lines = _their_lines(err, path) if path else [_message(err)]
+                lines = their_lines(err, path) if path else [error_message(err)]
                 result.stopped = "\n".join([
                     f"in case {name!r}, minitf's code called your {helpers} (not your "
                     f"{exercise.attribute}) and raised an error:", *lines,
                     "  hint: each must return what its docstring says"])
                 break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
-            lines = _their_lines(err, path) if path else [_message(err)]
+            lines = their_lines(err, path) if path else [error_message(err)]
             after = len(lines) == 1       # none of their lines: minitf choked on what they gave
             what = f" ({described(returned[-1])})" if returned else ""
             hint = [f"  hint: minitf could not use what your {exercise.attribute} returned{what}: "
@@ -324,41 +292,6 @@ def grade(exercise: Exercise, function, path: Path | None = None, cases=None,
         return run_cases(exercise, cases, path, returned, reference, called, noted)
 
 
-BLANK = ("not written", "helper not written", "blocked")    # Result.kind of a stub that raised
-LONG_TABLE = 30             # rows beyond which a failing report shows its FAIL rows only
-
-
-def report(exercise: Exercise, result: Result, path: Path | None = None) -> str:
-    """What a learner reads: the table, then what went wrong and where, then the verdict."""
-    if result.kind in BLANK and not result.rows:
-        return f"{path.name if path else exercise.name}: {result.stopped}"
-    source = f"from {path.name}" if path else "given"
-    from minitf.homework.handout import is_a_homework_copy     # (it imports minitf.exercises)
-    # an exercise of an instructor's file says what it stands in for itself
-    stands_in = getattr(exercise, "stands_in", "stands in for minitf's own; everything else is "
-                        + ("your copy of minitf" if is_a_homework_copy() else "minitf's"))
-    lines = [f"exercise {exercise.name}: your {exercise.attribute} ({source}) {stands_in}",
-             # the version, not the folder: a homework's reference lives where the student
-             # must not be shown (and a path tells a learner nothing about the check)
-             f"minitf {minitf.__version__}, {backend_name()}, float64, central differences, "
-             f"a random upstream gradient"]
-    if result.rows:         # a whole model's long table: its failures, not 180 rows to scan
-        long = len(result.rows) > LONG_TABLE and any(not r.passed for r in result.rows)
-        lines += ["", format_table(result.rows, failing_only=long)]
-    if result.problems:
-        lines += ["", "what went wrong:"]
-        shown = set()                    # a hint repeated case after case is said once
-        for case, problem in result.problems:
-            lines.append(f"  in case {case!r}, " + problem[0])
-            lines += ["    hint: as above" if line in shown else f"    {line}"
-                      for line in problem[1:]]
-            shown.update(line for line in problem[1:] if line.startswith("hint:"))
-    if result.stopped:
-        lines += ["", result.stopped]
-    verdict = "passes every check" if result.passed else "not yet: see what went wrong above"
-    return "\n".join(lines + ["", f"{exercise.name}: {verdict}"])
-
-
 def check_file(path) -> tuple:
     """(report, exit status) for the learner's file at ``path``: 0 only when everything passes."""
     path = Path(path).resolve()
@@ -373,7 +306,7 @@ def check_file(path) -> tuple:
     except StudentError as err:
         return str(err), 1
     except TookTooLong as err:              # stopped where it was: the lines show which loop
-        return "\n".join([f"{path.name} could not be graded:", *_their_lines(err, path)]), 1
+        return "\n".join([f"{path.name} could not be graded:", *their_lines(err, path)]), 1
     if result.kind == "not written" and _below_the_end(exercise, path):
         result.stopped += ("; there is code below its END OF YOUR CODE line, which never runs "
                            "(the stub above it raises first): move it between the START and END "

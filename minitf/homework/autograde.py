@@ -33,7 +33,8 @@ from pathlib import Path, PurePosixPath
 from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, seed
 from minitf.exercises import find, grade as grade_exercise
-from minitf.exercises.grade import Result, _their_lines, report, run_cases
+from minitf.exercises.grade import Result, run_cases
+from minitf.exercises.report import report, their_lines
 from minitf.exercises.time_limit import Budget, TookTooLong, seconds_for, time_limit
 from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
@@ -197,7 +198,7 @@ def _grade_one(entry: dict, path: Path, budget: Budget | None = None,
     except (Exception, SystemExit, TookTooLong) as err:  # their file does not load, lost the
         #             function, calls exit() (which ended the grading with 0), or never returns
         result = Result(stopped="\n".join([f"{path.name} could not be graded:",
-                                            *_their_lines(err, path)]))
+                                            *their_lines(err, path)]))
     if read:                    # whatever it then did with the refusal: it scores 0
         result = Result(stopped=f"your {path.name} tried to read minitf's own "
                                 f"{read[0].parent.name}/{read[0].name}, which holds the "
