@@ -276,6 +276,19 @@ def test_gradients_returned_in_another_order_are_named_as_such(name, swap, wrong
     assert exercise.mistake not in hints
 
 
+def test_a_wrong_gradient_that_only_equals_another_s_is_not_called_another_order():
+    """A Residual whose wrong W_o.b gradient happened to equal norm.beta's true one (both Σ dy)
+    read "your gradient is the gradient of param norm.beta … in another order?": it returned
+    nothing in another order. Only a swap (or a cycle) is one."""
+    exercise = find("layer_norm_backward")
+    reference = vars(importlib.import_module(exercise.module))[exercise.attribute]
+    result = grade(exercise, lambda dy, cache: (lambda g: (g[0], g[2], g[2]))(
+        reference(dy, cache)), cases=["layer_norm"])
+    hints = _hints(result)
+    assert not result.passed and "gamma: worst entry" in hints, hints
+    assert "another order" not in hints and "is the gradient of beta" not in hints
+
+
 def test_a_not_implemented_error_of_the_learner_s_own_is_their_error(tmp_path):
     """raise NotImplementedError("dropout: later") in an answer was reported as "dropout is not
     written yet, and attention_backward calls it": no exercise is called dropout."""

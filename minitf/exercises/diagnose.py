@@ -237,9 +237,8 @@ def in_another_order(tensor: str, dx, run, numerics: dict, problem: list) -> lis
                 return None
             match = f"has the shape of {name}"
         else:
-            if name not in numerics:
-                numerics[name] = numerical_gradient(run.loss, y)
-            if relative_error(dx, numerics[name]) > TOLERANCE:
+            if not (_equals_numeric(dx, name, run, numerics)
+                    and _misplaced(name, run, numerics)):
                 continue
             match = f"is the gradient of {name}"
         order = ", ".join(n for n, (z, _) in run.tensors.items() if z.dtype.kind == "f")
@@ -247,6 +246,24 @@ def in_another_order(tensor: str, dx, run, numerics: dict, problem: list) -> lis
                 f"hint: gradients returned (or added into .grad) in another order? wanted in the "
                 f"order {order}"]
     return None
+
+
+def _equals_numeric(dx, name: str, run, numerics: dict) -> bool:
+    """Whether ``dx`` is tensor ``name``'s numerical gradient (worked out once, into numerics)."""
+    if name not in numerics:
+        numerics[name] = numerical_gradient(run.loss, run.tensors[name][0])
+    return relative_error(dx, numerics[name]) <= TOLERANCE
+
+
+def _misplaced(name: str, run, numerics: dict) -> bool:
+    """Whether what came back for ``name`` is in turn another tensor's gradient: a swap, or a
+    longer cycle. A wrong gradient that only happens to equal another tensor's (a bias's Σ dy,
+    which is also a LayerNorm β's) is no order, and is not called one."""
+    given = run.tensors[name][1]
+    return is_array(given) and any(
+        other != name and z.dtype.kind == "f" and tuple(z.shape) == tuple(given.shape)
+        and _equals_numeric(given, other, run, numerics)
+        for other, (z, _) in run.tensors.items())
 
 
 def written_in_place(changed) -> list[str]:
