@@ -304,6 +304,21 @@ def test_a_not_implemented_error_of_the_learner_s_own_is_their_error(tmp_path):
     assert 'raise NotImplementedError("dropout: later")' in report
 
 
+def test_a_not_implemented_error_in_the_exercise_s_name_but_its_own_words_is_theirs(tmp_path):
+    """raise NotImplementedError("relu_backward: I still need the mask") read as the blank stub:
+    "not written yet", and no report. A stub says "not written yet", the exercise's hint, or
+    that a helper is part of it; other words are the learner's."""
+    path = tmp_path / "relu_backward.py"
+    path.write_text(starter_text(find("relu_backward")).replace(
+        'raise NotImplementedError("relu_backward: not written yet")',
+        'raise NotImplementedError("relu_backward: I still need the mask")'))
+    report, status = exercises.check_file(path)
+    assert status == 1 and "not written yet" not in report, report
+    assert "NotImplementedError: relu_backward: I still need the mask" in report
+    path.write_text(starter_text(find("relu_backward")))            # the stub itself
+    assert "relu_backward is not written yet" in exercises.check_file(path)[0]
+
+
 def test_a_syntax_error_and_a_missing_function_are_one_clear_message(tmp_path):
     path = tmp_path / "relu_backward.py"
     path.write_text(starter_text(find("relu_backward")).replace("def relu_backward(", "def relu_backward(("))

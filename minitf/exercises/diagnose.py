@@ -16,7 +16,7 @@ import math
 from minitf import gradcheck_cases
 from minitf.backend import get_array_module, is_array, seed, to_numpy
 from minitf.gradcheck import TOLERANCE, numerical_gradient, relative_error
-from minitf.exercises.catalogue import EXERCISES
+from minitf.exercises.catalogue import EXERCISES, find
 from minitf.nn.module import as_tuple
 
 _EXERCISE_NAMES = {exercise.name for exercise in EXERCISES}
@@ -343,11 +343,19 @@ def stub_of(err: BaseException, exercise) -> str | None:
     if not isinstance(err, NotImplementedError):
         return None
     named, colon, rest = str(err).partition(":")
-    named = named.strip()
+    named, rest = named.strip(), rest.strip()
     if colon and (named == exercise.name or named in _EXERCISE_NAMES
-                  or rest.strip() == "not written yet"):
+                  or rest == "not written yet") and _a_stub_says(named, rest):
         return named
     return None
+
+
+def _a_stub_says(named: str, rest: str) -> bool:
+    """Whether ``rest`` is what a stub says after its "NAME:": "not written yet" (a starter's,
+    an instructor's), the exercise's hint (a homework's), or that a helper "is part of this
+    exercise". Anything else is the learner's own words ("relu_backward: I still need …")."""
+    hint = " ".join(find(named).hint.split()) if named in _EXERCISE_NAMES else None
+    return rest in ("not written yet", hint) or " is part of this exercise" in rest
 
 
 def not_written(exercise, named: str, stub: str = "", case: str = "",
