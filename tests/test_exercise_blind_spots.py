@@ -173,3 +173,19 @@ def test_a_gradient_of_a_fixed_dtype_fails_though_the_checks_run_in_float64():
     assert not result.passed
     assert "x: your gradient is float64, wanted float32 (the dtype of x)" in _hints(result)
     assert [row.check for row in result.rows if not row.passed] == ["relu, in float32"]
+
+
+def test_a_guessed_hint_says_which_cases_pass():
+    """dv without the dropout mask fails the dropout case alone, and its hint guessed attention's
+    classic mistake, the scale of dq and dk: it now says which cases pass, and where to look."""
+    attention_backward = _reference("attention_backward")
+
+    def without_the_mask_in_dv(dout, cache):
+        dq, dk, _, dbias = attention_backward(dout, cache)
+        return dq, dk, cache.probs.swapaxes(-1, -2) @ dout, dbias
+
+    result = grade(find("attention_backward"), without_the_mask_in_dv)
+    assert {case for case, _ in result.problems} == {
+        "attention, attention dropout (one fixed mask), causal"}
+    assert "; but case 'attention' and 3 more pass: look first at what the failing cases add" \
+        in _hints(result), _hints(result)

@@ -250,6 +250,22 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                     f"your {exercise.attribute})")
             result.problems[failures:] = [(case, [note, *lines])
                                           for case, lines in result.problems[failures:]]
+    return _narrowed(result, cases)
+
+
+def _narrowed(result: Result, cases) -> Result:
+    """A guessed hint ("perhaps the classic mistake …") of a case that fails where other cases
+    of the exercise pass also says which pass: what the failing case adds (dropout, a mask,
+    RoPE) is where to look first, whatever the classic mistake is."""
+    failing = {case for case, _ in result.problems}
+    passing = [case for case in cases if case not in failing]
+    if result.stopped or not failing or not passing:
+        return result
+    others = f" and {len(passing) - 1} more" if len(passing) > 1 else ""
+    focus = (f"; but case {passing[0]!r}{others} pass{'' if others else 'es'}: look first at what "
+             f"the failing cases add")
+    result.problems = [(case, [line + focus if line.startswith("hint: perhaps") else line
+                               for line in lines]) for case, lines in result.problems]
     return result
 
 
