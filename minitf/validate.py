@@ -336,3 +336,10 @@ def not_real_numbers(x) -> str:
     if x.dtype.kind == "f" and not bool(get_array_module(x).isfinite(x).all()):
         return "holds NaN or infinite values; wanted finite numbers"
     return ""
+
+
+# The checks of a backward's upstream gradient live in minitf.validate_gradients. A homework's
+# files, written by a minitf from before they moved there, import them from here, and a newer
+# minitf grading that homework must still load them: so they stay importable from here too.
+from minitf.validate_gradients import (check_like, check_loss_gradient,  # noqa: E402,F401
+                                       gradient_of, is_gradient_check)
