@@ -173,6 +173,13 @@ def test_a_gradient_of_a_fixed_dtype_fails_though_the_checks_run_in_float64():
     assert not result.passed
     assert "x: your gradient is float64, wanted float32 (the dtype of x)" in _hints(result)
     assert [row.check for row in result.rows if not row.passed] == ["relu, in float32"]
+    assert "NumPy computes float32 with a float64 in float64" in _hints(result)
+
+    def a_numpy_scalar(dy, cache):           # NumPy 2: np.float64 · float32 array is float64
+        return dy * cache * np.sqrt(1.0)
+
+    assert not grade(find("relu_backward"), a_numpy_scalar, cases=["relu"]).passed
+    assert grade(find("relu_backward"), lambda dy, cache: dy * cache * 1.0, cases=["relu"]).passed
 
 
 def test_a_guessed_hint_says_which_cases_pass():

@@ -59,8 +59,13 @@ def shape_problem(name: str, x, dx, returned_none: bool = False) -> list[str]:
                          "the axes that were stretched (minitf.array_ops.sum_to_shape)")
         return lines
     if dx.dtype != x.dtype:
+        hint = "hint: make new arrays with dtype=dy.dtype (or zeros_like), never a fixed dtype"
+        if x.dtype.itemsize < dx.dtype.itemsize:     # float32 promoted by a float64 of theirs
+            hint += (" -- NumPy computes float32 with a float64 in float64: an array made "
+                     "without dtype= (np.zeros, np.full, np.eye), or a NumPy scalar such as "
+                     "np.sqrt(2 / np.pi) (a Python number, math.sqrt(2 / math.pi), is not)")
         return [f"{name}: your gradient is {dx.dtype}, wanted {x.dtype} (the dtype of {name})",
-                "hint: make new arrays with dtype=dy.dtype (or zeros_like), never a fixed dtype"]
+                hint]
     return []
 
 
