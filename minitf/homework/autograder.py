@@ -24,7 +24,7 @@ from minitf.data.text import check_file_name
 from minitf.cli_flags import MOST_TIMEOUT_MINUTES    # Gradescope's longest, 40
 from minitf.exercises.time_limit import GRACE_SECONDS
 from minitf.homework.autograde import manifest
-from minitf.homework.handout import (MANIFEST, PACKAGE, SKIP, refuse_a_homework_copy,
+from minitf.homework.handout import (MANIFEST, package_files, refuse_a_homework_copy,
                                      refuse_answers_inside_a_homework)
 from minitf.homework.writing import os_errors_named, removed_if_unfinished
 from minitf.validate import check_int, check_path
@@ -172,8 +172,6 @@ def build(folder, out, timeout_minutes: int | None = None) -> Path:
         _add(archive, "run_autograder", run.encode(), executable=True)
         for name in _homework_files(folder, data):
             _add(archive, f"homework/{name}", (folder / name).read_bytes())
-        for path in sorted(PACKAGE.rglob("*")):
-            relative = path.relative_to(PACKAGE)
-            if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
-                _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
+        for path, relative in package_files():
+            _add(archive, f"reference/minitf/{relative.as_posix()}", path.read_bytes())
     return out

@@ -37,6 +37,15 @@ PACKAGE = Path(minitf.__file__).parent
 SKIP = {"__pycache__"}
 
 
+def package_files():
+    """(path, its path inside the package) of each file of the minitf running, compiled
+    copies left out: what a homework copies, and an autograder zip carries as the reference."""
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE)
+        if path.is_file() and not SKIP & set(relative.parts) and path.suffix != ".pyc":
+            yield path, relative
+
+
 def is_a_homework_copy() -> bool:
     """Whether the minitf running is a homework folder's copy (a student's), not the reference."""
     return (PACKAGE.parent / MANIFEST).is_file()
@@ -236,10 +245,7 @@ def _starter(text: str, where: str, names: set, catalogue: bool, solutions: bool
 def _copy_package(out: Path, blank: dict, solutions: bool) -> dict:
     """Copy minitf into out/minitf, blanking the chosen regions; {file: its fingerprint}."""
     frames = {}
-    for path in sorted(PACKAGE.rglob("*")):
-        relative = path.relative_to(PACKAGE)
-        if path.is_dir() or SKIP & set(relative.parts) or path.suffix == ".pyc":
-            continue
+    for path, relative in package_files():
         target = out / "minitf" / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         names = blank.get(relative.as_posix())
