@@ -196,3 +196,18 @@ def test_a_guessed_hint_says_which_cases_pass():
         "attention, attention dropout (one fixed mask), causal"}
     assert "; but case 'attention' and 3 more pass: look first at what the failing cases add" \
         in _hints(result), _hints(result)
+
+
+def test_a_backward_through_a_layer_the_forward_never_ran_gets_a_hint(tmp_path):
+    """DecoderLM.backward calling self.head.backward, where the forward computes the logits with
+    F.linear and never runs self.head, got Linear's "no forward()" error alone."""
+    from minitf.exercises import check_file, starter_text
+    path = tmp_path / "DecoderLM_backward.py"
+    text = starter_text(find("DecoderLM.backward"), solution=True)
+    body = text.index("\n", text.index("# *** START OF YOUR CODE")) + 1
+    path.write_text(text[:body] + "    if self.head is not None:\n"
+                                  "        self.head.backward(dlogits)\n" + text[body:])
+    report, status = check_file(path)
+    assert status == 1 and "Linear.backward() was called with no forward()" in report, report
+    assert "hint: your backward calls the backward of a layer that the forward did not run" \
+        in report

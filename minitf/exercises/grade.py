@@ -236,6 +236,10 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
             # NumPy's error names no gradient: the lines that do, where they can be worked out
             named = unusable(exercise, cases, returned[-1], called[-1], reference) \
                 if hint and returned else []
+            if not after and "() was called with no forward() since" in error_message(err):
+                hint = ["  hint: your backward calls the backward of a layer that the forward "
+                        "did not run, or calls one twice: undo the layers the forward ran, each "
+                        "once, the last first"]
             result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
                                                  if after else ":"), *lines, *named, *hint,
                                          *_also_ran(noted)])
