@@ -211,3 +211,48 @@ def test_a_backward_through_a_layer_the_forward_never_ran_gets_a_hint(tmp_path):
     assert status == 1 and "Linear.backward() was called with no forward()" in report, report
     assert "hint: your backward calls the backward of a layer that the forward did not run" \
         in report
+
+
+def test_the_float32_rerun_gives_a_loss_its_gradient_as_minitf_does():
+    """A loss's backward gets 1.0 from minitf, which NumPy reads in float32; the rerun handed it
+    the loss's float64, and a right cross_entropy_backward came back float64 and failed."""
+    def natural(dloss, cache):
+        logp, y, kept, divisor, eps, shape = cache
+        p = np.exp(logp)
+        q = np.full_like(p, eps / shape[-1])
+        q[np.arange(y.shape[0]), y] += 1.0 - eps
+        return ((p - q) * kept[:, None] * dloss / divisor).reshape(shape)
+
+    result = grade(find("cross_entropy_backward"), natural)
+    assert result.passed, _hints(result)
+
+
+def test_a_case_that_failed_in_float32_is_not_said_to_pass():
+    """The float32 failure is its own row in place of the float64 one, each tensor counted once,
+    and the guessed hint of the other case does not call this one passing."""
+    def wrong(dy, cache):
+        return dy * np.ones(dy.shape) if cache is None else dy * cache + dy
+
+    result = grade(find("dropout_backward"), wrong)
+    hints = _hints(result)
+    assert "passes: look first" not in hints and "pass: look first" not in hints, hints
+    assert len(result.rows) == 3 and [r.check for r in result.rows if r.passed] == []
+    assert "dropout, evaluation (nothing dropped: the cache is None), in float32" in \
+        {row.check for row in result.rows}
+
+
+def test_fewer_values_than_minitf_returns_with_none_left_out_fail():
+    """attention_backward returning (dq, dk, dv) when there is no bias passed: no tensor is left
+    to say that nothing came back, and every MultiHeadAttention then failed to unpack four."""
+    attention_backward = _reference("attention_backward")
+
+    def three(dout, cache):
+        back = attention_backward(dout, cache)
+        return back if back[3] is not None else back[:3]
+
+    result = grade(find("attention_backward"), three, cases=["attention"])
+    assert not result.passed and "wanted a tuple of 4: " in _hints(result)
+    linear_backward = _reference("linear_backward")
+    result = grade(find("linear_backward"), lambda dy, cache: list(linear_backward(dy, cache)),
+                   cases=["linear"])
+    assert "the backward returned a list; wanted a tuple of 3" in _hints(result)

@@ -272,6 +272,16 @@ def test_in_a_students_copy_a_case_that_runs_a_failed_exercise_says_so(hw1, tmp_
     assert "classic mistake" not in attention.split("what went wrong")[1]
     assert "everything else is your copy of minitf" in attention.splitlines()[0]
     assert "also runs your" not in run.stdout[:run.stdout.index("exercise attention_backward")]
+    # a mistake of attention's own keeps its own hint: a write into dout is no softmax's fault
+    path = folder / "minitf/functional/attention.py"
+    values = "    dv = _weights(cache).swapaxes(-1, -2) @ dout\n"
+    text = path.read_text(encoding="utf-8")
+    assert values in text
+    path.write_text(text.replace(values, "    dout *= 2.0\n" + values, 1), encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "minitf", "homework", "grade", "."], cwd=folder,
+                         capture_output=True, text=True, timeout=300)
+    attention = run.stdout[run.stdout.index("exercise attention_backward"):]
+    assert "hint: never write into what a backward is handed" in attention, attention
 
 
 def _layer_norm_answered_but(hw1, tmp_path, old: str, new: str):

@@ -97,6 +97,20 @@ def test_the_submitted_files_helpers_are_the_ones_graded(made, tmp_path):
     assert failed and all(name.startswith("relative_attention") for name in failed), failed
 
 
+def test_a_guessed_hint_never_counts_a_case_that_ran_the_helpers_alone_as_passing(made,
+                                                                                 tmp_path):
+    """Written wrongly inline, its helpers right: relative attention's cases, which run only the
+    helpers, pass, and the guess said "but case 'relative_attention …' and 2 more pass"."""
+    hw, key = made
+    wrong = INLINE.replace("(dscores @ k) * scale,", "(dscores @ k) * scale + 0.1 * q,")
+    assert wrong != INLINE
+    text = key.replace(_region(key, 0), wrong + "    ", 1)
+    outcome, = homework.grade(hw, _submit(tmp_path, text))
+    hints = "\n".join(line for _, lines in outcome.result.problems for line in lines)
+    assert not outcome.result.passed and "perhaps the classic mistake" in hints, hints
+    assert "relative_attention" not in hints.split("perhaps the classic mistake")[1]
+
+
 def test_the_references_answer_passes_every_case_relative_attention_included(made, tmp_path):
     hw, key = made
     outcome, = homework.grade(hw, _submit(tmp_path, key))

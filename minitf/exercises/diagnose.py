@@ -157,7 +157,11 @@ def miscounted(exercise, case, run, reference) -> list[str] | None:
     if theirs is None:
         return None
     mine, ours = len(run.returned), len(as_tuple(theirs))
-    if mine > ours or mine == ours and isinstance(theirs, tuple) == run.bare:
+    # too few is "no gradient came back" for a tensor, unless no tensor is left to say it: the
+    # slots beyond are minitf's None (attention's dbias with no bias), or a list came back
+    unseen = mine < ours and all(v is None for v in as_tuple(theirs)[mine:])
+    if mine > ours or unseen or (mine == ours or not is_array(back)) and \
+            isinstance(theirs, tuple) == run.bare:
         return _returned_not(back, f"{described(theirs)}, as minitf's own {exercise.name} returns")
     extra = [i for i, (given, own) in enumerate(zip(run.returned, as_tuple(theirs)), 1)
              if own is None and given is not None]

@@ -178,18 +178,36 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
             result.rows.append(Row(name, assigned[0], (), float("inf")))
             result.problems.append((name, assigned[1:]))
     if len(result.problems) == failures:
-        _grade_in_float32(name, result)
+        try:
+            _grade_in_float32(name, result)
+        except Exception as err:         # raised in float32 only: said so, not as float64's
+            result.rows.append(Row(name + IN_FLOAT32, "raised", (), float("inf")))
+            result.problems.append((name + IN_FLOAT32, [
+                f"the backward raised an error in float32 (in float64 it ran): "
+                f"{error_message(err)}", "hint: in float32 every array it is given is float32: "
+                                          "one of a fixed dtype (np.zeros(shape), np.float64(…)) "
+                                          "meets them there"]))
+
+
+IN_FLOAT32 = ", in float32"   # a case's name once more in float32, in the table and the report
 
 
 def _grade_in_float32(name: str, result: Result) -> None:
     """The case once more in float32, minitf's default, where the checks' float64 cannot see a
-    gradient made of a fixed dtype (np.zeros(shape) is float64): each must keep its input's."""
+    gradient made of a fixed dtype (np.zeros(shape) is float64): each must keep its input's.
+    A failing tensor's row is the float32 one, so the table counts each tensor once."""
     with precision("float32"):
         run = run_backward(gradcheck_cases.build(name, "float32"))
+        if run.g.ndim == 0:        # a loss's gradient: minitf's callers give it as a number, 1.0,
+            #                        which NumPy reads in float32 (its float64 would promote)
+            run = run_backward(gradcheck_cases.build(name, "float32"),
+                               g=run.g.astype("float32"))
     for tensor, (x, dx) in run.tensors.items():
         if x.dtype.kind == "f" and is_array(dx) and dx.dtype != x.dtype:
-            result.rows.append(Row(f"{name}, in float32", tensor, tuple(x.shape), float("inf")))
-            result.problems.append((f"{name}, in float32", shape_problem(tensor, x, dx)))
+            row = Row(name + IN_FLOAT32, tensor, tuple(x.shape), float("inf"))
+            result.rows = [row if (r.check, r.tensor) == (name, tensor) else r
+                           for r in result.rows]
+            result.problems.append((name + IN_FLOAT32, shape_problem(tensor, x, dx)))
             return
 
 
@@ -207,6 +225,7 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
     case that fails after running one says that one may be at fault."""
     result = Result()
     helpers = ", ".join(getattr(exercise, "helpers", {}))
+    theirs = []                              # the cases that called the function itself
     for name in cases:
         for record in (returned, called, noted):
             if isinstance(record, (list, set)):
@@ -245,23 +264,27 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                                          *_also_ran(noted)])
             break
         if noted and len(result.problems) > failures:     # their hint is not the likeliest
+            # for a wrong value only: a write in place, a miscount, a dtype are theirs alone
             result.problems[failures:] = [
                 (case, [line for line in lines if not line.startswith("hint:")]
                  + [line.strip() for line in _also_ran(noted)])
+                if ": worst entry " in lines[0] else (case, lines)
                 for case, lines in result.problems[failures:]]
+        if not (helpers and not called):
+            theirs.append(name)
         if helpers and not called and len(result.problems) > failures:
             note = (f"(this case checks your {helpers}, which minitf's code calls itself, not "
                     f"your {exercise.attribute})")
             result.problems[failures:] = [(case, [note, *lines])
                                           for case, lines in result.problems[failures:]]
-    return _narrowed(result, cases)
+    return _narrowed(result, theirs)
 
 
 def _narrowed(result: Result, cases) -> Result:
     """A guessed hint ("perhaps the classic mistake …") of a case that fails where other cases
-    of the exercise pass also says which pass: what the failing case adds (dropout, a mask,
-    RoPE) is where to look first, whatever the classic mistake is."""
-    failing = {case for case, _ in result.problems}
+    of the exercise (``cases``: those that run the function itself) pass also says which pass:
+    what the failing case adds (dropout, a mask, RoPE) is where to look first."""
+    failing = {case.removesuffix(IN_FLOAT32) for case, _ in result.problems}
     passing = [case for case in cases if case not in failing]
     if result.stopped or not failing or not passing:
         return result

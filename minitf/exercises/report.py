@@ -73,7 +73,7 @@ def report(exercise: Exercise, result, path: Path | None = None) -> str:
              # the version, not the folder: a homework's reference lives where the student
              # must not be shown (and a path tells a learner nothing about the check)
              f"minitf {minitf.__version__}, {backend_name()}, float64, central differences, "
-             f"a random upstream gradient"]
+             f"a random upstream gradient (and each case once more in float32, for dtypes)"]
     if result.rows:         # a whole model's long table: its failures, not 180 rows to scan
         long = len(result.rows) > LONG_TABLE and any(not r.passed for r in result.rows)
         lines += ["", format_table(result.rows, failing_only=long)]
