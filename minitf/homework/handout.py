@@ -182,7 +182,8 @@ def _readme(entries: list, solutions: bool) -> str:
         stands_in = "minitf's own (or, in your instructor's file, theirs)"
     graded = textwrap.fill(
         "Each exercise is graded by minitf's gradient checks (float64, central differences, a "
-        f"random upstream gradient; each case once more in float32, for the dtypes), with your function standing in for {stands_in}"
+        f"random upstream gradient; each case once more in float32, for the dtypes), with your "
+        f"function standing in for {stands_in}"
         f"; one that runs for more than {seconds_for(None):g} seconds "
         f"{f'({longest:g} for a composite one, level 5) ' if longest > seconds_for(None) else ''}"
         f"is "
@@ -231,9 +232,9 @@ Check your work from this folder (it holds its own copy of minitf; you need NumP
 {listing}
 Here the rest of minitf is your copy: an exercise that calls another one is graded with your
 version of it, so a wrong answer can fail an exercise that calls it (whose report then names it,
-when it comes earlier in the table): pass them in the table's order. Your instructor grades the same way, against minitf's
-reference, so there each exercise is graded on its own; what your code prints there, and the
-warnings it gives, are shown under its exercise's result.
+when it comes earlier in the table): pass them in the table's order. Your instructor grades the
+same way, against minitf's reference, so there each exercise is graded on its own; what your
+code prints there, and the warnings it gives, are shown under its exercise's result.
 """
 
 
