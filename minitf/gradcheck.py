@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
-from minitf.backend import get_array_module, is_array, randint, randn, seed
+from minitf.backend import float_dtype, get_array_module, is_array, randint, randn, seed
 from minitf.nn.module import Module, as_tuple
 from minitf.validate import check_int, check_real, is_real_number
 
@@ -221,9 +221,11 @@ class Backward:
 
 
 def _upstream_gradient(y, seed_value: int):
-    """The random g of L = Σ g ⊙ y, from its own seed (never the inputs' stream)."""
+    """The random g of L = Σ g ⊙ y, from its own seed (never the inputs' stream). A loss's y is
+    one number, summed in float64 whatever the precision; its g is of the precision running, as
+    minitf's own 1.0 reads (NumPy takes a Python number in the arrays' dtype)."""
     with seed(seed_value + 1):
-        return randn(*y.shape, dtype=y.dtype)
+        return randn(*y.shape, dtype=y.dtype if y.ndim else float_dtype())
 
 
 def _arrays_in(value, where: str) -> list:

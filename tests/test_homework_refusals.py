@@ -282,7 +282,8 @@ def test_a_file_that_cannot_be_graded_is_not_graded_with_its_word(made, tmp_path
     (lambda d: d.__setitem__("exercises", {"linear_backward": 1}), "exercises are {"),
     (lambda d: d["exercises"][0].__setitem__("source", "mine"), "'source': 'mine'"),
     (lambda d: d["exercises"][0].__setitem__("file", "../../etc/passwd"), "../../etc/passwd"),
-], ids=["no file", "a string", "a dict", "another source", "outside the folder"])
+    (lambda d: d.__setitem__("frames", []), "its frames are []"),
+], ids=["no file", "a string", "a dict", "another source", "outside the folder", "frames"])
 def test_a_damaged_homework_json_is_one_line_before_any_grading(made, tmp_path, capsys,
                                                                 damage, shown):
     """An entry without its file was a KeyError, one that is a string an AttributeError."""

@@ -120,6 +120,9 @@ def _arrays_of(case) -> dict:
     return arrays
 
 
+IN_FLOAT32 = ", in float32"   # a case's name once more in float32, in the table and the report
+
+
 def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -> None:
     case = gradcheck_cases.build(name)
     before = {k: v.copy() for k, v in _arrays_of(case).items()}
@@ -138,13 +141,13 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
         result.problems.append((name, miscount))
         return
     # a second backward, for another upstream gradient: what the first returned must not move
-    returned = {t: dx.copy() for t, (_, dx) in run.tensors.items() if is_array(dx)}
+    first = {t: dx.copy() for t, (_, dx) in run.tensors.items() if is_array(dx)}
     with seed(OTHER_UPSTREAM_SEED):
         g = randn(*run.g.shape, dtype=run.g.dtype)
     other = run_backward(gradcheck_cases.build(name), g=g)
-    moved = [t for t, dx in returned.items() if not same(run.tensors[t][1], dx)]
+    moved = [t for t, dx in first.items() if not same(run.tensors[t][1], dx)]
     if moved:
-        result.rows.append(Row(name, moved[0], tuple(returned[moved[0]].shape), float("inf")))
+        result.rows.append(Row(name, moved[0], tuple(first[moved[0]].shape), float("inf")))
         result.problems.append((name, reused(moved)))
         return
     numerics = {}
@@ -189,19 +192,12 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
                                           "meets them there"]))
 
 
-IN_FLOAT32 = ", in float32"   # a case's name once more in float32, in the table and the report
-
-
 def _grade_in_float32(name: str, result: Result) -> None:
     """The case once more in float32, minitf's default, where the checks' float64 cannot see a
     gradient made of a fixed dtype (np.zeros(shape) is float64): each must keep its input's.
     A failing tensor's row is the float32 one, so the table counts each tensor once."""
     with precision("float32"):
         run = run_backward(gradcheck_cases.build(name, "float32"))
-        if run.g.ndim == 0:        # a loss's gradient: minitf's callers give it as a number, 1.0,
-            #                        which NumPy reads in float32 (its float64 would promote)
-            run = run_backward(gradcheck_cases.build(name, "float32"),
-                               g=run.g.astype("float32"))
     for tensor, (x, dx) in run.tensors.items():
         if x.dtype.kind == "f" and is_array(dx) and dx.dtype != x.dtype:
             row = Row(name + IN_FLOAT32, tensor, tuple(x.shape), float("inf"))

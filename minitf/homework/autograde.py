@@ -117,9 +117,13 @@ def _check_entries(data: dict, folder) -> None:
     entries, frames = data["exercises"], data["frames"]
     wanted = ("wanted a list of {'name', 'file', 'source': 'minitf' or 'file'} entries, as "
               "'minitf homework make' writes it (make the homework again)")
-    if not isinstance(entries, list) or not isinstance(frames, dict):
+    if not isinstance(entries, list):
         raise ValueError(f"{folder}/{MANIFEST}: its exercises are {reprlib.repr(entries)}; "
                          f"{wanted}")
+    if not isinstance(frames, dict):
+        raise ValueError(f"{folder}/{MANIFEST}: its frames are {reprlib.repr(frames)}; wanted "
+                         f"{{file: fingerprint}}, as 'minitf homework make' writes it (make the "
+                         f"homework again)")
     for entry in entries:
         if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
                 and isinstance(entry.get("file"), str) and _inside(entry["file"])
@@ -134,8 +138,6 @@ def _load(path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
 
 
 @contextmanager
