@@ -186,8 +186,7 @@ def _readme(entries: list, solutions: bool) -> str:
         f"function standing in for {stands_in}"
         f"; one that runs for more than {seconds_for(None):g} seconds "
         f"{f'({longest:g} for a composite one, level 5) ' if longest > seconds_for(None) else ''}"
-        f"is "
-        f"stopped and fails." +
+        f"is stopped and fails." +
         (" What each of minitf's exercises teaches, and its classic mistake:" if catalogue
          else ""), width=99)
     listing = "\n    python -m minitf exercise list\n" if catalogue else ""

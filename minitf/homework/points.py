@@ -64,8 +64,10 @@ def check(points, names: list, where: str) -> dict:
 def _named(given, names: list):
     """The exercise of ``names`` that ``given`` names, as --exercises reads a name: in any case,
     or as its file ("MultiHeadAttention_backward"). None if none."""
-    if given in names or not isinstance(given, str):
-        return given if given in names else None
+    if given in names:
+        return given
+    if not isinstance(given, str):
+        return None
     from minitf.exercises import find
     try:
         given = find(given).name
