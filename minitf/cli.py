@@ -9,7 +9,7 @@
     minitf homework    an instructor's loop: make a student directory, grade a submission
     minitf embed       cosine similarities of sentences, by the pretrained all-MiniLM-L6-v2
 Every error is one line on stderr and a non-zero exit status; ``--help`` works everywhere.
-The course's commands (lesson, exercise, homework) are in cli_course.py.
+``info`` is in cli_info.py, the course's commands (lesson, exercise, homework) in cli_course.py.
 """
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from minitf import backend
 from minitf.cli_course import add_course_commands
 from minitf.cli_flags import (DROPOUT, LEARNING_RATE, MAX_NEW_TOKENS, NEW_TOKENS, NON_NEGATIVE, PATH,
                               POSITIVE, POSITIVE_REAL, PROBABILITY, SOME_TEXT, add_backend,
-                              checked)
+                              add_model_flags, checked)
+from minitf.cli_info import add_info_command
 
-# Copies, so that --help need not import the models; a test keeps them equal to the originals.
-POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")     # minitf.models.lm's
+# A copy, so that --help need not import the models; a test keeps it equal to the original.
 MODEL_CHOICES = ("transformer", "rnn", "lstm")                          # minitf.char_lm's
 
 
@@ -73,6 +73,9 @@ def _refuse_what_the_model_ignores(config, chosen: dict) -> None:
              else f"the run in {config.resume} is --model {config.model}, which")
     raise ValueError(f"{given}: {model} uses only --d-model and --context of the model's flags; "
                      f"leave {'it' if len(ignored) == 1 else 'them'} out")
+
+
+DEFAULT_PROMPT = "\n"       # generate's --prompt: a newline, where a line of the text begins
 
 
 def _generate(args) -> int:
@@ -136,72 +139,6 @@ def _gradcheck(args) -> int:
     return 0 if all(r.passed for r in rows) else 1
 
 
-def _info(args) -> int:
-    from minitf.char_lm import RunConfig, check_model_flags
-    from minitf.cost_families import describe_cost
-    from minitf.validate import feed_forward_width
-
-    defaults = RunConfig()          # a flag not given: the model `minitf train` builds
-    flags = {name: getattr(defaults, name) if getattr(args, name) is None else getattr(args, name)
-             for name in MODEL_FLAGS}
-    d_model, n_heads = flags["d_model"], flags["n_heads"]
-    config = dict(vocab_size=args.vocab_size or DEFAULT_VOCAB, d_model=d_model, n_heads=n_heads,
-                  n_layers=flags["n_layers"],
-                  d_ff=feed_forward_width(flags["d_ff"], d_model, "--d-ff"),
-                  max_len=flags["context"], positional=flags["positional"],
-                  tie_weights=not args.untied, pre_ln=True)       # as `minitf train` builds
-    kind, name = "lm", "DecoderLM"
-    if args.checkpoint:             # the size flags then describe nothing: refused if given
-        from minitf import checkpoint
-        from minitf.models import MODELS
-        _refuse_flags_a_checkpoint_sets(args)
-        meta = checkpoint.read_meta(args.checkpoint)
-        kind, config = meta["kind"], meta["config"]
-        if kind not in MODELS:
-            raise ValueError(f"--checkpoint {args.checkpoint}: a model of kind {kind!r}, which "
-                             f"minitf does not know; wanted one of {tuple(MODELS)}")
-        name = MODELS[kind].__name__
-        if args.table and kind != "lm":     # it printed the family's table alone, silently
-            raise ValueError(f"--table: one block's table is a DecoderLM's; the checkpoint "
-                             f"holds a {name} (leave out --table)")
-    else:                           # no such model to price
-        check_model_flags(d_model, n_heads, flags["positional"])
-    # the table first: a family it cannot price is one line, not a header and then an error
-    # a checkpoint's family sets its own lengths but an encoder–decoder's, and a set's without
-    # max_len: there --context, else describe_cost's own, not a character window's
-    lengths = ({} if args.checkpoint and args.context is None
-               else {"context": flags["context"]})
-    table = describe_cost(kind, config, args.batch_size, args.bytes, **lengths)
-    print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
-          + f", batch_size={args.batch_size}\n")
-    print(table)
-    if args.table:
-        _print_block_tables(config, args.batch_size, args.bytes)
-    return 0
-
-
-def _refuse_flags_a_checkpoint_sets(args) -> None:
-    """info --checkpoint prices the model saved there: a size flag given too was ignored, and
-    the table described another model than the one asked for. (--context stays: it is the
-    length to price at.)"""
-    given = [f"--{name.replace('_', '-')} {getattr(args, name)}" for name in MODEL_FLAGS[1:]
-             + ("vocab_size",) if getattr(args, name) is not None] + ["--untied"] * args.untied
-    if given:
-        raise ValueError(f"--checkpoint {args.checkpoint}: its model is priced as saved, so "
-                         f"{', '.join(given)} would be ignored; wanted --checkpoint alone (with "
-                         f"--context, --batch-size or --bytes), or the flags without it")
-
-
-def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) -> None:
-    """One block's cost row by row: the whole context at once, then one token with a KV cache."""
-    from minitf.cost import attention_table, format_table
-
-    for decoding in (False, True):
-        table = attention_table(batch_size, config["max_len"], config["d_model"],
-                                config["n_heads"], config["d_ff"], decoding, bytes_per_number)
-        print("\n" + format_table(table))
-
-
 def _embed(args) -> int:
     from minitf import pretrained
     from minitf.pretrained.analysis import NEGATION_PAIR, format_similarity, similarity
@@ -222,25 +159,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-# The flags of the model minitf train builds, and minitf info prices: written once, for both.
-# Their defaults are None, so that a flag given can be told from one left out (RunConfig's
-# then; a test holds the help's figures to RunConfig's).
-MODEL_FLAGS = ("context", "d_model", "n_heads", "n_layers", "d_ff", "positional")
-DEFAULT_VOCAB = 103         # info's --vocab-size: the characters of the default corpus
-DEFAULT_PROMPT = "\n"       # generate's --prompt: a newline, where a line of the text begins
-
-
-def _add_model_flags(parser):
-    parser.add_argument("--context", type=POSITIVE,
-                        help="characters per window, max_len (default 64)")
-    parser.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
-    parser.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
-    parser.add_argument("--n-layers", type=POSITIVE, help="blocks (default 2)")
-    parser.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
-    parser.add_argument("--positional", choices=POSITIONAL,
-                        help="positional scheme (default rope)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="minitf", description="minitf: a Transformer written from scratch in NumPy, "
@@ -258,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="optimisation steps in all (default 800; with --resume, the saved "
                             "run's); the learning-rate schedule does not depend on it")
     train.add_argument("--batch-size", type=POSITIVE, help="windows per step (default 32)")
-    _add_model_flags(train)
+    add_model_flags(train)
     train.add_argument("--model", choices=MODEL_CHOICES,
                        help="the Transformer (default), or the recurrent baseline: rnn or lstm")
     train.add_argument("--dropout", type=DROPOUT, help="dropout rate (default 0)")
@@ -320,28 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_backend(check)
     check.set_defaults(run=_gradcheck)
 
-    info = commands.add_parser(
-        "info", help="parameters, FLOPs and KV-cache size of a model",
-        description="The analytic cost model of a DecoderLM: parameters (4d² + 2·d·d_ff per "
-                    "block), FLOPs per token, KV-cache bytes (2·L·b·n·d numbers). Give a "
-                    "configuration by flags -- each one left out is that of the model "
-                    "'minitf train' builds by default, so 'minitf info' alone prices it -- or a "
-                    "checkpoint of any model family (the recurrent, encoder–decoder and encoder "
-                    "ones get their own table; --context is then N = M of an encoder–decoder, "
-                    "and the set's size for a set encoder without max_len, 128 if not given).")
-    info.add_argument("--checkpoint", metavar="DIR", type=PATH,
-                      help="read the configuration from a run")
-    info.add_argument("--vocab-size", type=POSITIVE, default=None,
-                      help=f"characters (default {DEFAULT_VOCAB}, the default corpus's)")
-    _add_model_flags(info)
-    info.add_argument("--batch-size", type=POSITIVE, default=1,
-                      help="b, for the KV cache (default 1)")
-    info.add_argument("--untied", action="store_true", help="a separate output layer")
-    info.add_argument("--bytes", type=POSITIVE, default=4, help="bytes per number (4: float32)")
-    info.add_argument("--table", action="store_true",
-                      help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
-    info.set_defaults(run=_info)
-
+    add_info_command(commands)
     add_course_commands(commands)
 
     embed = commands.add_parser(

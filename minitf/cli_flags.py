@@ -1,6 +1,6 @@
 """The types of minitf's flags, for argparse's ``type=``: each turns the text into a value or
 refuses it in the one line argparse prints, "argument --flag: got '…'; wanted …". Shared by the
-commands of cli.py and cli_course.py.
+commands of cli.py, cli_info.py and cli_course.py.
 """
 from __future__ import annotations
 
@@ -56,3 +56,23 @@ def add_backend(parser) -> None:
     """A command's --backend flag."""
     parser.add_argument("--backend", choices=backend.BACKENDS, default=None,
                         help="array backend (default: numpy, or $MINITF_BACKEND)")
+
+
+# A copy of minitf.models.lm's, so that --help need not import the models; a test keeps them equal.
+POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "relative")
+# The flags of the model minitf train builds, and minitf info prices: written once, for both.
+# Their defaults are None, so that a flag given can be told from one left out (RunConfig's
+# then; a test holds the help's figures to RunConfig's).
+MODEL_FLAGS = ("context", "d_model", "n_heads", "n_layers", "d_ff", "positional")
+
+
+def add_model_flags(parser) -> None:
+    """The model flags of minitf train and minitf info."""
+    parser.add_argument("--context", type=POSITIVE,
+                        help="characters per window, max_len (default 64)")
+    parser.add_argument("--d-model", type=POSITIVE, help="model width (default 128)")
+    parser.add_argument("--n-heads", type=POSITIVE, help="attention heads (default 4)")
+    parser.add_argument("--n-layers", type=POSITIVE, help="blocks (default 2)")
+    parser.add_argument("--d-ff", type=POSITIVE, help="feed-forward width (default 4·d_model)")
+    parser.add_argument("--positional", choices=POSITIONAL,
+                        help="positional scheme (default rope)")

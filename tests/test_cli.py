@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from minitf import backend, checkpoint, cli, gradcheck_cases
+from minitf import backend, checkpoint, cli, cli_flags, gradcheck_cases
 from minitf.data import CharTokenizer
 from minitf.gradcheck import FunctionCase
 
@@ -231,7 +231,7 @@ def test_a_bad_train_flag_is_one_line_naming_it(flag, value, wanted, capsys, tmp
 def test_train_model_rnn_runs_the_same_loop_and_its_checkpoint_generates(tmp_path, capsys):
     from minitf.char_lm import MODEL_CHOICES as trained
     from minitf.models.lm import POSITIONAL
-    assert cli.MODEL_CHOICES == trained and cli.POSITIONAL == POSITIONAL  # copies: a fast --help
+    assert cli.MODEL_CHOICES == trained and cli_flags.POSITIONAL == POSITIONAL  # copies: a fast --help
     out = tmp_path / "rnn"
     assert cli.main(["train", "--fast", "--model", "lstm", "--no-progress", "--steps", "10",
                      "--out", str(out)]) == 0
