@@ -23,7 +23,8 @@ but never made current) is removed by the next save, or by ``clean``; a checkpoi
 checkpoints.txt does not name for any other reason (one you copied in) is never removed. A
 directory holding weights.npz and checkpoint.json itself (a step directory, or a run saved by an
 earlier minitf) loads too. What checkpoint.json must hold, and the CheckpointError that says what
-it lacks, are minitf.checkpoint_format's.
+it lacks, are minitf.checkpoint_format's; reading checkpoints.txt, and removing what an interrupted
+save left, minitf.checkpoint_index's.
 """
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ import io
 import itertools
 import json
 import os
-import re
 import shutil
 import warnings
 from dataclasses import dataclass, field
@@ -41,10 +41,12 @@ from pathlib import Path
 import numpy as np
 
 from minitf.backend import rng_state, set_rng_state
+# the run directory's list of checkpoints; find, clean and the three file names are public here too
+from minitf.checkpoint_index import (INDEX, META, STEP, WEIGHTS, clean, find, holds_only_a_checkpoint,
+                                     listed_steps, refuse_a_list_of_someone_else, run_directory)
 from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta,
                                       check_same_model, check_same_run, rebuilt, with_weights)
 from minitf.data import CharTokenizer
-from minitf.data.text import not_utf8
 from minitf.models import MODELS, Model
 from minitf.optim import Optimizer
 from minitf.rundir import fsync_directory, write_durably
@@ -52,87 +54,7 @@ from minitf.validate import check_path, not_real_numbers
 
 FORMAT = "minitf-checkpoint"
 VERSION = 1
-WEIGHTS, META, INDEX = "weights.npz", "checkpoint.json", "checkpoints.txt"
 KEEP = 3                  # checkpoints kept in a run directory
-
-
-def _run_directory(directory, where: str) -> Path:
-    """``directory`` as a Path, refused in one line when it is no path or is a file."""
-    check_path(directory, "directory", where)
-    directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise ValueError(f"{where}: {directory} is a file; wanted a run directory")
-    return directory
-
-
-_LISTING = ("wanted the list minitf train writes there, its step directories' names, newest "
-            "first, one a line (or load a step directory by its own path)")
-
-
-def _listed(directory: Path) -> list[str]:
-    """The step directories named in checkpoints.txt, newest first ([] when there is none). One
-    that no save wrote (a folder, bytes that are no text, the NULs a crash can leave of a file)
-    is a CheckpointError, and is left as it is: a save never writes over what it cannot read."""
-    if (directory / INDEX).is_dir():
-        raise CheckpointError(f"checkpoint {directory}: {INDEX} is a folder; {_LISTING}")
-    try:
-        with open(directory / INDEX, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return []
-    problem = not_utf8(raw)
-    if problem:
-        raise CheckpointError(f"checkpoint {directory}: {INDEX} is corrupt ({problem}); "
-                              f"{_LISTING}")
-    return [line for line in raw.decode().splitlines() if line]
-
-
-# The names a save writes: step directories, and the hidden temporaries of one process (its pid)
-_STEP = re.compile(r"step-\d{6,}(-\d+)?")
-_TEMPORARY = re.compile(rf"\.({_STEP.pattern}|{re.escape(INDEX)})\.\d+\.tmp")
-
-
-def _holds_only_a_checkpoint(path: Path) -> bool:
-    """A real directory (no link) holding nothing but a checkpoint's files, or nothing at all."""
-    return (path.is_dir() and not path.is_symlink()
-            and all(p.name in (WEIGHTS, META) and p.is_file() for p in path.iterdir()))
-
-
-def _never_current(temporaries: list, kept: set) -> set:
-    """The step directories a save renamed into place but was killed before it made current. A
-    save writes its new checkpoints.txt, naming its step directory first, as a temporary file
-    *before* that rename: such a directory is the first line of a leftover temporary."""
-    found = set()
-    for temporary in temporaries:
-        if temporary.name.startswith(f".{INDEX}.") and temporary.is_file():
-            pid = temporary.name.split(".")[-2]
-            name = temporary.read_bytes().decode(errors="replace").partition("\n")[0]
-            # its staging directory still there: killed before the rename, so a step-N there
-            # now is not this save's
-            staged = temporary.with_name(f".{name}.{pid}.tmp")
-            if _STEP.fullmatch(name) and name not in kept and not staged.exists():
-                found.add(name)
-    return found
-
-
-def clean(directory) -> None:
-    """Remove what interrupted saves left in ``directory``: their hidden temporaries, and a step
-    directory that a save renamed into place but was killed before it made current. Nothing
-    else: a checkpoint that checkpoints.txt does not name (copied in, say, or a run whose
-    checkpoints.txt was edited) is yours and stays. Only the one process writing there may call
-    it (``minitf train`` holds a lock): another writer's save in progress looks like a leftover."""
-    directory = _run_directory(directory, "checkpoint.clean")
-    if not directory.is_dir():
-        return
-    temporaries = [p for p in directory.iterdir() if _TEMPORARY.fullmatch(p.name)]
-    for name in _never_current(temporaries, set(_listed(directory))):
-        if _holds_only_a_checkpoint(directory / name):
-            shutil.rmtree(directory / name)
-    for path in temporaries:                 # a save's staging directory, or a file
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
 
 
 def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None = None,
@@ -157,7 +79,7 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
         # A's weights with B's optimizer state, step and history: resume took it as one run
         raise ValueError("checkpoint.save: trainer trains another model than model; wanted "
                          "save(directory, trainer.model, trainer)")
-    directory = _run_directory(directory, "checkpoint.save")
+    directory = run_directory(directory, "checkpoint.save")
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}
     meta = {"format": FORMAT, "version": VERSION, "kind": model.kind, "config": model.config,
             "rng": rng or rng_state(), "tokenizer": tokenizer.to_json() if tokenizer else None,
@@ -177,8 +99,8 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     weights = buffer.getvalue()
     meta["weights_sha256"] = hashlib.sha256(weights).hexdigest()
 
-    listed = _listed(directory)
-    _refuse_a_list_of_someone_else(directory, listed)       # a save rewrites it, and cuts it
+    listed = listed_steps(directory)
+    refuse_a_list_of_someone_else(directory, listed)       # a save rewrites it, and cuts it
     try:                        # the save continues the run there, or is refused
         current = _meta_at(directory / listed[0]) if listed else None
     except CheckpointError:     # unreadable: no run to keep, and a save is how it recovers
@@ -210,7 +132,7 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
         shutil.rmtree(staging, ignore_errors=True)
         # renamed (the name was free before) but not made current: never current, so it goes;
         # read from the disk, as a Ctrl-C may land just after the replace that made it current
-        if (directory / name).exists() and _listed(directory)[:1] != [name]:
+        if (directory / name).exists() and listed_steps(directory)[:1] != [name]:
             shutil.rmtree(directory / name, ignore_errors=True)
         index_temporary.unlink(missing_ok=True)
         raise
@@ -218,8 +140,8 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     # run only (an edited line may name '../best'). A process killed here leaves one on the
     # disk, unlisted: it loads by its own path, and is never removed.
     for old in dict.fromkeys(listed):
-        if (old not in new_list and _STEP.fullmatch(old)
-                and _holds_only_a_checkpoint(directory / old)):
+        if (old not in new_list and STEP.fullmatch(old)
+                and holds_only_a_checkpoint(directory / old)):
             try:
                 shutil.rmtree(directory / old)
             except OSError as err:     # the save is done and current: this is no failure of it
@@ -227,32 +149,6 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
                               f"list now, could not be removed ({err.strerror}); the new one, "
                               f"{name}, is saved and current")
     return directory / name
-
-
-def _refuse_a_list_of_someone_else(directory: Path, listed: list) -> None:
-    """A checkpoints.txt of the user's own is not rewritten and cut to KEEP lines: each line must
-    name a step directory, or a checkpoint elsewhere (edited to ../best, which load follows)."""
-    for number, line in enumerate(listed, 1):        # (isfile: a line too long is no file)
-        if not (_STEP.fullmatch(line) or os.path.isfile(directory / line / META)):
-            raise CheckpointError(f"checkpoint {directory}: {INDEX} is not minitf's (line "
-                                  f"{number}, {line[:40]!r}, names no checkpoint), and a save "
-                                  f"would rewrite it; {_LISTING}, or save to another directory")
-
-
-def find(directory) -> Path | None:
-    """The directory holding the current checkpoint of run ``directory``; None if it has none.
-    A checkpoints.txt that names no directory is a CheckpointError, not "none": it is a run."""
-    directory = _run_directory(directory, "checkpoint")
-    listed = _listed(directory)
-    if not listed:
-        if (directory / INDEX).is_file():
-            raise CheckpointError(f"checkpoint {directory}: {INDEX} names nothing; {_LISTING}")
-        return directory if (directory / META).is_file() else None
-    if (directory / listed[0]).is_file():
-        raise CheckpointError(f"checkpoint {directory}: {INDEX} names {listed[0]}, a file, as "
-                              f"the current checkpoint; wanted a step directory holding {META} "
-                              f"and {WEIGHTS}")
-    return directory / listed[0]
 
 
 @dataclass
@@ -288,7 +184,7 @@ def _pointing_back(directory, found: Path, read):
     except CheckpointError as err:
         if found == Path(directory):
             raise                                   # a step directory, loaded by its own path
-        for whole in (Path(directory) / name for name in _listed(Path(directory))[1:]):
+        for whole in (Path(directory) / name for name in listed_steps(Path(directory))[1:]):
             if not is_whole(whole):
                 continue
             raise CheckpointError(f"{err}; the run's newest whole checkpoint is {whole}: load "
@@ -356,7 +252,7 @@ def load(directory, model: Model | None = None) -> Checkpoint:
     """Read a checkpoint. Without ``model``, build one from the saved kind and config; with one,
     load into it -- a model of another kind or config is refused with every mismatched key and
     shape (but for the dropout rates and max_len: see checkpoint_format.check_same_model)."""
-    directory = _run_directory(directory, "checkpoint.load")
+    directory = run_directory(directory, "checkpoint.load")
     if model is not None and not isinstance(model, Model):
         raise TypeError(f"checkpoint.load: model is a {type(model).__name__}; wanted a minitf "
                         f"model to load into, or None to build the saved one")
