@@ -79,7 +79,7 @@ def test_an_answer_written_inline_with_its_helpers_blank_fails(made, tmp_path):
     assert {row.check for row in outcome.result.rows} >= {"attention", "attention, learned bias"}
     assert all(row.error <= 1e-6 for row in outcome.result.rows)    # the inline answer is right
     # the table says why every tensor of it is ok and it still fails
-    row, = [line.split() for line in homework.autograde.table([outcome]).splitlines()
+    row, = [line.split() for line in homework.results.table([outcome]).splitlines()
             if line.startswith("attention_backward")]
     assert row[1:5] == ["16/16", "helper", "not", "written"], row
 

@@ -62,7 +62,7 @@ def test_the_journal_scores_an_exercise_it_never_finished_out_of_its_points(made
 
 def test_a_total_of_tenths_is_written_as_the_number_it_is():
     """0.1 + 0.2 is 0.30000000000000004 in floats: results.json said so to the student."""
-    from minitf.homework.autograde import gradescope_results
+    from minitf.homework.results import gradescope_results
     tests = [{"score": 0.1}, {"score": 0.2}]
     assert gradescope_results(tests, 1.0)["score"] == 0.3
 

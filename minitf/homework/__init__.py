@@ -7,7 +7,8 @@
 
     regions   the solution regions (# BEGIN SOLUTION / # END SOLUTION) and the edits that blank them
     handout   the student directory (make)
-    autograde the grader (grade), its table and Gradescope's results.json
+    autograde the grader (grade)
+    results   what a grading says: its table, the failing reports, Gradescope's results.json
     graded_by the registry cases that grade each exercise, fixed when the homework is made
     points    what each exercise is worth (make --points; 1 by default), all or nothing
     printed   what a submission prints while graded: to the terminal, and kept for results.json
@@ -18,8 +19,8 @@
     writing   what make, autograder and exercise start write: OS errors named, no half
               a folder left behind
 """
-from minitf.homework.autograde import (Outcome, failing_reports, gradescope, grade, manifest,
-                                       table)
+from minitf.homework.autograde import Outcome, grade, manifest
+from minitf.homework.results import failing_reports, gradescope, table
 from minitf.homework.handout import MANIFEST, make, plan
 from minitf.homework.regions import find_regions, restore
 

@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 from minitf.data.text import write_utf8
-from minitf.homework.autograde import Outcome, gradescope_results, gradescope_test
+from minitf.homework.autograde import Outcome
+from minitf.homework.results import gradescope_results, gradescope_test
 
 
 def progress_file(path: Path) -> Path:
