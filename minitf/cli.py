@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt as err:      # minitf train's says where it stopped and what it saved
-        print(f"{command}: {err or 'interrupted'}", file=sys.stderr)
+        print(f"{command}: {str(err) or 'interrupted'}", file=sys.stderr)
         return 128 + getattr(err, "signum", signal.SIGINT)
     finally:
         warnings.showwarning = showwarning

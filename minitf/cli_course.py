@@ -79,7 +79,15 @@ def _homework(args) -> int:
         graded = [str(Path(f).resolve()) for f in (args.dir, args.submission) if f is not None]
         journal = Journal(args.json, names, resume=args.resume, of=" ".join(graded),
                           points={e["name"]: points_of(e, args.dir) for e in entries})
-    outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
+    try:
+        outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
+    except KeyboardInterrupt as err:
+        # the next run grades every exercise again: --resume would score this one 0, as for a
+        # grading process that its code ended
+        kept = (f"; {args.json} holds what was graded before it, and 0 for the rest"
+                if journal is not None else "")
+        raise KeyboardInterrupt(f"{str(err) or 'interrupted (Ctrl-C)'}{kept}; run the same command "
+                                f"again to grade every exercise") from None
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))

@@ -285,39 +285,50 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     for entry in entries:
         if journal is not None:
             journal.starting(entry["name"])
-        start, printed, file_verdict = time.perf_counter(), Printed(sys.stdout), ""
-        warned = Printed(sys.stderr)
         try:
-            path = graded_file(folder, submission, entry["file"],
-                               [e["file"] for e in data["exercises"]])
-        except NotGraded as err:            # missing, no UTF-8, a link: one line, and its word
-            path, not_graded = None, err
-        if budget.left() <= 0:
-            result = Result(stopped=budget.not_reached(entry["name"]), kind="not graded")
-            text, edited = "", False
-        elif path is None:
-            result, text, edited = Result(stopped=str(not_graded)), "", False
-            file_verdict = not_graded.verdict
-        else:
-            try:
-                with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
-                        kept(printed, warned):
-                    result, text = _grade_one(entry, graded, budget, solutions,
-                                              None if fixed is None else fixed.get(entry["name"]),
-                                              _failed(outcomes, data) if own_copy else ())
-            except _RegionsChanged as err:
-                result, text = Result(stopped=str(err)), ""
-            try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it
-                edited = R.frame(path.read_text(encoding="utf-8-sig"), path.name) \
-                    != data["frames"].get(entry["file"])
-            except ValueError:          # a fence moved or removed: the frame is broken
-                edited = True
-        outcomes.append(Outcome(entry["name"], result, text or result.stopped,
-                                time.perf_counter() - start, edited, printed.shown(),
-                                file_verdict, points_of(entry, folder), warned.shown()))
+            outcome = _outcome(entry, folder, submission, data, budget, solutions,
+                               None if fixed is None else fixed.get(entry["name"]),
+                               _failed(outcomes, data) if own_copy else ())
+        except KeyboardInterrupt:   # Ctrl-C (or their code's own): where it stopped, in words
+            raise KeyboardInterrupt(f"interrupted (Ctrl-C) while grading {entry['name']}") \
+                from None
+        outcomes.append(outcome)
         if journal is not None:
-            journal.finished(outcomes[-1])
+            journal.finished(outcome)
     return outcomes
+
+
+def _outcome(entry: dict, folder: Path, submission, data: dict, budget: Budget,
+             solutions: tuple, fixed: tuple | None, failed) -> Outcome:
+    """One exercise of the manifest graded: its file found (in ``submission``, if given), its
+    regions put into the homework's frame, and graded by _grade_one; what it printed is kept."""
+    start, printed, file_verdict = time.perf_counter(), Printed(sys.stdout), ""
+    warned = Printed(sys.stderr)
+    try:
+        path = graded_file(folder, submission, entry["file"],
+                           [e["file"] for e in data["exercises"]])
+    except NotGraded as err:            # missing, no UTF-8, a link: one line, and its word
+        path, not_graded = None, err
+    if budget.left() <= 0:
+        result = Result(stopped=budget.not_reached(entry["name"]), kind="not graded")
+        text, edited = "", False
+    elif path is None:
+        result, text, edited = Result(stopped=str(not_graded)), "", False
+        file_verdict = not_graded.verdict
+    else:
+        try:
+            with _in_our_frame(folder / entry["file"], path, entry, submission) as graded, \
+                    kept(printed, warned):
+                result, text = _grade_one(entry, graded, budget, solutions, fixed, failed)
+        except _RegionsChanged as err:
+            result, text = Result(stopped=str(err)), ""
+        try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it
+            edited = R.frame(path.read_text(encoding="utf-8-sig"), path.name) \
+                != data["frames"].get(entry["file"])
+        except ValueError:          # a fence moved or removed: the frame is broken
+            edited = True
+    return Outcome(entry["name"], result, text or result.stopped, time.perf_counter() - start,
+                   edited, printed.shown(), file_verdict, points_of(entry, folder), warned.shown())
 
 
 def _failed(outcomes: list[Outcome], data: dict) -> list:
