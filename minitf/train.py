@@ -129,18 +129,22 @@ class Trainer:
         """One optimisation step. -> (training loss, number of target tokens)."""
         lr = None if self.schedule is None else self._scheduled_lr(self.step + 1)
         *inputs, targets = self._next_batch()
-        self.step += 1
+        self.step += 1                  # the step under way, which a divergence names
         self.model.train()
         self.model.zero_grad()
         # A diverging step overflows (inf, then inf − inf = NaN) deep inside the forward and
         # backward; NumPy would warn at each place. Every such number reaches the loss or the
         # gradient norm, which are checked right below, so the warnings would only bury the
         # TrainingDiverged message that names the step.
-        with float_errors_ignored():
-            loss, backward = self.model.loss(*inputs, targets)
-            backward()
-            norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
-                    else grad_norm(self.model))
+        try:
+            with float_errors_ignored():
+                loss, backward = self.model.loss(*inputs, targets)
+                backward()
+                norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
+                        else grad_norm(self.model))
+        except Exception:       # a batch the model refused: no step was taken, none is counted
+            self.step -= 1      # (else a fit() run again trains one step fewer, off the schedule)
+            raise
         if not (math.isfinite(loss) and math.isfinite(norm)):
             raise TrainingDiverged(self._diagnose(loss))
         self._check_far_above_chance(loss)

@@ -138,6 +138,21 @@ def test_a_batches_that_does_not_return_inputs_and_targets_is_one_line(returned,
     assert trainer.step == 0 and trainer.history["loss"] == []         # no step was counted
 
 
+def test_a_batch_the_model_refuses_counts_no_step():
+    """The step was counted before the model refused the batch: fit(3) run again with the
+    batches fixed trained two steps, and the step, the optimizer's t and the schedule parted."""
+    lm = _lm()
+    bad = np.full((4, 8), 20)                              # ids beyond vocab_size=10
+    batches = [lambda: (bad, bad % 10), _batches()]
+    trainer = Trainer(lm, Adam(lm), lambda: batches[0]())
+    with raises(ValueError, "DecoderLM: ids must lie in [0, vocab_size=10)"):
+        trainer.fit(3, progress=False)
+    assert trainer.step == 0 and trainer.optimizer.t == 0 and trainer.history["loss"] == []
+    batches.pop(0)
+    trainer.fit(3, progress=False)
+    assert trainer.history["step"] == [1, 2, 3] and trainer.optimizer.t == 3
+
+
 def test_a_validation_loss_that_is_not_finite_stops_the_run():
     from minitf.train import TrainingDiverged
     lm = _lm()
