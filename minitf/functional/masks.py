@@ -37,11 +37,15 @@ def as_additive_mask(mask, dtype=None, name="mask", where="attention"):
 def _check_float_mask(mask, name, where):
     """A float mask is additive. One of 0s and 1s is a keep/hide mask built from ones
     (``np.tril(np.ones((n, n)))`` is float64): read as additive it adds 0 or 1 to the scores and
-    masks nothing; a NaN makes its rows' weights NaN. (Skipped inside a model, whose masks are
-    its own.)"""
+    masks nothing; a NaN makes its rows' weights NaN, and a +inf gives its key all the weight.
+    (Skipped inside a model, whose masks are its own.)"""
     xp = get_array_module(mask)
     if bool(xp.isnan(mask).any()):       # NaN in the scores: every weight of its row NaN
         raise ValueError(f"{where}: {name} holds NaN; wanted an additive mask of 0 (attend) and "
+                         f"-inf (hide), or finite biases")
+    if bool((mask == math.inf).any()):   # a sign slip, where(keep, 0, inf): the hidden keys
+        #                                  took all the weight, or NaN where a row had two
+        raise ValueError(f"{where}: {name} holds +inf; wanted an additive mask of 0 (attend) and "
                          f"-inf (hide), or finite biases")
     if bool(xp.any(mask == 1)) and bool(xp.all((mask == 0) | (mask == 1))):
         raise ValueError(f"{where}: {name} is a float array of 0s and 1s; a float mask is "
