@@ -110,15 +110,7 @@ def _spread(count: int, k: int) -> list[int]:
 
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
-    if config.resume and not config.out and _one_step_of_a_run(Path(config.resume).resolve()):
-        # its saves would go inside the step directory, among the run's own
-        run_dir = Path(config.resume).resolve().parent
-        current = checkpoint.find(run_dir)
-        itself = (f", or continue the run itself with --resume {run_dir}"
-                  if checkpoint.is_whole(current) else
-                  f" (the run's current checkpoint, {current.name}, does not load)")
-        raise ValueError(f"--resume {config.resume} is one checkpoint of the run in {run_dir}; "
-                         f"continue from it into a new --out DIR{itself}")
+    _refuse_a_step_directory(config)
     _check_flags(config)
     out = Path(config.out or config.resume or DEFAULT_OUT)
     new = [p for p in (out, *out.parents) if not p.exists()]    # what probe creates, deepest first
@@ -136,6 +128,25 @@ def run(config: RunConfig, log=print) -> dict:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         raise
+
+
+def _refuse_a_step_directory(config: RunConfig) -> None:
+    """The run's saves go to --out, or without it to --resume's directory: a step directory of
+    a run would get them inside it, among the run's own, hiding its checkpoint (refused there,
+    but only after the training)."""
+    flag, path = ("--out", config.out) if config.out else ("--resume", config.resume)
+    if not path or not _one_step_of_a_run(Path(path).resolve()):
+        return
+    run_dir = Path(path).resolve().parent
+    current = checkpoint.find(run_dir)
+    itself = (f", or continue the run itself with --resume {run_dir}"
+              if checkpoint.is_whole(current) else
+              f" (the run's current checkpoint, {current.name}, does not load)")
+    if flag == "--resume":
+        raise ValueError(f"--resume {path} is one checkpoint of the run in {run_dir}; "
+                         f"continue from it into a new --out DIR{itself}")
+    raise ValueError(f"--out {path} is one checkpoint of the run in {run_dir}, which a save "
+                     f"there would hide; wanted a new --out DIR{itself}")
 
 
 def _one_step_of_a_run(path: Path) -> bool:

@@ -28,6 +28,7 @@ save left, minitf.checkpoint_index's.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import itertools
@@ -42,8 +43,9 @@ import numpy as np
 
 from minitf.backend import rng_state, set_rng_state
 # the run directory's list of checkpoints; find, clean and the three file names are public here too
-from minitf.checkpoint_index import (INDEX, META, STEP, WEIGHTS, clean, find, holds_only_a_checkpoint,
-                                     listed_steps, refuse_a_list_of_someone_else, run_directory)
+from minitf.checkpoint_index import (INDEX, META, STEP, WEIGHTS, clean, find,
+                                     holds_only_a_checkpoint, listed_steps,
+                                     refuse_a_list_of_someone_else, run_directory)
 from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta,
                                       check_same_model, check_same_run, rebuilt, with_weights)
 from minitf.data import CharTokenizer
@@ -80,6 +82,12 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
         raise ValueError("checkpoint.save: trainer trains another model than model; wanted "
                          "save(directory, trainer.model, trainer)")
     directory = run_directory(directory, "checkpoint.save")
+    if (STEP.fullmatch(directory.name) and (directory / META).is_file()
+            and (directory.parent / INDEX).is_file() and not (directory / INDEX).exists()):
+        # a checkpoints.txt written into it would hide that checkpoint from load by its path
+        raise CheckpointError(f"checkpoint.save: {directory} is a step directory of the run "
+                              f"{directory.parent} (it holds {META}), which a save there would "
+                              f"hide; wanted the run directory, or another one")
     arrays = {f"model/{name}": value for name, value in model.state_dict().items()}
     meta = {"format": FORMAT, "version": VERSION, "kind": model.kind, "config": model.config,
             "rng": rng or rng_state(), "tokenizer": tokenizer.to_json() if tokenizer else None,
@@ -108,34 +116,17 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
     if current is not None:
         check_same_run(model, meta, arrays, current,
                        f"checkpoint.save: the current checkpoint of {directory} ({listed[0]})")
-    directory.mkdir(parents=True, exist_ok=True)      # only now: a refused save makes no folder
-    clean(directory)                # what a save killed earlier left, should it be in the way
-    step = f"step-{meta.get('step', 0):06d}"
-    candidates = itertools.chain([step], (f"{step}-{i}" for i in itertools.count(1)))
-    name = next(n for n in candidates                  # a step saved twice: a new name
-                if n not in listed and not (directory / n).exists())
-    staging = directory / f".{name}.{os.getpid()}.tmp"
-    index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
-    new_list = [name, *listed][:KEEP]
     try:
-        staging.mkdir()
-        write_durably(staging / WEIGHTS, weights)
-        write_durably(staging / META, json.dumps(meta, indent=1).encode())
-        fsync_directory(staging)
-        # the new list first: killed after the rename, it names what clean may remove
-        write_durably(index_temporary, "".join(f"{n}\n" for n in new_list).encode())
-        os.rename(staging, directory / name)
-        fsync_directory(directory)          # the step directory exists before it is named
-        os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
-        fsync_directory(directory)
-    except BaseException:           # a full disk, Ctrl-C: the previous checkpoint is untouched
-        shutil.rmtree(staging, ignore_errors=True)
-        # renamed (the name was free before) but not made current: never current, so it goes;
-        # read from the disk, as a Ctrl-C may land just after the replace that made it current
-        if (directory / name).exists() and listed_steps(directory)[:1] != [name]:
-            shutil.rmtree(directory / name, ignore_errors=True)
-        index_temporary.unlink(missing_ok=True)
-        raise
+        directory.mkdir(parents=True, exist_ok=True)      # only now: a refused save makes no folder
+        clean(directory)            # what a save killed earlier left, should it be in the way
+        step = f"step-{meta.get('step', 0):06d}"
+        candidates = itertools.chain([step], (f"{step}-{i}" for i in itertools.count(1)))
+        name = next(n for n in candidates                  # a step saved twice: a new name
+                    if n not in listed and not (directory / n).exists())
+        new_list = [name, *listed][:KEEP]
+        _make_current(directory, name, new_list, weights, meta)
+    except OSError as err:          # named by the run directory, not a hidden temporary in it
+        raise NotSaved(err.errno, err.strerror or str(err), str(directory)) from None
     # The checkpoints beyond KEEP, which this save took off the list: step directories of this
     # run only (an edited line may name '../best'). A process killed here leaves one on the
     # disk, unlisted: it loads by its own path, and is never removed.
@@ -149,6 +140,45 @@ def save(directory, model: Model, trainer=None, tokenizer: CharTokenizer | None 
                               f"list now, could not be removed ({err.strerror}); the new one, "
                               f"{name}, is saved and current")
     return directory / name
+
+
+class NotSaved(OSError):
+    """A save the disk refused (full, read-only, no permission): the current checkpoint, if any,
+    is the one before it, untouched. ``errno`` and ``strerror`` are the system's."""
+
+    def __str__(self):
+        return (f"checkpoint.save: could not write to {self.filename} ({self.strerror}); any "
+                f"earlier checkpoint there is untouched")
+
+
+def _make_current(directory: Path, name: str, new_list: list, weights: bytes, meta: dict) -> None:
+    """The one atomic step of a save: step directory ``name`` written whole, then named first
+    in a new checkpoints.txt by one os.replace. Whatever stops it (a full disk, Ctrl-C) leaves the
+    previous checkpoint current and nothing of this one behind."""
+    staging = directory / f".{name}.{os.getpid()}.tmp"
+    index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
+    try:
+        staging.mkdir()
+        write_durably(staging / WEIGHTS, weights)
+        write_durably(staging / META, json.dumps(meta, indent=1).encode())
+        fsync_directory(staging)
+        # the new list first: killed after the rename, it names what clean may remove
+        write_durably(index_temporary, "".join(f"{n}\n" for n in new_list).encode())
+        os.rename(staging, directory / name)
+        fsync_directory(directory)          # the step directory exists before it is named
+        os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
+        fsync_directory(directory)
+    except BaseException:
+        # the clearing up never hides why the save failed (on a read-only disk it fails too)
+        shutil.rmtree(staging, ignore_errors=True)
+        # renamed (the name was free before) but not made current: never current, so it goes;
+        # read from the disk, as a Ctrl-C may land just after the replace that made it current
+        with contextlib.suppress(OSError, CheckpointError):
+            if (directory / name).exists() and listed_steps(directory)[:1] != [name]:
+                shutil.rmtree(directory / name, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            index_temporary.unlink(missing_ok=True)
+        raise
 
 
 @dataclass

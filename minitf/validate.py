@@ -234,11 +234,14 @@ def plain_int(size):
 
 def check_path(path, name: str, where: str) -> None:
     """TypeError unless ``path`` is a str or a pathlib.Path (any os.PathLike): pathlib's own error
-    for None or a number names neither the function nor the argument."""
+    for None or a number names neither the function nor the argument. An empty str is refused:
+    read as a path, it is the current directory."""
     if not isinstance(path, (str, os.PathLike)):
         got = repr(path) if path is None or isinstance(path, (int, float)) else \
             f"a {type(path).__name__}"
         raise TypeError(f"{where}: {name} must be a path (a str or a pathlib.Path); got {got}")
+    if isinstance(path, str) and not path.strip():  # Path('') is '.': $OUT unset wrote there
+        raise ValueError(f"{where}: {name} is {path!r}; wanted a path (a file or folder name)")
 
 
 def check_sizes(where: str, **sizes) -> None:

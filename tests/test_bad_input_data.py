@@ -193,7 +193,16 @@ def test_a_tokenizer_save_that_fails_part_way_leaves_the_saved_one(tmp_path, mon
     with pytest.raises(KeyboardInterrupt):
         tokenizer().save(path)
     assert path.read_bytes() == saved and [p.name for p in tmp_path.iterdir()] == ["tok.json"]
+
+    def read_only(*args, **kwargs):                     # the clearing up fails too: not the news
+        raise OSError(30, "Read-only file system")
+    monkeypatch.setattr("os.fsync", read_only)
+    monkeypatch.setattr("pathlib.Path.unlink", read_only)
+    with raises(OSError, "CharTokenizer.save:", "cannot write", "(Read-only file system)"):
+        tokenizer().save(path)
     monkeypatch.undo()
+    for leftover in tmp_path.glob(".tok.json.*.tmp"):   # (the unlink that was made to fail)
+        leftover.unlink()
     tokenizer().save(path)                              # a save that succeeds replaces it whole
     assert data.CharTokenizer.load(path).chars == tokenizer().chars
     assert path.stat().st_mode & 0o777 == 0o600         # with the permissions it had

@@ -96,3 +96,58 @@ def test_resume_from_a_step_of_a_run_whose_current_does_not_load_says_so(text, t
     assert train(text, "--steps", "30", "--resume", str(run / "step-000010"),
                  "--out", str(tmp_path / "new")) == 0                  # the way it names
     assert char_lm.checkpoint.read_meta(tmp_path / "new")["step"] == 30
+
+
+def test_a_save_into_a_step_directory_or_an_empty_path_is_refused_and_writes_nothing(
+        run, tmp_path, monkeypatch):
+    """A save into step-000003 put a checkpoints.txt there, and a load of it by its own path (the
+    way a damaged run's message names) then read the new one; '' saved into the working
+    directory."""
+    step = run / "step-000003"
+    before = sorted(p.name for p in step.iterdir())
+    with pytest.raises(checkpoint.CheckpointError, match=re.escape(
+            f"checkpoint.save: {step} is a step directory of the run {run} (it holds "
+            f"checkpoint.json), which a save there would hide; wanted the run directory")):
+        _save_step(step, _small(), 4)
+    assert sorted(p.name for p in step.iterdir()) == before and _intact_step(step) == 3
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: checkpoint.save("", _small().model), lambda: checkpoint.load(" ")):
+        with pytest.raises(ValueError, match="checkpoint.(save|load): directory is ' ?'; wanted a "
+                                             "path"):
+            call()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_a_save_the_disk_refuses_names_the_run_directory_and_why(run, monkeypatch):
+    """On a read-only disk the save's clearing up failed too (unlink: EROFS), and its error
+    replaced the save's; the one left named a hidden temporary."""
+    import errno
+    import os
+    import pathlib
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+    monkeypatch.setattr(checkpoint, "write_durably", read_only)
+    monkeypatch.setattr(pathlib.Path, "unlink", read_only)
+    with pytest.raises(OSError) as err:
+        _save_step(run, _small(), 4)
+    monkeypatch.undo()
+    assert err.value.errno == errno.EROFS and str(err.value) == (
+        f"checkpoint.save: could not write to {run} (Read-only file system); any earlier "
+        f"checkpoint there is untouched")
+    assert _intact_step(run) == 3
+
+
+def test_train_refuses_to_save_into_a_step_directory_before_it_trains(text, tmp_path, capsys):
+    """--out a step directory trained every step, then failed at the save."""
+    run = tmp_path / "run"
+    assert train(text, "--steps", "10", "--out", str(run)) == 0
+    capsys.readouterr()
+    step = run / "step-000010"
+    for flags in (["--resume", str(step)], []):
+        assert train(text, "--steps", "20", *flags, "--out", str(step)) == 2
+        message = one_line(capsys)
+        assert message.endswith(f"--out {step} is one checkpoint of the run in {run.resolve()}, "
+                                f"which a save there would hide; wanted a new --out DIR, or "
+                                f"continue the run itself with --resume {run.resolve()}")
+    assert sorted(p.name for p in step.iterdir()) == ["checkpoint.json", "weights.npz"]

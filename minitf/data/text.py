@@ -3,6 +3,7 @@ and the character-bigram baseline a Transformer has to beat. Token ids live on t
 and move to the active backend one batch at a time."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -188,7 +189,8 @@ def write_utf8(path, text: str, where: str) -> None:
             os.chmod(temporary, path.stat().st_mode & 0o7777)      # the old file's permissions
         os.replace(temporary, path)
     except BaseException as err:         # a full disk, Ctrl-C: no temporary left behind
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):   # (on a read-only disk this fails too: not the news)
+            temporary.unlink(missing_ok=True)
         if not isinstance(err, OSError):
             raise
         refused = type(err)(f"{where} cannot write {path} ({err.strerror or err}); wanted a "
