@@ -1,5 +1,6 @@
 """The four models: shapes, masks, tied and shared weights, and KV-cache decoding that gives the
 same logits and tokens as recomputing everything."""
+import re
 import warnings
 
 import numpy as np
@@ -248,6 +249,18 @@ def test_bad_input_names_the_argument():
         model(backend.to_device(np.array([[1, 9]])))
     with pytest.raises(ValueError, match="exceed the context.*max_len=4"):
         model(backend.randint(0, 7, (1, 5)))
+    cache = model.new_cache()
+    model(backend.randint(0, 7, (1, 4)), cache=cache)
+    with pytest.raises(ValueError, match=re.escape(       # cropping a new token changes nothing
+            "the cache holds 4 tokens, ids 1 more: positions 4..4 exceed the context; wanted at "
+            "most max_len=4 tokens (start a new_cache() and feed it the last 4 tokens or fewer")):
+        model(backend.randint(0, 7, (1, 1)), cache=cache)
+    rnn = RNNLM(7, 8)
+    state = rnn.new_cache()
+    rnn(backend.randint(0, 7, (1, 3)), cache=state)
+    with pytest.raises(ValueError, match=re.escape(
+            "RNNLM: cache holds the state of 1 sequence; ids has 2 rows; wanted new_cache()")):
+        rnn(backend.randint(0, 7, (2, 1)), cache=state)
     with pytest.raises(ValueError, match="positional must be one of"):
         DecoderLM(7, positional="absolute")
     with pytest.raises(ValueError, match="tgt"):

@@ -94,9 +94,14 @@ class DecoderLM(Model):
         self._check_cache(cache, where)
         offset = cache[0].length if cache else 0                # position of ids[:, 0]
         if offset + ids.shape[1] > self.max_len:
-            raise ValueError(f"{where}: positions {offset}..{offset + ids.shape[1] - 1} exceed the "
-                             f"context; wanted at most max_len={self.max_len} tokens (crop the "
-                             f"input to its last {self.max_len} tokens)")
+            # cropping the input helps where there is no cache; a cache's tokens stay in it
+            crop = (f"start a new_cache() and feed it the last {self.max_len} tokens or fewer, as "
+                    f"generate does" if offset else
+                    f"crop the input to its last {self.max_len} tokens")
+            held = f"the cache holds {offset} tokens, ids {ids.shape[1]} more: " if offset else ""
+            raise ValueError(f"{where}: {held}positions {offset}..{offset + ids.shape[1] - 1} "
+                             f"exceed the context; wanted at most max_len={self.max_len} tokens "
+                             f"({crop})")
         return self._logits(self.tok_emb(ids), offset=offset, cache=cache)
 
     def _logits(self, x, offset: int = 0, mask=None, cache=None):

@@ -57,6 +57,11 @@ class RNNLM(Model):
         check_ids(ids, "ids", self.vocab_size, "RNNLM")
         self._check_cache(cache, "RNNLM")
         state = cache[0] if cache else RNNState()
+        if state.h is not None and state.h.shape[0] != ids.shape[0]:    # as a KVCache says it
+            held = state.h.shape[0]
+            raise ValueError(f"RNNLM: cache holds the state of {held} sequence"
+                             f"{'s' * (held != 1)}; ids has {ids.shape[0]} rows; wanted "
+                             f"new_cache() for another batch")
         x = self.tok_emb(ids)                                   # (b, n, d_model)
         states = (state.h,) if isinstance(self.rnn, RNN) else (state.h, state.c)
         H = self.rnn(x, *states)                                # (b, n, d_hidden)
