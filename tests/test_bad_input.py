@@ -409,8 +409,8 @@ def test_cross_entropy_backward_wants_a_scalar(backend_name):
 
 
 def test_table_layers_refuse_their_sizes_and_std_in_their_own_name():
-    """A negative std was randn's error, naming no layer; LearnedPositionalEmbedding(0, 8) was
-    built, and failed at its first forward."""
+    """A negative std was randn's error, naming no layer; LearnedPositionalEmbedding(0, 8) and
+    SinusoidalPositionalEncoding('8') were built, and failed at their first forward."""
     for call, said in [
             (lambda: nn.Embedding(5, 4, std=-1), "Embedding: std must be a finite number ≥ 0"),
             (lambda: nn.LearnedPositionalEmbedding(8, 4, std=float("nan")),
@@ -418,5 +418,11 @@ def test_table_layers_refuse_their_sizes_and_std_in_their_own_name():
             (lambda: nn.LearnedPositionalEmbedding(0, 8),
              "LearnedPositionalEmbedding: max_len must be a positive integer"),
             (lambda: nn.LearnedPositionalEmbedding(8, 2.5),
-             "LearnedPositionalEmbedding: d_model must be a positive integer")]:
+             "LearnedPositionalEmbedding: d_model must be a positive integer"),
+            (lambda: nn.ClassToken(4, std=-1), "ClassToken: std must be a finite number ≥ 0"),
+            # checked when built: SinusoidalPositionalEncoding('8') refused x of width 8
+            (lambda: nn.SinusoidalPositionalEncoding("8"),
+             "SinusoidalPositionalEncoding: d_model must be a positive integer"),
+            (lambda: nn.SinusoidalPositionalEncoding(8, base=-1),
+             "SinusoidalPositionalEncoding: base must be a finite number > 0")]:
         refused_in_one_line(call, ValueError, [said])

@@ -120,6 +120,7 @@ class ClassToken(Module):
 
     def __init__(self, d: int, std: float = 0.02):
         check_int(d, "d", "ClassToken", what="the width of the token")
+        check_real(std, "std", "ClassToken", low=0, low_open=False)     # (else randn's error)
         self.d = d
         self.cls = normal(d, std=std)
 

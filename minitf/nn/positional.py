@@ -17,6 +17,9 @@ class SinusoidalPositionalEncoding(Module):
     """
 
     def __init__(self, d_model: int, base: float = 10000.0):
+        where = "SinusoidalPositionalEncoding"      # a bad one failed at the forward, unnamed
+        check_int(d_model, "d_model", where, what="the width of each position's vector")
+        check_real(base, "base", where, low=0)
         self.d_model, self.base = d_model, base
 
     def forward(self, x, offset: int = 0):
