@@ -142,6 +142,8 @@ def test_the_building_blocks_name_what_they_were_given():
         models.build("lm", None)
     with raises(ValueError, "build: unknown model kind 'gpt'"):
         models.build("gpt", {})
+    with raises(ValueError, "build: unknown model kind ['lm']"):        # unhashable, raw
+        models.build(["lm"], {})
     with raises(TypeError, "initialize: module is a NoneType"):
         initialize(None, "xavier")
     from minitf.nn.init import xavier_uniform

@@ -67,6 +67,9 @@ def test_the_reader_refuses_a_file_that_is_not_safetensors(tmp_path):
     (tmp_path / "x").write_bytes(b"\xff" * 64)
     with pytest.raises(ValueError, match="not a safetensors file"):
         pretrained.read_safetensors(tmp_path / "x")
+    with pytest.raises(ValueError, match=f"read_safetensors: {tmp_path} is a folder; wanted a "
+                                         f"[.]safetensors file"):       # IsADirectoryError, raw
+        pretrained.read_safetensors(tmp_path)
 
 
 def test_the_reader_names_a_damaged_header_or_a_truncated_body(tmp_path):

@@ -16,7 +16,7 @@ MODELS = {cls.kind: cls for cls in (DecoderLM, Transformer, EncoderClassifier, V
 def build(kind: str, config: dict) -> Model:
     """The model of family ``kind`` ("lm", "seq2seq", "classifier", "vit", "mlm", "set", "rnn")
     built from ``config``."""
-    if kind not in MODELS:
+    if not isinstance(kind, str) or kind not in MODELS:      # (a list is no key: unhashable)
         raise ValueError(f"build: unknown model kind {kind!r}; wanted one of {tuple(MODELS)}")
     if not isinstance(config, dict):
         raise TypeError(f"build: config is a {type(config).__name__}; wanted a dict of the "

@@ -31,6 +31,9 @@ MAX_HEADER_BYTES = 100_000_000          # the format's own limit on the header
 def read_safetensors(path) -> dict:
     """{name: NumPy array} for every tensor in the file at ``path`` (a fresh copy of each)."""
     check_path(path, "path", "read_safetensors")
+    if Path(path).is_dir():                    # Python's IsADirectoryError named no function
+        raise ValueError(f"read_safetensors: {path} is a folder; wanted a .safetensors file (a "
+                         f"model directory's model.safetensors)")
     data = Path(path).read_bytes()
     if len(data) < 8:
         raise ValueError(f"read_safetensors: {path} has {len(data)} bytes; wanted a safetensors "
