@@ -306,11 +306,12 @@ def test_nothing_to_normalise_average_or_attend_to_is_named(backend_name):
 def test_settings_that_matched_nothing_or_built_nothing_are_refused():
     """Each was accepted: an ignore_index of 1.5 or '1' ignored no target, float ids were never
     equal to pad_id (nothing masked), a NaN in a mask made its rows NaN, a +inf gave its key all
-    the weight, and a [CLS] token of width 0 or a bias of 0 heads was built."""
+    the weight, PyTorch's causal mask (True = hide) let each query see only the future, and a [CLS] token of width 0 or a bias of 0 heads was built."""
     logits, targets = backend.randn(2, 3, 5), backend.randint(0, 5, (2, 3))
     q = backend.randn(1, 2, 3, 4)
     nan_mask, inf_mask = np.zeros((3, 3)), np.where(np.tril(np.ones((3, 3), bool)), 0, np.inf)
     nan_mask[0, 1] = np.nan                                        # inf_mask: the sign slipped
+    torch_causal = np.triu(np.ones((3, 3), bool), 1)               # True = hide, PyTorch's way
     for call, error, fragments in [
             (lambda: F.cross_entropy(logits, targets, ignore_index=1.5), TypeError,
              ["cross_entropy: ignore_index must be an integer id, or None", "got 1.5"]),
@@ -322,6 +323,10 @@ def test_settings_that_matched_nothing_or_built_nothing_are_refused():
              ["attention: mask holds NaN"]),
             (lambda: F.attention(q, q, q, mask=backend.to_device(inf_mask)), ValueError,
              ["attention: mask holds +inf; wanted an additive mask of 0 (attend) and -inf"]),
+            (lambda: nn.MultiHeadAttention(4, 2)(q[0], mask=backend.to_device(torch_causal)),
+             ValueError, ["MultiHeadAttention: mask is True only above the diagonal",
+                          "minitf's True means attend (PyTorch's means hide); for a mask with "
+                          "True = hide, pass ~mask"]),
             (lambda: nn.ClassToken(0), ValueError, ["ClassToken: d must be a positive integer"]),
             (lambda: nn.RelativePositionBias(0), ValueError,
              ["RelativePositionBias: n_heads must be a positive integer"])]:

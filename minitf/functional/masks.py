@@ -28,9 +28,23 @@ def as_additive_mask(mask, dtype=None, name="mask", where="attention"):
                         f"float (additive: 0 or -inf); for a 0/1 mask with 1 = attend, pass "
                         f"{name}.astype(bool)")
     if mask.dtype == bool:
+        _check_bool_mask(mask, name, where)
         return xp.where(mask, 0.0, -math.inf).astype(dtype)
     _check_float_mask(mask, name, where)
     return mask.astype(dtype, copy=False)
+
+
+@at_the_boundary
+def _check_bool_mask(mask, name, where):
+    """PyTorch's causal mask, ``triu(ones(n, n, dtype=bool), 1)``, is True where a key is hidden:
+    read as minitf's (True = attend) every query would see only later keys, the last one none,
+    and nothing would say so. (Skipped inside a model, whose masks are its own.)"""
+    xp = get_array_module(mask)
+    n = mask.shape[-1] if mask.ndim >= 2 else 0
+    if n > 1 and mask.shape[-2] == n and bool(xp.all(mask == xp.triu(xp.ones((n, n), bool), 1))):
+        raise ValueError(f"{where}: {name} is True only above the diagonal, every query seeing "
+                         f"only later keys: minitf's True means attend (PyTorch's means hide); "
+                         f"for a mask with True = hide, pass ~{name}")
 
 
 @at_the_boundary
