@@ -75,6 +75,7 @@ def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) ->
 
 
 def add_info_command(commands) -> None:
+    """Add info to ``commands`` (the subcommands of ``minitf``)."""
     info = commands.add_parser(
         "info", help="parameters, FLOPs and KV-cache size of a model",
         description="The analytic cost model of a DecoderLM: parameters (4d² + 2·d·d_ff per "
