@@ -3,11 +3,11 @@ The full Transformer: three attentions, O(N²) + O(M²) + O(NM), teacher forcing
 ==============================================================================
 
 The original Transformer has two halves: an encoder that reads the whole input and a decoder
-that writes the output one token at a time, reading the encoder as it goes. We train a small
-one to reverse sequences, check that teacher forcing computes every step of the decoding in one
-pass, count the attention scores of its three kinds of attention (the lectures' cost quiz),
-check which encoder layer the decoder reads (the wiring quiz), and look at what the decoder
-learned to read.
+that writes the output one token at a time, reading the encoder as it goes (either half alone
+is one of the two other kinds of Transformer). We train a small one to reverse sequences,
+check that teacher forcing computes every step of the decoding in one pass, count the
+attention scores of its three kinds of attention (the lectures' cost quiz), check which encoder
+layer the decoder reads (the wiring quiz), and look at what the decoder learned to read.
 
 Run it: ``minitf lesson 14`` (about 10 seconds: one short training), or as a plain script,
 ``python lessons/14_encoder_decoder.py``.
@@ -19,7 +19,8 @@ import numpy as np
 import minitf.functional as F
 from minitf import backend, cost_families, data, viz
 from minitf.generate import beam_search, greedy_decode
-from minitf.models import Transformer
+from minitf.models import DecoderLM, EncoderLM, Transformer
+from minitf.nn import MultiHeadAttention
 from minitf.optim import AdamW, WarmupCosine
 from minitf.train import Trainer
 
@@ -47,6 +48,35 @@ backend.seed(0)
 # Each decoder block holds the last two, each encoder block the first, plus the feed-forward
 # network and the residual connections of lesson 07.
 #
+# Keep one half and you have the other two kinds of Transformer. A **decoder-only** model
+# (GPT, minitf's ``DecoderLM``) has only the masked self-attention: it predicts each next token
+# from the ones before, autoregressively, and generates by feeding its guesses back. An
+# **encoder-only** model (BERT and ViT, lesson 15) has only the two-way self-attention: it
+# predicts no next token but builds a representation of the whole input, for classifying or
+# comparing it (it "understands"). The **encoder–decoder** keeps both, for turning one sequence
+# into another. The token can be anything embedded as a vector: a word or sub-word from a
+# tokenizer (lesson 20), an image patch (lesson 15), a discrete symbol (this lesson's), or a
+# continuous value (``SetEncoder`` embeds points of real numbers). Each attention layer of small
+# models of the three kinds, by its mask:
+
+# %%
+def attentions(net):
+    return ["cross" if a.cross else "causal" if a.causal else "both ways"
+            for a in net.modules() if isinstance(a, MultiHeadAttention)]
+
+
+with backend.seed(1):                                       # leaves the seed-0 draws below alone
+    kinds_of = {"decoder-only": DecoderLM(11, d_model=8, n_heads=2, n_layers=2),
+                "encoder-only": EncoderLM(11, d_model=8, n_heads=2, n_layers=2),
+                "encoder–decoder": Transformer(11, 11, d_model=8, n_heads=2, n_layers=2)}
+for kind, net in kinds_of.items():
+    print(f"{kind:>15} ({type(net).__name__}): {attentions(net)}")
+assert set(attentions(kinds_of["decoder-only"])) == {"causal"} and \
+    set(attentions(kinds_of["encoder-only"])) == {"both ways"}, "one masked, one two-way (deck 003)"
+assert attentions(kinds_of["encoder–decoder"]) == ["both ways"] * 2 + ["causal", "cross"] * 2, \
+    "the encoder's two-way layers, then in each decoder block its masked one and the cross one"
+
+# %% [markdown]
 # The task: reverse a sequence of 3 to 6 symbols. The decoder's input is the target shifted
 # right behind a start token, BOS; its label at each position is the next target token, and
 # the last label is EOS, "stop here". We train ``Transformer`` (2 + 2 post-LN blocks, d_model 32,
@@ -123,12 +153,19 @@ print("✓ teacher forcing = every decoding step at once; the encoder's output i
 # on every later one: each new token costs one query against N stored keys and t earlier target
 # keys, linear work rather than a full quadratic recomputation.
 #
-# Now decode for real, greedily and with a beam of 3, from BOS until EOS, on the 200 held-out
-# sources. These last 200 examples were never trained on, but short sequences repeat: there are
-# only 8³ = 512 sequences of three symbols and 8⁴ = 4096 of four, so 42 of the 200 sources also
-# occur among the 2800 training ones (36 of length 3, 6 of length 4). The greedy match is
-# printed for the other 158 as well. The real test of generalization is the next one: a length
-# never trained on.
+# Now decode for real, from BOS until EOS. **Greedy** decoding takes the most likely token at
+# every step and never goes back, so a token that looks best now can lead into a worse whole
+# sequence. **Beam search** with a beam of k keeps the k most likely prefixes (with their summed
+# log-probabilities): each step extends every prefix by every token and prunes the k·V
+# candidates back to the k best, setting aside those that end in EOS, which compete at the end
+# (with a length penalty, so short outputs do not win by default). We decode the 200 held-out
+# sources greedily, and 20 of them with a beam of 3.
+#
+# These 200 examples were never trained on, but short sequences repeat: there are only
+# 8³ = 512 sequences of three symbols and 8⁴ = 4096 of four, so 42 of the 200 sources also occur
+# among the 2800 training ones (36 of length 3, 6 of length 4). The greedy match is printed for
+# the other 158 as well. The harder test of generalization is the next one: a length never
+# trained on.
 
 # %%
 wanted = [list(s[s != data.PAD][::-1]) for s in held_src]
@@ -151,11 +188,13 @@ assert greedy_right[unseen].mean() > 0.9, "…including the sources that trainin
 
 # %% [markdown]
 # The lectures grant that teacher forcing differs from generation, where the model feeds on
-# its own guesses, and call it fine in practice. Both sides show on inputs longer than any in
-# training. With teacher forcing each prediction is rescued by the true prefix; generating,
-# the first wrong token is fed back and the errors compound. Yet the whole output is right in
-# exactly the same cases: when every teacher-forced guess is right, generation follows the
-# same path.
+# its own guesses, and call it fine in practice. Both sides show on inputs of 7 symbols, longer
+# than any in training. With teacher forcing each prediction is rescued by the true prefix;
+# generating, the first wrong token is fed back and the errors compound. The whole output is
+# right in the same cases either way, and that is no finding but a necessity of argmax
+# decoding: if every teacher-forced guess is right, greedy's prefix is the true one at every
+# step, so it picks the same tokens; if greedy is right, its prefixes were the true ones. The
+# check only confirms that the two ways of running the decoder agree.
 
 # %%
 with backend.seed(1):
@@ -170,8 +209,14 @@ print(f"length 7 (unseen): tokens right, teacher-forced {forced[:, :-1].mean():.
       f"{free_right.mean():.1%}")
 assert forced[:, :-1].mean() > free_tokens + 0.1, "feeding back its own errors should cost tokens"
 assert np.array_equal(forced.all(axis=1), free_right), \
-    "example by example: all teacher-forced guesses right ⇔ greedy generation is right"
+    "argmax decoding: all teacher-forced guesses right ⇔ greedy right (else the decoders differ)"
+assert free_right.mean() < 0.2 and free_tokens < 0.5, "it should fail on a length it never saw"
 print("✓ generation meets its own mistakes, teacher forcing never does")
+
+# %% [markdown]
+# And the model fails the test: at length 7 only about one output in fifteen comes out whole,
+# and fewer than half the generated tokens are right. It learned to reverse the lengths it was
+# shown, 3 to 6, not reversal as a rule that carries over to a longer input.
 
 # %% [markdown]
 # Three attentions, three sizes: the cost quiz
