@@ -146,7 +146,10 @@ for sentence, row, n in zip(deck, cls_to_words, deck_lengths):
 #
 # A tiny world where each animal has its own place to rest makes the test easy to read. In the
 # four corrupted sentences printed below, look for a [MASK], a word swapped for a random one,
-# and a chosen word left as it was: each has a target, every other position a dot.
+# and a chosen word left as it was: each chosen position has a target, every other one a dot.
+# Each word is chosen on its own with probability 0.15, so a sentence of six words has none
+# chosen with probability 0.85⁶ ≈ 0.38: the third row is such a sentence, with no target at
+# all, and adds nothing to the loss of its batch (only chosen positions are scored).
 
 # %%
 PLACES = {"cat": "mat", "dog": "rug", "bird": "branch", "fish": "rock"}
@@ -165,6 +168,12 @@ chosen = backend.to_numpy(targets) >= 0
 shown, hidden = backend.to_numpy(inputs)[chosen], backend.to_numpy(targets)[chosen]
 assert (shown == MASK).any() and ((shown != MASK) & (shown != hidden)).any() \
     and (shown == hidden).any(), "the four rows should show a [MASK], a swap and a word kept"
+untouched = (backend.to_numpy(data.mask_tokens(corpus_ids, MASK, V, special_ids=(0,),
+                                               seed=4)[1]) < 0).all(axis=1)
+print(f"sentences with no word chosen: {untouched.mean():.3f} of {len(corpus_ids)} "
+      f"(0.85⁶ = {0.85 ** 6:.3f})")
+assert not chosen[2].any() and abs(untouched.mean() - 0.85 ** 6) < 0.05, \
+    "each of the six words is chosen alone, with p = 0.15: about 38 % of sentences have none"
 
 bert = EncoderLM(V, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=corpus_ids.shape[1])
 
@@ -290,13 +299,18 @@ if digit_images is not None:
     vit_accuracy = (guesses == digit_labels[1500:]).mean()
     print(f"ViT on {len(guesses)} held-out digits: {vit_accuracy:.3f}")
     assert vit_accuracy > 0.85, f"the ViT should read digits (> 85 %); got {vit_accuracy:.3f}"
-    cls_to_patches = backend.to_numpy(vit.encoder.blocks[-1].self_attn.layer.probs)[0, :, 0, 1:]
+    cls_row = backend.to_numpy(vit.encoder.blocks[-1].self_attn.layer.probs)[0, :, 0]
+    cls_to_patches = cls_row[:, 1:]                     # (heads, 4) the digit's four patches
+    cls_to_itself = cls_row[:, 0].mean()                # the rest of the row: [CLS] → [CLS]
+    print(f"a held-out digit's [CLS]: {cls_to_patches.mean(axis=0).sum():.2f} to its 4 patches, "
+          f"{cls_to_itself:.2f} to itself")
     print("✓ a Vision Transformer reads digits from four patch-words")
 
 # %% [markdown]
 # The figure puts the two [CLS] tokens side by side: first, how much the text [CLS] attends to
 # each word of the lectures' three sentences; last, a digit and how much the image [CLS]
-# attends to each of its four patches.
+# attends to each of its four patches. Those four weights do not sum to 1: the rest of the
+# softmax row goes to [CLS] itself, as it does in the text panels (the grey bars).
 
 # %%
 fig, axes = viz.figure(1, 4, size=(15, 3.6), gridspec_kw={"width_ratios": [6, 8, 8, 5]})
@@ -322,7 +336,8 @@ if digit_images is not None:
             axes[3].text(c * p + p / 2, r * p + p / 2, f"{grid[r, c]:.2f}", ha="center",
                          va="center", fontsize=11, weight="bold",
                          bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
-    axes[3].set_title(f"a ViT's [CLS] on a digit {digit_labels[1500]}", fontsize=10)
+    axes[3].set_title(f"a ViT's [CLS] on a digit {digit_labels[1500]}\n(patches "
+                      f"{grid.sum():.2f}, [CLS] itself {cls_to_itself:.2f})", fontsize=10)
 else:
     axes[3].text(0.5, 0.5, "needs scikit-learn", ha="center", va="center")
 axes[3].set_xticks([])
