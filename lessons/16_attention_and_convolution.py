@@ -16,11 +16,12 @@ Run it: ``minitf lesson 16`` (a few seconds), or as a plain script,
 
 # %%
 import itertools
+import time
 
 import numpy as np
 
 import minitf.functional as F
-from minitf import backend, nn, viz
+from minitf import backend, cost, nn, viz
 
 backend.precision("float64")      # exact arithmetic, so every printed digit can be checked
 backend.seed(0)
@@ -218,7 +219,8 @@ print("✓ an offset-only bias, made sharp, turns heads into convolution taps")
 # times, 2·k·(D/k)² = 2·D² / k FLOPs, k times fewer. (k *different* small networks would save
 # FLOPs alike but only a factor k in parameters: the k² needs the weights to be shared.) As a
 # D × D matrix the split layer is block-diagonal, and the blocks are what it cannot do: no
-# weight connects part 1 to part 2.
+# weight connects part 1 to part 2. We count the weights of real minitf layers, the FLOPs with
+# ``cost.matmul_cost`` on the products each way multiplies, and then time both at a larger width.
 
 # %%
 D, k = 64, 4
@@ -233,15 +235,12 @@ def split_wide(x):
     return shared(x.reshape(len(x), k, D // k)).reshape(len(x), D)
 
 
-def flops(layer, n_inputs):
-    return 2 * n_inputs * layer.W.data.size              # 2 per weight per input vector
-
-
 y_full, y_split = full(x), split_wide(x)
 block_diagonal = np.kron(np.eye(k), shared.W.data)       # (D, D): k copies on the diagonal
 p_full, p_shared = full.num_parameters(), shared.num_parameters()
 p_separate = sum(m.num_parameters() for m in separate)
-f_full, f_split = flops(full, len(x)), flops(shared, len(x) * k)
+f_full = cost.matmul_cost(len(x), D, D)["flops"]         # (8, D) · (D, D)
+f_split = cost.matmul_cost(len(x) * k, D // k, D // k)["flops"]   # (8·k, D/k) · (D/k, D/k)
 print(f"Linear({D}, {D}): {p_full:,} weights, {f_full:,} FLOPs for 8 inputs")
 print(f"one shared Linear({D // k}, {D // k}) on {k} parts: {p_shared:,} weights "
       f"({p_full // p_shared}× fewer), {f_split:,} FLOPs ({f_full // f_split}× fewer)")
@@ -261,6 +260,25 @@ print("                                           full Linear:", np.round(moved_
 assert moved_split[0] > 0 and (moved_split[1:] == 0).all(), \
     "split: parts 2-4 do not even notice that part 1 changed (deck 003: they don't communicate)"
 assert (moved_full > 0.1).all(), "the full layer mixes every input feature into every output"
+
+
+def fastest(run, repeats=7):
+    """The best of a few wall-clock timings of run(), in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+with backend.seed(1), nn.no_grad():                     # D = 1024 in k = 4 parts, 256 inputs
+    wide, narrow = nn.Linear(1024, 1024, bias=False), nn.Linear(256, 256, bias=False)
+    xs = backend.randn(256, 1024)
+    t_full, t_split = fastest(lambda: wide(xs)), fastest(lambda: narrow(xs.reshape(256, 4, 256)))
+print(f"timed at D = 1024, k = 4: Linear {t_full * 1e3:.1f} ms, split {t_split * 1e3:.1f} ms "
+      f"({t_full / t_split:.1f}× faster; the FLOPs promise 4×)")
+assert t_full / t_split > 1.5, "k times fewer FLOPs should show on the clock (a generous bound)"
 print("✓ k² fewer parameters, k× fewer FLOPs, and the parts never talk to each other")
 
 # %% [markdown]
@@ -282,6 +300,7 @@ print("✓ k² fewer parameters, k× fewer FLOPs, and the parts never talk to ea
 #   softmax row only picks or averages: its taps are all multiples of one matrix.
 # * A relative-position bias that peaks at one offset reaches the same heads without masks.
 # * Splitting D features into k parts with one shared network: k² fewer parameters, k× fewer
-#   FLOPs, and no communication between the parts, which attention restores.
+#   FLOPs (and about k× less time), and no communication between the parts, which attention
+#   restores.
 #
 # Next, lesson 17: positional encodings beyond text, for the coordinates of an image.
