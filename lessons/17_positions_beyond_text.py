@@ -170,8 +170,12 @@ viz.save(fig, "17_implicit_function")
 # alternates from pixel to pixel; a weighted sum of such waves is a Fourier series, which can
 # place an edge anywhere with a sharpness down to the finest octave. The network now only has to
 # learn *which* waves to combine, a far easier, smoother problem in the new coordinates. That is
-# also the trade-off: the octaves set the finest detail the network can show, and octaves beyond
-# the grid's resolution would let it fit noise between the pixels.
+# also the trade-off: the octaves set the finest detail the network can show. Octaves beyond the
+# grid's resolution cannot fit anything on the training pixels: from octave 6 on, the phase
+# 2^k π (j + ½) / 32 is a multiple of π at every pixel centre, so the sine is 0 and the cosine
+# ±1 there, constants (as checked above for octave 6). Between the centres they still
+# oscillate, and no pixel constrains them there: whatever weights the network gives them show
+# up only between the pixels, as waves no training point ever checked (aliasing).
 #
 # What to remember
 # ----------------
