@@ -61,10 +61,16 @@ print("✓ every block owns its weights; the shared embedding is one object")
 #
 # The embedding class of the walkthrough looks a token up and multiplies the vector by
 # √d_model; the positional-encoding class then adds a table of sines and cosines and applies
-# dropout. Why the factor: an embedding row starts with entries of size about 1/√d, while the
-# sinusoids are of size about 0.7; scaled by √d the token's own vector is no longer drowned
-# by its position. The sinusoid table is built there with its frequencies in log space,
-# 10000^(−2i/d) = exp(−2i · ln 10000 / d), which is the same number minitf computes.
+# dropout. Why the factor: a minitf embedding table is drawn from N(0, 1/d), entries of size
+# about 1/√d, while the sinusoids have an RMS of 1/√2 ≈ 0.7 (each sin², cos² pair sums to 1);
+# scaled by √d the token's own vector has entries of size 1 and is not drowned by its position.
+# (The walkthrough's tables are drawn otherwise, and smaller: see its initialisation at the
+# end.) Its sinusoid table is built with the frequencies in log space,
+# 10000^(−2i/d) = exp(−2i · ln 10000 / d), the same numbers minitf computes, once, for
+# max_len = 5000 positions, and registered as a *buffer*: saved and moved with the model, but
+# no parameter, so no optimiser ever changes it: fixed, not learned. minitf's
+# ``SinusoidalPositionalEncoding`` holds no parameters either and computes the rows for the
+# length at hand, so it has no max_len at all.
 #
 # One deck's code slices that table along the wrong axis, an erratum: it keeps the first n
 # *features* of every position instead of the first n *positions*. With a table of shape
@@ -80,6 +86,11 @@ by_hand_table[:, 0::2], by_hand_table[:, 1::2] = np.sin(angles), np.cos(angles)
 table_error = np.abs(by_hand_table - as_np(F.sinusoidal_table(n, d))).max()
 print(f"log-space sinusoids vs F.sinusoidal_table: max error {table_error:.1e}")
 assert table_error < 1e-14, "the log-space frequencies give minitf's table"
+pe_rms = np.sqrt((as_np(F.sinusoidal_table(6000, d)) ** 2).mean())       # past the 5000, too
+print(f"sinusoids' RMS {pe_rms:.3f}; positional-encoding parameters: "
+      f"{model.src_pos.num_parameters()}")
+assert abs(pe_rms - 1 / math.sqrt(2)) < 1e-12 and model.src_pos.num_parameters() == 0, \
+    "a fixed table of RMS 1/√2, not learned (the walkthrough's registered buffer)"
 
 long_table = by_hand_table[None]                                           # (1, max_len, d)
 print(f"slicing (1, {n}, {d}) for 5 tokens: right [:, :5] -> {long_table[:, :5].shape}, "
@@ -285,8 +296,15 @@ print("✓ 3,152,384 and 4,204,032 per block; 82,063,496 in all")
 # variance a²/3, so a = √(6/(fan_in + fan_out)). minitf's ``init="xavier"`` applies it to every
 # linear layer, and draws the fused W_qkv as the three d × d maps it holds side by side, so each
 # gets the bound √(6/2d) it would have had alone.
-# Below, one block at the base width (with a small vocabulary, to stay quick) is built with
-# both switched on.
+#
+# One difference remains. The walkthrough's loop re-draws *every* parameter with more than one
+# dimension, the embedding tables included; minitf re-draws only the Linear weights, and each
+# embedding table keeps its N(0, 1/d). That changes the √d story above. A Xavier-drawn (V, d)
+# table has std √(2/(V + d)): for the base model's 37,000 tokens and d = 512 that is 0.0073,
+# and ×√512 only about 0.17, still well below the sinusoids' 0.71. So in the walkthrough the
+# position outweighs the token at the start of training, and the factor √d narrows the gap
+# rather than closing it. Below, one block at the base width (with a small vocabulary, to stay
+# quick) is built with both switched on.
 
 # %%
 q, k, v = backend.randn(64, 4, 6), backend.randn(64, 6, 6), backend.randn(64, 6, 3)
@@ -314,6 +332,14 @@ for name, W in (("W_q", W_qkv[:, :d]), ("W_k", W_qkv[:, d:2 * d]), ("W_v", W_qkv
           f"√(6/(fan_in + fan_out)) = {math.sqrt(6 / (fan_in + fan_out)):.4f}")
     assert abs(W.var() * (fan_in + fan_out) / 2 - 1) < 0.02, f"{name}: Xavier's variance"
     assert np.abs(W).max() <= math.sqrt(6 / (fan_in + fan_out)), f"{name}: Xavier's bound"
+token_size = as_np(base.src_emb.W.data).std() * math.sqrt(d)             # minitf's table × √d
+walkthrough_size = math.sqrt(2 / (vocab + d)) * math.sqrt(d)             # a Xavier table × √d
+pe_rms = np.sqrt((as_np(F.sinusoidal_table(5000, d)) ** 2).mean())       # now at d = 512
+print(f"embedding entries × √{d}: minitf's table (left alone by init='xavier') {token_size:.2f}; "
+      f"the walkthrough's Xavier-drawn {vocab:,} × {d} table {walkthrough_size:.2f}; "
+      f"the sinusoids {pe_rms:.2f}")
+assert abs(token_size - 1) < 0.02, "init='xavier' keeps the table's N(0, 1/d): × √d, size 1"
+assert walkthrough_size < 0.2 < pe_rms, "a Xavier-drawn table × √d stays below the sinusoids"
 assert base.config["init"] == "xavier" and base.config["attn_dropout"] == 0.1, \
     "both choices are saved in the config, so a checkpoint rebuilds the same model"
 print("✓ attention dropout right on average; Xavier's variance and bound; both in the config")
@@ -325,13 +351,14 @@ print("✓ attention dropout right on average; Xavier's variance and bound; both
 # * Copying a layer N times must give N sets of weights; minitf's ``Stack`` builds N fresh
 #   blocks, and sharing (the embeddings) is one object on purpose.
 # * Embeddings are scaled by √d before the sinusoids are added; the table is cut by position,
-#   not by feature (one deck's slice is wrong).
+#   not by feature (one deck's slice is wrong). It is a fixed buffer there, never learned.
 # * −1e9 and −inf mask alike, except on a row with nothing visible: uniform weights, or zeros.
 # * Four d × d projections and one fused W_qkv with W_o are the same model, 4d² + 4d weights.
 # * Norm-first residuals need a final norm per stack; the generator's log-softmax lives in the
 #   cross-entropy.
 # * At (512, 8, 2048): 3,152,384 weights per encoder block, 4,204,032 per decoder block.
 # * Attention dropout drops weights after the softmax and rescales the rest; Xavier draws each
-#   matrix with variance 2/(fan_in + fan_out).
+#   matrix with variance 2/(fan_in + fan_out): every one in the walkthrough, embedding tables
+#   included (then √d·E is only about 0.17); in minitf only the Linear weights.
 #
 # Next, lesson 19: write a backward pass yourself and let minitf grade it.
