@@ -76,16 +76,19 @@ print(f"✓ {len(catalogue)} exercises, easiest first; softmax_backward is grade
 # the duration of the check, every place in minitf that looks up ``softmax_backward`` finds
 # yours. Everything else (the forward, every other backward pass) stays minitf's own, so a
 # failure is always in the file being checked, and an unfinished exercise never fails another.
-# Softmax sits under most of minitf, yet it is graded only by the two checks that test it
-# directly. Each check is the one lesson 05 took apart:
+# Each check is the one lesson 05 took apart, and one pass more:
 #
-# * float64 throughout, and central differences with h = 1e-6 as the reference gradient;
+# * float64, and central differences with h = 1e-6 as the reference gradient;
 # * a random upstream gradient g (never all ones: for softmax, g = 1 makes the true gradient 0,
 #   and a wrong backward can hide behind it), and a second random g if a tensor fails, to see
 #   whether your answer changes with it at all;
 # * different sizes on every axis of the input, here (2, 3, 5), so that an axis mixed up with
 #   another gives the wrong shape instead of a lucky broadcast;
-# * one relative error per tensor, passing at 1e-6.
+# * one relative error per tensor, passing at 1e-6;
+# * then each case that passed runs once more in float32, minitf's default precision, where
+#   each gradient must keep its input's dtype: an array made without ``dtype=``
+#   (``np.zeros(shape)``) or a NumPy scalar like ``np.sqrt(2 / np.pi)`` is float64, turns a
+#   float32 model's gradients float64, and shows in no float64 check.
 
 # %%
 def placeholder(dp, cache):       # stands in for a moment, to show where minitf looks it up
@@ -180,7 +183,7 @@ print("✓ attempt 1 fails both checks, and the hint names the missing term")
 # Take it line by line:
 #
 # * The header says what ran: your ``softmax_backward`` in place of minitf's, float64, central
-#   differences, a random upstream gradient.
+#   differences, a random upstream gradient, and the rerun in float32 that checks dtypes only.
 # * The table has one row per checked tensor. A relative error near 1e-1 is not "almost right":
 #   a correct backward lands near 1e-10, so anything above 1e-6 is a wrong formula, not rounding.
 # * ``worst entry x[...]: yours …, numeric …`` is the one number where your gradient and the
@@ -300,6 +303,21 @@ print(f"✓ attempt 3 passes both checks, at {max(errors):.1e}: "
       f"{gradcheck.TOLERANCE / max(errors):,.0f} times below the tolerance")
 
 # %% [markdown]
+# One trap gets every number right and still fails: dx built in ``np.zeros(p.shape)`` is
+# float64 whatever p is, which no float64 check can see and the float32 rerun does.
+
+# %%
+report, status, result_4 = check("""
+import numpy as np
+p, axis = cache
+dx = np.zeros(p.shape)                          # float64, whatever p is
+return dx + p * (dp - (dp * p).sum(axis=axis, keepdims=True))
+""")
+assert status == 1 and all(r.check.endswith("in float32") for r in result_4.rows) and \
+    "your gradient is float64, wanted float32" in report, "right in float64, wrong dtype in float32"
+print("✓ a gradient of a fixed dtype passes float64 and fails the float32 rerun")
+
+# %% [markdown]
 # There is no "nearly right" in between: the wrong bodies score about 1e-1 to 1, the right one
 # about 1e-10, and the body that raised has no numbers at all.
 
@@ -354,14 +372,13 @@ workdir.cleanup()
 # softmax's backward, but it is graded with minitf's own there, so an earlier exercise can never
 # cost you a later one.
 #
-# If your instructor hands out a homework directory instead, it holds its own copy of minitf in
-# which the chosen bodies are blank, each between a ``# BEGIN SOLUTION`` and an
-# ``# END SOLUTION`` line, and a README that lists them. Write each body in place, change nothing
-# outside those lines, and grade the whole directory from inside it with
-# ``python -m minitf homework grade .``: one row per exercise with how many tensors pass, its
-# verdict (passed, failed, not written, or blocked by another blank body it calls) and its
-# score. Add ``--json results.json`` to also get each exercise's full report, the one read
-# above. Your instructor runs the same grader against minitf's reference.
+# A homework directory from your instructor instead holds its own copy of minitf, the chosen
+# bodies blank between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines, and a README listing
+# them. Write each body in place, change nothing outside those lines, and grade the whole
+# directory from inside it with ``python -m minitf homework grade .``: one row per exercise,
+# with the tensors that pass, its verdict (passed, failed, not written, or blocked by another
+# blank body it calls) and its score; ``--json results.json`` adds each full report, the one
+# read above. Your instructor runs the same grader against minitf's reference.
 #
 # What to remember
 # ----------------
@@ -369,7 +386,8 @@ workdir.cleanup()
 # * An exercise is one of minitf's backward passes with its body cut out; ``start`` writes it,
 #   ``check`` grades it with your function standing in for minitf's, everything else unchanged.
 # * Grading is lesson 05's check: float64, central differences, a random upstream gradient,
-#   different sizes on every axis, one relative error per tensor, passing at 1e-6.
+#   different sizes on every axis, one relative error per tensor, passing at 1e-6; then each
+#   passing case once more in float32, where every gradient must keep its input's dtype.
 # * Read the report from the worst entry: yours vs numeric, how many entries are off, and the
 #   hint, which names a signature (ignores dp, a constant factor, a transpose) or the classic slip.
 # * Softmax's backward is p ⊙ (dp − Σ dp·p), the sum taken with keepdims: p ⊙ dp alone misses
