@@ -123,10 +123,12 @@ layers = [f"layer {layer + 1}" for layer in range(6)]
 panels = (("too tired", to_animal["tired"] - to_street["tired"]),
           ("too wide", to_animal["wide"] - to_street["wide"]),
           ("tired minus wide", shift))
+reach = np.ceil(max(np.abs(v).max() for _, v in panels) * 10) / 10   # one scale, none clipped
 for ax, (name, values) in zip(axes, panels):
-    viz.heatmap(ax, values, x_labels=heads, y_labels=layers, xlabel="head", cmap="RdBu_r",
-                vmin=-0.5, vmax=0.5, annotate=".2f",
-                title=f"{name}: weight(it→animal) − weight(it→street)")
+    image = viz.heatmap(ax, values, x_labels=heads, y_labels=layers, xlabel="head",
+                        cmap="RdBu_r", vmin=-reach, vmax=reach, annotate=".2f",
+                        title=f"{name}: weight(it→animal) − weight(it→street)")
+fig.colorbar(image, ax=axes, label="difference of attention weights", shrink=0.9, pad=0.01)
 viz.save(fig, "20_it_animal_or_street")
 
 # %% [markdown]
@@ -153,8 +155,12 @@ assert on_cls[1:].min() > 0.3 and on_sep.max() < 0.1, \
 assert tired[3, 1, it].argmax() == animal, "layer 4 head 1: 'it' looks at 'animal' most"
 print("✓ [CLS] is the attention sink of this model")
 grid = attention_figure(tired, tokens_of["tired"], "all-MiniLM-L6-v2, every layer and head: "
-                        + template.format("tired"))
-panels = {ax.get_title(): ax for ax in grid.axes}
+                        + template.format("tired"), panel_size=2.4)
+panels = {ax.get_title(): ax for ax in grid.axes[:-1]}    # the 72 panels (then the colourbar)
+for name, ax in panels.items():                           # keys under every panel, 9 pt
+    ax.set_xticks(range(len(tokens)), tokens_of["tired"], rotation=90, fontsize=9)
+    ax.tick_params(axis="y", labelsize=9)
+grid.set_size_inches(30, 19)                              # room for them: square panels again
 for name in ("layer 4, head 1", "layer 5, head 0"):     # the heads that resolve "it"
     panels[name].add_patch(matplotlib.patches.Rectangle(
         (-0.5, it - 0.5), len(tokens), 1, fill=False, edgecolor="red", linewidth=1.5))
