@@ -157,7 +157,7 @@ print("✓ [CLS] is the attention sink of this model")
 grid = attention_figure(tired, tokens_of["tired"], "all-MiniLM-L6-v2, every layer and head: "
                         + template.format("tired"), panel_size=2.4)
 panels = {ax.get_title(): ax for ax in grid.axes[:-1]}    # the 72 panels (then the colourbar)
-for name, ax in panels.items():                           # keys under every panel, 9 pt
+for ax in panels.values():                                 # keys under every panel, 9 pt
     ax.set_xticks(range(len(tokens)), tokens_of["tired"], rotation=90, fontsize=9)
     ax.tick_params(axis="y", labelsize=9)
 grid.set_size_inches(30, 19)                              # room for them: square panels again
