@@ -156,8 +156,8 @@ print("✓ teacher forcing = every decoding step at once; the encoder's output i
 # Now decode for real, from BOS until EOS. **Greedy** decoding takes the most likely token at
 # every step and never goes back, so a token that looks best now can lead into a worse whole
 # sequence. **Beam search** with a beam of k keeps the k most likely prefixes (with their summed
-# log-probabilities): each step extends every prefix by every token and prunes the k·V
-# candidates back to the k best, setting aside those that end in EOS, which compete at the end
+# log-probabilities): each step extends every prefix by each of the V tokens and prunes the
+# k·V candidates back to the k best, setting aside those that end in EOS, which compete at the end
 # (with a length penalty, so short outputs do not win by default). We decode the 200 held-out
 # sources greedily, and 20 of them with a beam of 3.
 #
@@ -193,8 +193,9 @@ assert greedy_right[unseen].mean() > 0.9, "…including the sources that trainin
 # generating, the first wrong token is fed back and the errors compound. The whole output is
 # right in the same cases either way, and that is no finding but a necessity of argmax
 # decoding: if every teacher-forced guess is right, greedy's prefix is the true one at every
-# step, so it picks the same tokens; if greedy is right, its prefixes were the true ones. The
-# check only confirms that the two ways of running the decoder agree.
+# step, so it picks the same tokens; if greedy is right, its prefixes were the true ones, and
+# its picks the teacher-forced guesses. The check only confirms that the two ways of running
+# the decoder agree.
 
 # %%
 with backend.seed(1):
@@ -217,8 +218,7 @@ print("✓ generation meets its own mistakes, teacher forcing never does")
 # And the model fails the test: at length 7 only about one output in fifteen comes out whole,
 # and fewer than half the generated tokens are right. It learned to reverse the lengths it was
 # shown, 3 to 6, not reversal as a rule that carries over to a longer input.
-
-# %% [markdown]
+#
 # Three attentions, three sizes: the cost quiz
 # --------------------------------------------
 #
