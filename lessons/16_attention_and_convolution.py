@@ -276,9 +276,9 @@ with backend.seed(1), nn.no_grad():                     # D = 1024 in k = 4 part
     wide, narrow = nn.Linear(1024, 1024, bias=False), nn.Linear(256, 256, bias=False)
     xs = backend.randn(256, 1024)
     t_full, t_split = fastest(lambda: wide(xs)), fastest(lambda: narrow(xs.reshape(256, 4, 256)))
+# printed, not asserted: a clock on a busy machine is no check (the counts above are)
 print(f"timed at D = 1024, k = 4: Linear {t_full * 1e3:.1f} ms, split {t_split * 1e3:.1f} ms "
       f"({t_full / t_split:.1f}× faster; the FLOPs promise 4×)")
-assert t_full / t_split > 1.5, "k times fewer FLOPs should show on the clock (a generous bound)"
 print("✓ k² fewer parameters, k× fewer FLOPs, and the parts never talk to each other")
 
 # %% [markdown]
