@@ -25,7 +25,7 @@ for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 import minitf.functional as F  # noqa: E402
-from minitf import backend, cost, data, models, nn, optim, viz  # noqa: E402
+from minitf import backend, cost, course, data, models, nn, optim, viz  # noqa: E402
 from minitf.generate import generate, sample_next  # noqa: E402
 
 backend.precision("float64")      # exact arithmetic, so every printed digit can be checked
@@ -81,31 +81,19 @@ print("✓ softmax → argmax → index 5 → 'am'; each chosen word is fed back
 # A model of characters
 # ---------------------
 #
-# For the rest of the lesson we want distributions with some spread, so we train a small
-# character model on Python's own documentation (CPython 3.11's pydoc topics, which come with
-# minitf): two blocks, d = 48, RoPE positions, 300 steps on 32-character windows. It is trained
-# in float32, which is faster (half the bytes to move), and then converted to float64 for the
-# exact checks. A few seconds of training already beat the character-bigram baseline, which
-# looks one character back.
+# For the rest of the lesson we want distributions with some spread, so we take lesson 11's
+# character model of Python's own documentation (CPython 3.11's pydoc topics, which come with
+# minitf): ``course.train_char_lm`` trains it again with the same seed, so it is the same model,
+# two blocks, d = 48, RoPE positions, 300 steps on 32-character windows. It trains in float32,
+# which is faster (half the bytes to move), and comes back in float64 for the exact checks. A
+# few seconds of training already beat the character-bigram baseline, which looks one character
+# back.
 
 # %%
 corpus = data.default_corpus()
 tok = data.CharTokenizer.fit(corpus)
 train_ids, val_ids = data.split(tok.encode(corpus))
-with backend.precision("float32"):
-    lm = models.DecoderLM(tok.vocab_size, d_model=48, n_heads=4, n_layers=2, max_len=256,
-                          positional="rope")
-    adamw = optim.AdamW(lm, lr=1e-2)
-    schedule = optim.WarmupCosine(1e-2, warmup=20, total=300)
-    for step in range(1, 301):
-        x, y = data.random_windows(train_ids, 16, 32)
-        lm.zero_grad()
-        loss, backward = lm.loss(x, y)
-        backward()
-        optim.clip_grad_norm(lm, 1.0)
-        adamw.lr = schedule(step)
-        adamw.step()
-lm.to(dtype="float64")
+lm = course.train_char_lm(train_ids, tok.vocab_size)     # lesson 11's model, the same seed
 val_x, val_y = data.evaluation_windows(val_ids, 32, max_windows=64)
 held_out = lm.loss(val_x, val_y)[0]
 bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tok.vocab_size)  # same characters

@@ -266,3 +266,29 @@ def run(lesson: Lesson, folder: Path) -> int:
         print(f"\nlesson {lesson.number:02d} stopped with exit status {status}: a check above "
               f"failed", file=sys.stderr)
     return status
+
+
+def train_char_lm(train_ids, vocab_size: int, steps: int = 300, seed: int = 2):
+    """The small character model that lessons 11 and 12 train, so that both have the same one:
+    a causal ``DecoderLM`` (two blocks, d = 48, four heads, RoPE), ``steps`` AdamW steps on
+    batches of 16 random 32-character windows of ``train_ids``, in float32; returned in float64.
+
+    Each step is "backprop, then update the parameters": clear the gradients, run the forward
+    and the backward, cap the gradients' global norm at 1, set the step's learning rate from a
+    warm-up + cosine schedule, and let AdamW move every parameter.
+    """
+    from minitf import backend, data, models, optim
+
+    backend.seed(seed)
+    with backend.precision("float32"):
+        lm = models.DecoderLM(vocab_size, d_model=48, n_heads=4, n_layers=2, max_len=256,
+                              positional="rope")
+        adamw, schedule = optim.AdamW(lm, lr=1e-2), optim.WarmupCosine(1e-2, 20, steps)
+        for step in range(1, steps + 1):
+            lm.zero_grad()                                 # backward adds into .grad
+            _, backward = lm.loss(*data.random_windows(train_ids, 16, 32))
+            backward()                                     # every parameter's ∂L/∂θ
+            optim.clip_grad_norm(lm, 1.0)
+            adamw.lr = schedule(step)
+            adamw.step()
+    return lm.to(dtype="float64")
