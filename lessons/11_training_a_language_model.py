@@ -137,13 +137,13 @@ print("✓ the quiz: answers 2 (W_K, W_V inside W_qkv) and 5 (tok_emb.W); not X,
 # ----------------------------------
 #
 # "What is the problem with this?", the lectures ask of this recipe run without the causal mask:
-# position t then attends to all of X, and X_(t+1) *is* its target. The model can copy the answer instead of
-# predicting it. To see that it does, train on **random** tokens (V = 16, windows of n = 16):
-# there is nothing to predict, so no honest model can do better than a uniform guess, log 16 =
-# 2.773 nats. The stream has 100,000 tokens; training draws its windows from the first 90,000,
-# and every loss below is measured on 64 windows cut from the last 10,000, which no training
-# batch contains. We train the same small model twice, once causal and once with ``causal=False``,
-# and score the leaky one two ways:
+# position t then attends to all of X, and X_(t+1) *is* its target. The model can copy the answer
+# instead of predicting it. To see that it does, train on **random** tokens (V = 16, windows of
+# n = 16): there is nothing to predict, so no honest model can do better than a uniform guess,
+# log 16 = 2.773 nats. The stream has 100,000 tokens; training draws its windows from the first
+# 90,000, and every loss below is measured on 64 windows cut from the last 10,000, which no
+# training batch contains. We train the same small model twice, once causal and once with
+# ``causal=False``, and score the leaky one two ways:
 #
 # * **teacher-forced**: the whole window at once, as in training (the future is in view);
 # * **prefix-only**: position t sees only X_0 … X_t, as at generation time, when the next token

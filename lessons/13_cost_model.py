@@ -5,10 +5,8 @@ Counting parameters, FLOPs, IO and memory
 Before training a Transformer you can say on paper how big it is, how much arithmetic one pass
 costs, how many numbers it moves through memory, and how much memory its attention matrices
 take. This lesson counts all four with ``minitf.cost``, checks every count against a real
-minitf module or a stopwatch, measures what a forward keeps for its backward (and what
-``nn.no_grad()`` does not), and ends with the reason attention replaced recurrence: more
-arithmetic, but no chain of sequential steps -- and a recurrent language model trained beside a
-Transformer to show what that chain costs and what it does not.
+minitf module or a stopwatch, and ends with the reason attention replaced recurrence: more
+arithmetic, but no chain of sequential steps.
 
 Run it: ``minitf lesson 13`` (about 9 seconds), or as a plain script,
 ``python lessons/13_cost_model.py``.
@@ -277,71 +275,6 @@ assert np.allclose(backend.to_numpy(blocked_out), backend.to_numpy(whole_out), a
 assert np.allclose(backend.to_numpy(blocked.probs), backend.to_numpy(whole.probs), atol=1e-6), \
     "and the same weights, zeros above the diagonal included"
 print("✓ a causal attention needs only the scores on and below the diagonal")
-
-# %% [markdown]
-# What a forward keeps for its backward
-# -------------------------------------
-#
-# Every layer's forward keeps what its own backward will read: a linear map its input, GELU its
-# x and Φ(x), attention q, k, v and the weights. That memory is the price of the backward pass
-# (an autograd framework keeps the same tensors), and it is why training needs more memory than
-# predicting. A forward that no backward follows -- evaluation, generation -- needs none of it:
-# under ``nn.no_grad()`` minitf's layers keep nothing for a backward, and a backward after such
-# a forward is refused. Below, two copies of one DecoderLM (the same seed, so the same weights)
-# each run one forward on 8 windows of 128 tokens, one as in training and one under
-# ``no_grad()``; Python's ``tracemalloc``, which NumPy reports its arrays to, says how much
-# host memory each holds afterwards beyond the logits, and the most it held at once (the peak,
-# the temporaries of the widest layer included). The difference must be at least what GELU
-# alone keeps, x and Φ(x) of each block's (b, n, d_ff) hidden layer. What ``no_grad()`` still
-# holds is each attention layer's last q, k, v and weights, which ``probs`` shows for plotting,
-# and nothing more: 3·b·n·d numbers, and the weights of the causal blocks of the section above.
-
-# %%
-import tracemalloc  # noqa: E402
-
-from minitf import models  # noqa: E402
-
-
-def held_after_forward(free: bool):
-    """(the logits, bytes held beyond them, the peak) of one forward of a new model."""
-    backend.seed(0)
-    lm = models.DecoderLM(100, d_model=128, n_heads=4, n_layers=2, max_len=128,
-                          activation="gelu")
-    ids = backend.randint(0, 100, (8, 128))
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    if free:
-        with nn.no_grad():
-            logits = lm(ids)
-    else:
-        logits = lm(ids)
-    after, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return lm, logits, after - before - logits.nbytes, peak - before
-
-
-refusal = ""
-with backend.use("numpy"), backend.precision("float32"):      # host memory: what tracemalloc sees
-    (_, trained_logits, kept, kept_peak), (free_lm, free_logits, held, free_peak) = (
-        held_after_forward(free) for free in (False, True))
-    try:
-        free_lm.backward(np.ones_like(free_logits))
-    except RuntimeError as err:
-        refusal = str(err)
-gelu_bytes = 2 * 2 * (8 * 128 * 512) * 4          # x and Φ(x), L = 2 blocks, (b, n, d_ff), float32
-block = F.CAUSAL_BLOCK                     # queries a block, each block's keys: up to its end
-causal_scores = sum(min(block, 128 - s) * min(s + block, 128) for s in range(0, 128, block))
-attention_bytes = 2 * (3 * 8 * 128 * 128 + 8 * 4 * causal_scores) * 4   # L·(q, k, v + weights)
-print(f"held after a training forward:  {kept / 2**20:5.1f} MiB (peak {kept_peak / 2**20:.1f})\n"
-      f"held after a no_grad() forward: {held / 2**20:5.1f} MiB (peak {free_peak / 2**20:.1f})\n"
-      f"GELU's x and Φ(x) alone: {gelu_bytes / 2**20:.1f} MiB; attention's q, k, v and "
-      f"weights: {attention_bytes / 2**20:.1f} MiB\nthen a backward: {refusal}")
-assert np.array_equal(trained_logits, free_logits), "the same logits, to the last bit"
-assert kept - held >= gelu_bytes, "no_grad() frees at least what GELU keeps"
-assert 0 <= held - attention_bytes < 2**16, \
-    "no_grad() holds attention's last q, k, v and weights (and a few Python objects), no more"
-assert refusal.startswith("DecoderLM.backward(): the last forward ran under"), "refused"
-print("✓ a forward that no backward follows keeps nothing for it, but what probs shows")
 
 # %% [markdown]
 # More arithmetic, fewer steps: attention against recurrence
