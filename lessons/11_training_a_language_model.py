@@ -3,13 +3,11 @@ Training a language model
 =========================
 
 Train a decoder-only Transformer to predict the next token, and see what that takes: the text
-shifted by one to make inputs and targets, a distribution and a loss at every position, a sum
-or a mean of those losses, and the causal mask that keeps the answer out of sight. Without the
-mask the model scores almost perfectly and learns nothing, which we measure. Then we answer the
-lectures' quiz on what training actually changes, spell out a training step ("backprop, then
-update the parameters"), train a small character model that beats the one-character-back
-baseline, and train a recurrent language model beside a Transformer: both learn, but the
-recurrence's gradient fades with distance.
+shifted by one to make inputs and targets, a loss at every position, a sum or a mean of those
+losses, and the causal mask that keeps the answer out of sight (without it the model scores almost
+perfectly and learns nothing, which we measure). Then: what training changes (the lectures' quiz),
+what one training step does, a small character model against the bigram baseline, and a recurrent
+language model beside a Transformer.
 
 Run it: ``minitf lesson 11`` (about 15 seconds), or as a plain script,
 ``python lessons/11_training_a_language_model.py``.
@@ -17,6 +15,7 @@ Run it: ``minitf lesson 11`` (about 15 seconds), or as a plain script,
 
 # %%
 import math
+import time
 
 import numpy as np
 
@@ -149,19 +148,18 @@ print("✓ the quiz: answers 2 (W_K, W_V inside W_qkv) and 5 (tok_emb.W); not X,
 # * **prefix-only**: position t sees only X_0 … X_t, as at generation time, when the next token
 #   does not exist yet.
 #
-# Each training step in ``train_on_noise`` is the lectures' "backprop, then update the
-# parameters", in four calls. ``zero_grad()`` clears every parameter's ``.grad`` (a backward
-# adds into it). ``loss(x, y)`` runs the forward and returns the loss with the function that
-# runs its backward. ``backward()`` sends ∂L/∂logits back through the layers, each one's
-# hand-written backward (lesson 05 checks them), and leaves ∂L/∂θ in every parameter's
-# ``.grad``. ``step()`` moves each parameter against its gradient: AdamW steps by lr times the
-# gradient's running average over the root of its square's, and pulls the weights towards 0.
+# Each training step in ``train_on_noise`` is the lectures' "backprop, then update the parameters",
+# in four calls. ``zero_grad()`` clears every parameter's ``.grad`` (a backward adds into it).
+# ``loss(x, y)`` runs the forward and returns the loss with a function that runs its backward.
+# ``backward()`` sends ∂L/∂logits back through each layer's hand-written backward (lesson 05 checks
+# them), leaving ∂L/∂θ in every ``.grad``. ``step()`` moves each parameter against its gradient
+# (AdamW: lr times the gradient's running average over the root of its square's, plus a pull of the
+# weights towards 0).
 #
 # How close to log 16 must the causal model stay? The test tokens are independent of all it
-# has seen, so its expected loss is log 16 plus how far its guesses are from uniform (a KL
-# divergence, ≥ 0). Below log 16 it can only fall by the luck of the 1,024 test tokens, a few
-# standard errors of their mean; above it, by what 200 steps of fitting noise leave in the
-# weights, which we allow up to 0.05 nats. The leaky model misses both bounds by far.
+# has seen, so its expected loss is log 16 plus a KL divergence (≥ 0) of its guesses from
+# uniform. It can fall below log 16 only by the luck of the 1,024 test tokens, a few standard
+# errors of their mean, and rise above by what 200 steps of fitting noise leave: ≤ 0.05 nats.
 
 # %%
 V, n, STEPS, EVERY = 16, 16, 200, 20
@@ -206,11 +204,10 @@ with backend.precision("float32"):                                # faster; ampl
 causal.to(dtype="float64"), leaky.to(dtype="float64")
 causal_loss = causal.loss(test_x, test_y)[0]
 causal_tokens = -np.take_along_axis(F.log_softmax(causal(test_x))[0], test_y[..., None], -1)
-sem = causal_tokens.std() / math.sqrt(causal_tokens.size)           # of the 1,024 tokens' mean
+sem = causal_tokens.std() / math.sqrt(causal_tokens.size)          # of the 1,024 losses' mean
 leaky_forced, leaky_prefix = leaky.loss(test_x, test_y)[0], prefix_only(leaky, test_x, test_y)
-print(f"log V = {math.log(V):.3f};  causal {causal_loss:.3f};  leaky teacher-forced "
-      f"{leaky_forced:.3f}, prefix-only {leaky_prefix.mean():.3f}")
-print(f"causal − log V = {causal_loss - math.log(V):+.3f} nats; standard error {sem:.3f}")
+print(f"log V = {math.log(V):.3f};  causal {causal_loss:.3f} (standard error {sem:.3f});  "
+      f"leaky teacher-forced {leaky_forced:.3f}, prefix-only {leaky_prefix.mean():.3f}")
 assert math.log(V) - 4 * sem < causal_loss < math.log(V) + 0.05, \
     "on noise the causal model stays at log 16: no better than chance, hardly worse"
 assert leaky_forced < 0.5 * math.log(V), "without the mask the training loss collapses (copying)"
@@ -250,17 +247,16 @@ print("✓ the leak is X_(t+1) in view: all positions but the last are free")
 # A character model against the bigram baseline
 # ---------------------------------------------
 #
-# Now the honest model on real text: a causal ``DecoderLM`` over characters (two blocks,
-# d = 48, RoPE) trained for 300 steps on 32-character windows of Python's documentation by
-# ``course.train_char_lm`` (lesson 12 generates text with the same model). Its loop is the one
-# above with two more lines, both for a steadier descent: ``optim.clip_grad_norm`` scales all
-# the gradients down together when their joint norm passes 1, so one odd batch cannot throw the
-# weights far, and a warm-up + cosine schedule sets each step's learning rate. Its
-# competitor is the oldest language model there is, the n-gram: a character **bigram** that
-# predicts the next character from the current one by counting pairs in the training text.
-# Both are scored on the same 16,384 held-out characters. Position 0 sees one character, as
-# the bigram does, so there it can at best match the bigram; later positions see more context,
-# and the loss falls.
+# Now the honest model on real text: a causal ``DecoderLM`` over characters (two blocks, d = 48,
+# RoPE), trained by ``course.train_char_lm`` (lesson 12 reuses it) for 300 steps on 32-character
+# windows of Python's documentation. Its loop is the one above plus two lines for a steadier
+# descent: ``optim.clip_grad_norm`` scales all the gradients down together when their joint norm
+# passes 1, so one odd batch cannot throw the weights far, and a warm-up + cosine schedule sets each
+# step's learning rate. Its competitor is the oldest language model there is, the n-gram: a
+# character **bigram** that predicts the next character from the current one by counting pairs in
+# the training text. Both are scored on the same 16,384 held-out characters. Position 0 sees one
+# character, as the bigram does, so there it can at best match the bigram; later positions see more
+# context, and the loss falls.
 
 # %%
 char_lm = course.train_char_lm(train_ids, tok.vocab_size)     # 300 steps, seed 2; in float64
@@ -286,6 +282,107 @@ viz.save(fig, "11_per_position_loss")
 print("✓ the character model beats the bigram, and its loss falls with the context it has")
 
 # %% [markdown]
+# A recurrent language model against a Transformer
+# ------------------------------------------------
+#
+# Before attention, neural language models were recurrent. One reads the text a position at a
+# time and carries a state h_t, of width d_h, from each step to the next::
+#
+#     h_t = tanh(x_t W_x + h_(t−1) W_h + b)          logits_t = h_t W_out
+#
+# with x_t the embedding of token t. h_t has read tokens ≤ t only, so the model is causal by
+# construction, and it needs no positional encoding: order lives in the recurrence.
+# ``models.RNNLM`` is such a model (an embedding, one RNN layer, a linear head) with the same
+# ``loss(x, y)`` as ``DecoderLM``. Below, a one-block Transformer and an RNN of about the same
+# size train in the same ``Trainer``, which runs the step above (zero_grad, forward, backward,
+# clipping, AdamW), on the very same 120 batches of 16 windows of 64 characters.
+
+# %%
+n_chars, rnn_steps = 64, 120
+backend.seed(0)                      # the batches both models see, from a seed of their own
+batches = [data.random_windows(train_ids, 16, n_chars) for _ in range(rnn_steps)]
+builders = {"Transformer": lambda: models.DecoderLM(tok.vocab_size, 48, 2, 1, max_len=n_chars),
+            "RNN": lambda: models.RNNLM(tok.vocab_size, 64, 96, max_len=n_chars)}
+counted = {"Transformer": cost.lm_cost(tok.vocab_size, 48, 1, context=n_chars, batch_size=16,
+                                       n_heads=2),
+           "RNN": cost_families.rnn_cost(tok.vocab_size, 64, 96, context=n_chars, batch_size=16)}
+runs = {}
+for name, build in builders.items():
+    backend.seed(1)
+    with backend.precision("float32"):
+        lm, feed = build(), iter(batches)
+        trainer = Trainer(lm, optim.AdamW(lm, 3e-3, weight_decay=0.0), lambda: next(feed))
+        tic = time.perf_counter()
+        trainer.fit(rnn_steps, progress=False)
+    runs[name] = dict(model=lm, loss=trainer.history["loss"],
+                      ms_per_step=1e3 * (time.perf_counter() - tic) / rnn_steps)
+final = {name: float(np.mean(run["loss"][-10:])) for name, run in runs.items()}
+flops = {name: counted[name]["training_flops_per_step"] for name in runs}
+for name, run in runs.items():
+    print(f"{name:>11}: {run['model'].num_parameters():,} parameters, loss {run['loss'][0]:.2f} "
+          f"→ {final[name]:.2f}, {flops[name] / 1e6:.0f} MFLOPs, {run['ms_per_step']:.0f} ms/step")
+sizes = [counted[name]["parameters"] for name in runs]
+assert sizes == [run["model"].num_parameters() for run in runs.values()], "counted exactly"
+assert max(sizes) < 1.25 * min(sizes), "the two models should be of about the same size"
+assert all(loss < math.log(tok.vocab_size) - 1.5 for loss in final.values()), \
+    "both models should learn far below chance, log V, in 120 steps"
+assert final["RNN"] <= final["Transformer"] + 0.1, \
+    f"at this size the RNN should learn as well as the Transformer: {final}"
+assert flops["Transformer"] > flops["RNN"], "the Transformer's step does more arithmetic"
+print(f"✓ same data, same loop, similar size: both learn; the RNN's {n_chars} steps run in a row")
+
+# %% [markdown]
+# At this size the recurrence is no handicap, and on this CPU the RNN's step is even the
+# quicker. The stopwatch times a whole training step: forward and backward through the
+# Transformer's embedding, projections, attention, feed-forward and two LayerNorms, more
+# arithmetic than the RNN's (counted above), against 64 recurrent steps that each multiply a
+# batch of 16 states, (16, 96) · (96, 96), and back: a short chain of fair-sized products.
+# Lesson 13 races one layer of each on a single sequence, where each of 256 recurrent steps is a
+# tiny product and the fixed cost of handing each to NumPy is most of the time: there attention
+# finishes first. On a parallel device the chain weighs more still: a Transformer's step is a
+# few large products that keep thousands of cores busy; the RNN's steps wait in turn.
+#
+# The chain has a second cost that no hardware removes: the path between two positions. It shows
+# in the gradient. Below, a random vector g is set as the gradient at the last position's output
+# (zero elsewhere) and sent back into each trained model's inputs: at position t that gives
+# gᵀ ∂out_n/∂x_t, how much token t can still be learned from. Through the recurrence it passes
+# n − t times through W_hᵀ and the tanh slopes, and fades; through attention it arrives in one
+# step, alike at every distance (the last token gets more: the residual path also carries it).
+
+# %%
+window, _ = data.random_windows(train_ids, 1, n_chars)
+reach = {}
+with backend.precision("float32"):
+    for name, run in runs.items():
+        lm = run["model"].eval()
+        layer = lm.rnn if name == "RNN" else lm.blocks
+        x = lm.tok_emb(window)                             # (1, n, d): the layer's input
+        y = layer(x)
+        dy = np.zeros_like(y)
+        dy[:, -1] = backend.randn(y.shape[-1])             # a gradient at the last position only
+        dx = layer.backward(dy)
+        dx = dx[0] if isinstance(dx, tuple) else dx        # the RNN also returns dh0
+        reach[name] = np.linalg.norm(dx[0], axis=-1)[::-1]   # by distance n − t = 0 … n − 1
+far, near = slice(32, None), slice(0, 4)
+for name, r in reach.items():
+    print(f"{name:>11}: |dx| at distance 0–3 {r[near].mean():.2e}, at 32–63 {r[far].mean():.2e}")
+assert reach["RNN"][far].mean() < 1e-3 * reach["RNN"][near].mean(), \
+    "deck 001: through n − t recurrent steps the gradient from a far token should vanish"
+assert reach["Transformer"][far].mean() > 1e-2 * reach["Transformer"][near].mean(), \
+    "attention reaches every earlier token in one step: no such decay"
+print("✓ the recurrence's gradient fades with distance; attention's does not")
+
+fig, axes = viz.figure(1, 2, size=(11, 4))
+viz.curves(axes[0], np.arange(1, rnn_steps + 1), {name: run["loss"] for name, run in runs.items()},
+           xlabel="training step", ylabel="loss (nats per character)", marker="",
+           hline=(math.log(tok.vocab_size), "chance, log V"),
+           title=f"Same {rnn_steps} batches, {min(sizes) // 1000}–{max(sizes) // 1000}k parameters")
+viz.curves(axes[1], np.arange(n_chars), reach, xlabel="distance back from the last position",
+           ylabel="‖gᵀ ∂outₙ/∂xₜ‖, g random", logy=True, marker="",
+           title="How far back the gradient reaches")
+viz.save(fig, "11_rnn_vs_transformer")
+
+# %% [markdown]
 # What to remember
 # ----------------
 #
@@ -299,5 +396,7 @@ print("✓ the character model beats the bigram, and its loss falls with the con
 #   pure noise, and worse than chance when it has to generate. A loss that looks too good is a
 #   leak until proven otherwise.
 # * A small Transformer trained for seconds already beats the character bigram.
+# * A recurrent LM, h_t = tanh(x_t W_x + h_(t−1) W_h + b), learns as well at this size, but its
+#   n steps run in a row and its gradient from a far token fades over the n − t steps between.
 #
 # Next, lesson 12: generating text with the trained model, and the KV cache that makes it fast.

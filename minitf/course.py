@@ -98,7 +98,7 @@ LESSONS = (
            "training a next-token LM: shift by one, a loss per position, sum vs mean, leakage",
            "shift by one; a distribution and a loss per position; sum vs mean (a slide slip); "
            "the \"what do we optimize?\" quiz; leakage without the mask; a character LM vs a bigram",
-           ("11_leakage", "11_per_position_loss"), 10.8),
+           ("11_leakage", "11_per_position_loss", "11_rnn_vs_transformer"), 10.8),
     Lesson("12_generation_and_kv_cache",
            "generate token by token; greedy, temperature, top-k, top-p; a KV cache: the same "
            "logits at O(n) per step",
@@ -112,7 +112,7 @@ LESSONS = (
            "4d² + 2d·d_ff and the 2d/d_ff ratio; 2nmk FLOPs and nm + mk + nk IO (a slide slip); "
            "the per-operation cost tables; n² time and memory; self-attention vs RNN steps; an RNN "
            "LM trained beside a Transformer; the vanishing gradient over distance",
-           ("13_cost_table", "13_attention_scaling", "13_rnn_vs_transformer"), 9.1),
+           ("13_cost_table", "13_attention_scaling"), 9.1),
     Lesson("14_encoder_decoder",
            "encoder–decoder: three attentions, teacher forcing in one pass, the top-encoder "
            "wiring",
