@@ -21,6 +21,8 @@ import time
 for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(threads, "1")
 
+import matplotlib.cm  # noqa: E402
+import matplotlib.colors  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -130,13 +132,17 @@ print("✓ 2·n·m·k FLOPs and n·m + m·k + n·k numbers moved; the slide's n�
 # lists the rows (biases, residuals, norms and ReLU are left out, as in the lectures) with a
 # third column that matters as much as the first two: **arithmetic intensity**, FLOPs per
 # number moved. A processor does many FLOPs in the time it takes to fetch one number from
-# memory (a modern accelerator, a few hundred), so an operation with low intensity waits for
-# memory however fast its arithmetic is. That is the second bottleneck of the lectures.
+# memory, so an operation with low intensity waits for memory however fast its arithmetic is.
+# That is the second bottleneck of the lectures. For a data-centre accelerator of a few years
+# ago, 312 TFLOP/s in 16-bit arithmetic against 2 TB/s of memory (10¹² 16-bit numbers a
+# second), the balance lies near 300 FLOPs per number; newer chips need more. The figure's
+# colours turn at that threshold: blue waits for memory, red for arithmetic.
 #
 # For the whole sequence the totals are O(b·n·d² + b·n²·d) FLOPs and O(b·n·d + b·h·n² + d²)
 # IO. The projections (8·b·n·d²) and the FFN (16·b·n·d² with d_ff = 4d) have high intensity.
 # Softmax has almost none: it reads and writes every one of the b·h·n² scores for a handful of
-# FLOPs each.
+# FLOPs each. QKᵀ and PV are matrix products, yet at about 114 FLOPs per number (a head is only
+# d/h = 64 wide) they fall short of the threshold too.
 #
 # Generating one token with a KV cache (lesson 12), every cell loses one factor of n: the new
 # query meets n cached keys, O(b·d² + b·n·d) FLOPs. The matmuls become matrix-vector products
@@ -165,47 +171,91 @@ assert (full["attention_numbers"], step["attention_numbers"]) == (b * h * n * n,
     "the attention matrix holds b·h·q·n numbers: q = n queries for the sequence, q = 1 decoding"
 assert rows["softmax(S / √(d/h))"]["io"] == 2 * b * h * n * n, \
     "softmax reads and writes every one of the b·h·n² scores"
-decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"]
-             for m in (n, 2 * n, 4 * n)]
-assert decode_io[2] - decode_io[1] == 2 * (decode_io[1] - decode_io[0]), \
-    "a decoded token's IO is linear in n: each cached key and value read once"
-# deck 000's total for a decoded token, O(b·m·n + b·n·d + d²) with m heads: per cached position,
-# the keys and values (2·b·d numbers) and each head's score and weight, read and written (4·b·h)
-assert decode_io[1] - decode_io[0] == n * (2 * b * d + 4 * b * h), \
-    "deck 000: the b·m·n and b·n·d terms of a decoded token's IO"
-print(f"intensity: full sequence {full['intensity']:.0f}, one token {step['intensity']:.1f} "
-      f"FLOPs per number moved")
 
-fig, axes = viz.figure(2, 1, size=(7.5, 6.4))
-highest = max(r["intensity"] for r in full["rows"])     # the FFN: one colour scale for both
-viz.cost_table(axes[0], full, highest=highest,
-               title=f"one block, whole sequence (b={b}, n={n}, d={d}, h={h}, d_ff={d_ff})")
-viz.cost_table(axes[1], step, f"one block, next token with a KV cache of n={n}", highest=highest)
-fig.text(0.5, 0.005, "colour: FLOPs per number moved, on a log scale -- yellow: bound by "
-         "arithmetic, blue-grey: bound by memory", ha="center", fontsize=8)
+RIDGE = 300                     # FLOPs per number at which such an accelerator's two limits meet
+assert rows["scores Q Kᵀ"]["intensity"] < RIDGE < rows["FFN Y W_1"]["intensity"], \
+    "QKᵀ and PV fall short of ~300 FLOPs per number; the feed-forward clears it"
+
+fig, axes = viz.figure(2, 1, size=(7.5, 7.2))
+colours = matplotlib.colors.ListedColormap(matplotlib.colormaps["RdBu_r"](   # blue | red: no
+    np.r_[np.linspace(0, 0.38, 128), np.linspace(0.62, 1, 128)]))             # pale middle
+shade = matplotlib.colors.TwoSlopeNorm(vmin=0, vcenter=np.log10(RIDGE), vmax=3)   # log10 of 1…1000
+for ax, table, title in ((axes[0], full, f"one block, whole sequence (b={b}, n={n}, d={d}, "
+                                         f"h={h}, d_ff={d_ff})"),
+                         (axes[1], step, f"one block, next token with a KV cache of n={n}")):
+    viz.cost_table(ax, table, title)
+    for i, r in enumerate(table["rows"] + [table], start=1):       # row 0 holds the headers
+        ax.tables[0][i, 3].set_facecolor(colours(shade(np.log10(r["intensity"])), alpha=0.6))
+bar = fig.colorbar(matplotlib.cm.ScalarMappable(shade, colours), ax=axes, shrink=0.7,
+                   orientation="horizontal", fraction=0.035, pad=0.02)
+bar.set_ticks(np.log10(ticks := [1, 3, 10, 30, 100, RIDGE, 1000]), labels=map(str, ticks))
+bar.ax.axvline(np.log10(RIDGE), color="black", lw=2)
+bar.set_label(f"FLOPs per number moved: below {RIDGE} (blue) an accelerator waits for memory, "
+              "above (red) for arithmetic", fontsize=8)
 viz.save(fig, "13_cost_table")
-print("✓ the table's FLOPs match lm_cost; softmax and decoding are limited by memory, not math")
+print(f"✓ the table's FLOPs match lm_cost; softmax, QKᵀ, PV and decoding stay under {RIDGE} "
+      "FLOPs per number: limited by memory, not math")
+
+# %% [markdown]
+# Which term leads: n against d
+# -----------------------------
+#
+# d is fixed by the architecture, n by the input, and which term leads depends on n against d. Per
+# token a block spends 24·d² FLOPs on its matrices (8·d² in the projections, 16·d² in the FFN at
+# d_ff = 4d) and 4·n·d on QKᵀ and PV, so the n² terms overtake at n = 6d, 3,072 for d = 512 (for a
+# decoded token too: lesson 12 meets the same 6d). When n ≫ d they dominate the time: the lectures'
+# **bottleneck #1**. Memory turns much earlier: the b·h·n² attention weights outgrow a b·n·d
+# activation once n > d/h. At n = 1024 the table above is on the d² side for FLOPs, not for memory.
+#
+# What a decoded token moves is O(b·m·n + b·n·d + d²) numbers with m heads (deck 000): each head's
+# scores and weights over the cache, the cached keys and values, and the block's weights, 12·d²
+# numbers at d_ff = 4d, which outweigh the cache's 2·b·n·d only while b·n < 6d.
+
+# %%
+def n2_and_d2(table):
+    """(FLOPs of the n² products QKᵀ and PV, FLOPs of the other matrix products) of a table."""
+    n2 = sum(r["flops"] for r in table["rows"] if r["operation"].startswith(("scores", "heads")))
+    return n2, sum(r["flops"] for r in table["rows"] if r["matmul"]) - n2
+
+
+for name, table in (("whole sequence", full), ("next token", step)):
+    n2, d2 = n2_and_d2(table)
+    print(f"{name:>14}, n = {n}: QKᵀ and PV are {n2 / (n2 + d2):.0%} of the matrix FLOPs")
+    assert n2 * 6 * d == d2 * n, "4·n·d against 24·d² a token: the n² terms are n/6d of the d² ones"
+at_6d = n2_and_d2(cost.attention_table(b, 6 * d, d, h, d_ff))
+assert at_6d[0] == at_6d[1], "bottleneck #1: the n² terms catch up at n = 6d; past it they lead"
+assert full["attention_numbers"] == h * n // d * (b * n * d), \
+    "memory turns at n = d/h: at n = 1024 the weights hold h·n/d = 16 activations' worth"
+
+decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"] for m in (n, 2 * n, 4 * n)]
+cache_io, fixed_io = decode_io[1] - decode_io[0], 2 * decode_io[0] - decode_io[1]   # ∝ n; no n
+print(f"a decoded token moves {fixed_io:,} numbers whatever n is (the weights, mostly) and "
+      f"{cache_io:,} for its n = {n} cached positions")
+assert decode_io[2] - decode_io[1] == 2 * cache_io, "linear in n: each cached key, value read once"
+assert cache_io == n * (2 * b * d + 4 * b * h), \
+    "deck 000's b·n·d and b·m·n: per position its key and value, each head's score and weight twice"
+assert fixed_io == 12 * d * d + 20 * b * d, "12·d² weights a block (and b·d-sized activations)"
+assert cache_io > fixed_io, "at b·n = 8·1024 > 6d the cache, not the weights, is the larger read"
+print("✓ n against d: attention's n² terms lead past n = 6d (time) and n = d/h (memory)")
 
 # %% [markdown]
 # Time and memory grow with n²
 # ----------------------------
 #
-# The d² terms are fixed by the architecture; the n² terms grow with the input. Below, one
-# attention call (b = 1, h = 4 heads of 32) runs forward and backward for n from 128 to 1024,
-# in float32. Doubling n multiplies the work by 4, so on log–log axes the time should follow a
-# line of slope 2. A stopwatch is noisier than a count: fixed overheads flatten the small sizes,
-# and once the b·h·n² weights no longer fit in the processor's cache every pass goes out to
-# main memory, which can make the measured slope steeper than 2 (the IO column of the table,
-# showing up as time). So the check only asks that time(1024) / time(512) exceeds 2.5. The
-# probabilities kept for the backward, b·h·n² numbers of 4 bytes each, grow by exactly 4.
+# Below, one attention call (b = 1, h = 4 heads of 32) runs forward and backward for n from 128 to
+# 1024, in float32. Doubling n multiplies the work by 4, so on log–log axes the time should follow
+# a line of slope 2. A stopwatch is noisier than a count: fixed overheads flatten the small sizes,
+# and once the b·h·n² weights no longer fit in the processor's cache every pass goes out to main
+# memory, which can make the measured slope steeper than 2 (the IO column of the table, showing up
+# as time). So the check only asks that time(1024) / time(512) exceeds 2.5. The probabilities kept
+# for the backward, b·h·n² numbers of 4 bytes each, grow by exactly 4.
 
 # %%
 lengths = np.array([128, 256, 512, 1024])
 
 
 def forward_backward(q, k, v, attend=F.attention, **options):
-    """One attention call (``attend``: F.attention, or F.causal_attention below) and its
-    backward; returns the output and the cache, whose probs are (b, h, n, n)."""
+    """One attention call (F.attention, or F.causal_attention below) and its backward."""
     out, attn = attend(q, k, v, **options)
     F.attention_backward(np.ones_like(out), attn)
     return out, attn
@@ -294,17 +344,16 @@ print("✓ a causal attention needs only the scores on and below the diagonal")
 #
 # That is why the lectures ask whether LSTMs are still needed: the sequential chain, not the
 # arithmetic, is what stops them using parallel hardware. Below, one ``nn.RNN`` layer and one
-# attention call race over the same 256 positions of one sequence, forward only, on one core.
-# The recurrence does 8× fewer FLOPs and still takes longer, but read the stopwatch for what it
-# measures here. Not arithmetic: at the rate ``F.linear`` reached above, the recurrence's FLOPs
-# take a few tens of µs. It is a fixed cost paid for every operation Python hands to NumPy,
-# microseconds each, whatever its size: the recurrence pays it at each of its 256 steps, for
-# (1, 32) · (32, 32) products, attention a handful of times, for products 256 rows tall. That
-# is the chain of steps as one core feels it. A parallel device feels it more: no step can
-# start before the last one ends, and each small product fills a sliver of the chip. (Lesson 11
-# trains a recurrent language model beside a Transformer, on batches of 16 windows, forward and
-# backward through projections, feed-forward and norms: there, on a CPU, the RNN's training
-# step is the quicker one, its chain of 64 being short next to all that work.)
+# attention call race over the same 256 positions of one sequence, forward only, on one core. The
+# recurrence does 8× fewer FLOPs and still takes longer, and the stopwatch is not timing arithmetic:
+# at ``F.linear``'s rate above, the recurrence's FLOPs take a small part of its time (printed). It
+# times a fixed cost of microseconds that every operation Python hands to NumPy pays, whatever its
+# size: the recurrence pays it at each of 256 steps, for (1, 32) · (32, 32) products; attention a
+# handful of times, for products 256 rows tall. That is the chain of steps as one core feels it; a
+# parallel device feels it more, as no step can start before the last one ends and each fills a
+# sliver of the chip. (Lesson 11's recurrent language model, trained on batches of 16 beside a
+# Transformer, has a short chain next to the work around it, forward and backward through
+# projections, feed-forward and norms: there, on a CPU, the RNN's step is the quicker.)
 
 # %%
 n_rnn, d_rnn = 256, 32
@@ -327,8 +376,7 @@ assert (table["recurrent"]["sequential_steps"], table["recurrent"]["path_length"
 assert attention_seconds < rnn_seconds, \
     "decks 000/001: with O(1) sequential steps attention should beat the O(n)-step recurrence"
 assert rnn_seconds > 10 * arithmetic, "the recurrence's time is its 256 steps, not its FLOPs"
-print("✓ attention does 8× the arithmetic and still finishes first: the recurrence pays for "
-      "each of its steps")
+print("✓ 8× the arithmetic, and attention still finishes first: the recurrence pays per step")
 
 # %% [markdown]
 # What to remember
@@ -344,6 +392,7 @@ print("✓ attention does 8× the arithmetic and still finishes first: the recur
 #   for memory: softmax and one-token decoding wait for memory.
 # * A causal mask makes about half of the n² scores zeros; ``F.causal_attention`` computes and
 #   keeps only the (k + 1)/(2k) of them that its k blocks of queries can see.
+# * Past n = 6d the n² terms dominate the FLOPs (bottleneck #1), past n = d/h the memory.
 # * Attention's time and its b·h·n² stored weights grow with n²; a recurrence does less
 #   arithmetic but needs n steps in a row, each paying its own fixed cost, and its path between
 #   two positions is n steps long (lesson 11 shows its gradient fading along that path).
