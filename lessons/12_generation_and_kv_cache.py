@@ -181,7 +181,9 @@ viz.save(fig, "12_sampling")
 # what they were at the previous step. Only the newest token needs computing: its query, key and
 # value. Its key and value are appended to the ones kept from earlier steps, and its query
 # attends to all of them. In the lectures' picture, the query of the next token meets the cached
-# keys and values of "The cat sat on the".
+# keys and values of "The cat sat on the". (An encoder–decoder caches twice: its decoder's own
+# keys and values, and the cross-attention's, projected once from the encoder's output; lesson
+# 14 checks both.)
 #
 # Deck 000's KV-cache slide writes the new key as ``k_new = W_k x[:, :, -1]``. The index is
 # right in the column convention that the deck also uses, Q = W^q x, where each token is a
@@ -189,7 +191,9 @@ viz.save(fig, "12_sampling")
 # the newest token. But the same slide writes Q = x W^q, the row convention, where x has shape
 # (b, n, d); there the index takes the last *feature* of every token, a (b, n) array. The slip
 # is mixing the two conventions on one slide. minitf uses rows: the newest token is
-# ``x[:, -1]``, of shape (b, d), and its key is ``x[:, -1] W_k``.
+# ``x[:, -1]``, of shape (b, d), and its key is ``x[:, -1] W_k``. With n ≠ d the slip fails
+# loudly, as (b, n) cannot meet a (d, d) matrix; with n = d it runs, and only the model's own
+# cache shows that the key it gives belongs to no token.
 #
 # The same slides have a second slip. They give Q, K and V a width that they call h, then call
 # the output (n × d) and divide the scores by √d. Below we call that width w, because in minitf
@@ -199,71 +203,41 @@ viz.save(fig, "12_sampling")
 # %%
 b, n, d, h = 2, 5, 8, 2
 x = backend.randn(b, n, d)
-print(f"x {x.shape}: x[:, :, -1] is {x[:, :, -1].shape}, x[:, -1] is {x[:, -1].shape}")
-columns = x.transpose(0, 2, 1)                            # (b, d, n): one column per token
-assert np.array_equal(columns[:, :, -1], x[:, -1]), \
-    "with tokens as columns, (b, d, n), x[:, :, -1] is the last position, as the slide means"
+print(f"x {x.shape}: x[:, :, -1] is {x[:, :, -1].shape}, x[:, -1] is {x[:, -1].shape}; with "
+      f"tokens as columns, {x.transpose(0, 2, 1).shape}, the last one is [:, :, -1]")
 layer = nn.MultiHeadAttention(d, h, causal=True)
 W_k, b_k = layer.W_qkv.W.data[:, d:2 * d], layer.W_qkv.b.data[d:2 * d]   # the key columns
+
+
+def key(tokens):
+    """(b, d) tokens -> their keys, (b, h, d_head), as the layer computes them."""
+    return (tokens @ W_k + b_k).reshape(len(tokens), h, d // h)
+
+
 full = layer(x)                                          # every position, no cache
 kv = nn.KVCache()
 layer(x[:, :-1], cache=kv)                               # the first n − 1 tokens
 newest = layer(x[:, -1:], cache=kv)                      # then only the last one
-k_new = (x[:, -1] @ W_k + b_k).reshape(b, h, d // h)     # (b, h, d_head): the last token's key
 print(f"cache: k {kv.k.shape}, v {kv.v.shape}")
-assert np.allclose(kv.k[:, :, -1], k_new, atol=1e-14), "the cached key is x[:, -1] W_k (+ bias)"
+assert np.allclose(kv.k[:, :, -1], key(x[:, -1]), atol=1e-14), "the cached key is x[:, -1] W_k"
 assert np.allclose(newest[:, 0], full[:, -1], atol=1e-14), "one cached step = the full output"
 try:
     x[:, :, -1] @ W_k
     raise AssertionError("x[:, :, -1] should not even fit W_k when n ≠ d")
 except ValueError:
-    print("x[:, :, -1] @ W_k fails: (b, n) features cannot meet a (d, d) matrix")
+    print("n ≠ d: x[:, :, -1] @ W_k fails, (b, n) features cannot meet a (d, d) matrix")
+square, kv_square = backend.randn(b, d, d), nn.KVCache()           # n = d = 8 tokens
+layer(square, cache=kv_square)
+slip = np.abs(key(square[:, :, -1]) - kv_square.k[:, :, -1]).max()
+print(f"n = d: x[:, :, -1] W_k runs, and its key is off the cached one by up to {slip:.2f}")
+assert np.allclose(key(square[:, -1]), kv_square.k[:, :, -1], atol=1e-14) and slip > 0.1, \
+    "with n = d only x[:, -1] gives the cached key; x[:, :, -1] silently gives another"
 w = 3                                                     # the slides' width, ≠ d = 8
 Q, K, V = (x[0] @ backend.randn(d, w) for _ in range(3))   # (n, w) each
 out, att = F.attention(Q, K, V)
 assert out.shape == (n, w) and att.scale == 1 / np.sqrt(w), "(n × w) out, scaled by 1/√w"
 print("✓ the new key comes from the last position, x[:, -1] in rows; one cached step = a full "
       "pass")
-
-# %% [markdown]
-# Same logits, same text
-# ----------------------
-#
-# ``generate`` uses the cache by default; ``use_cache=False`` recomputes everything at every
-# step. The cache is a saving, not an approximation: in float64 the logits agree to rounding,
-# and so does every greedy token.
-
-# %%
-ids_fast, logits_fast = generate(lm, prompt, 60, greedy=True, return_logits=True)
-ids_slow, logits_slow = generate(lm, prompt, 60, greedy=True, use_cache=False,
-                                 return_logits=True)
-gap = np.abs(logits_fast - logits_slow).max()
-print(f"60 greedy steps: max |cached − uncached logits| = {gap:.1e}")
-assert gap <= 1e-9, "the KV cache must give the logits of full recomputation (float64)"
-assert np.array_equal(ids_fast, ids_slow), "and therefore the same tokens"
-print("✓ cached and uncached generation: identical logits (to rounding), identical text")
-
-# %% [markdown]
-# An encoder–decoder model caches twice. Its decoder keeps its own keys and values, one more
-# position per step, and its cross-attention keys and values, which come from the encoder's
-# output: they are projected at the first step and then reused unchanged, so the encoder's work
-# is never repeated. An untrained ``models.Transformer`` is enough to check it.
-
-# %%
-seq2seq = models.Transformer(11, 11, d_model=32, n_heads=2, n_layers=2, dropout=0.0)
-src = backend.randint(3, 11, (2, 9))                     # 2 source sentences of N = 9 tokens
-tgt = np.concatenate([np.full((2, 1), data.BOS), backend.randint(3, 11, (2, 5))], axis=1)
-memory, memory_mask = seq2seq.encode(src)                # the encoder runs once
-two_caches = seq2seq.new_cache()                         # (self, cross) per decoder block
-stepwise = np.stack([seq2seq.decode(tgt[:, t:t + 1], memory, memory_mask, two_caches)[:, -1]
-                     for t in range(tgt.shape[1])], axis=1)          # one token per call
-at_once = seq2seq.decode(tgt, memory, memory_mask)                  # all 6 positions, no cache
-own, cross = two_caches[0]
-print(f"after 6 steps: decoder's own k {own.k.shape}, cross-attention k {cross.k.shape}; "
-      f"max |step by step − at once| = {np.abs(stepwise - at_once).max():.1e}")
-assert own.length == 6 and cross.length == 9, "self-attention grows by one per step; cross stays N"
-assert np.abs(stepwise - at_once).max() <= 1e-9, "the encoder–decoder's caches change nothing"
-print("✓ the cross-attention cache holds the projected encoder output, computed once")
 
 # %% [markdown]
 # What the cache costs in memory
@@ -278,9 +252,10 @@ print("✓ the cross-attention cache holds the projected encoder output, compute
 # evaluate the formula for the original Transformer's sizes (L = 6, d = 512) at n = 1024.
 
 # %%
+text_ids = generate(lm, prompt, 60, greedy=True)          # (1, 17 + 60): a whole sequence
 cache = lm.new_cache()
-lm(ids_fast, cache=cache)                                # fill it with a whole sequence
-L, d_model, n_ctx = lm.config["n_layers"], lm.config["d_model"], ids_fast.shape[1]
+lm(text_ids, cache=cache)                                # fill the cache with it
+L, d_model, n_ctx = lm.config["n_layers"], lm.config["d_model"], text_ids.shape[1]
 numbers = sum(c.k.size + c.v.size for c in cache)
 ours = cost.lm_cost(tok.vocab_size, d_model, L, context=n_ctx, positional="rope")
 print(f"our model: {L} layers × 2 × {n_ctx} tokens × {d_model} = {numbers:,} numbers "
@@ -306,17 +281,17 @@ print("✓ the KV cache: 2·L·b·n·d numbers; 24 MiB for the base model at n =
 # cached keys, "one less n" in every entry of the lectures' cost table (per token
 # O(b·d² + b·n·d), a time linear in n), and N steps cost O(N·d²) + O(N²·d). Which term leads
 # depends on n against d. With d_ff = 4d a block spends 24·d² FLOPs a token on its matrices and
-# 4·n·d on attention, so attention leads only past n = 6d. Our model has d = 48, and the steps
-# timed below reach n = 216, short of 6d = 288: the d² terms still lead, so the totals grow
-# mostly as N² without the cache and as N with it; the N³ and the N² term are about 30 % of the
-# FLOPs (printed below).
+# 4·n·d on attention, so attention leads only past n = 6d (lesson 13 counts this, and what a
+# token moves through memory). Our model has d = 48, and the steps timed below reach n = 216,
+# short of 6d = 288: the d² terms still lead, so the totals grow mostly as N² without the cache
+# and as N with it.
 #
-# What a token moves is O(b·m·n + b·n·d + d²) numbers with m heads (deck 000): each head's
-# weights over the cache, the cached keys and values, and every weight matrix, 12·d² numbers a
-# block at d_ff = 4d, more than the cache's 2·b·n·d a block until b·n reaches 6·d.
-# ``cost.lm_cost`` puts numbers on it. Then we measure: 200 steps, the cached and the uncached
-# forward timed side by side at every step, so that a busy machine slows both alike. Timings
-# vary by machine; only their ratio is asserted, with a wide margin.
+# Then we measure: 200 steps, the cached and the uncached forward timed side by side at every
+# step, so that a busy machine slows both alike. Timings vary by machine; only their ratio is
+# asserted, with a wide margin. ``generate`` uses the cache by default, and ``use_cache=False``
+# recomputes everything at every step; the loop below does both by hand, and so also checks
+# that the cache is a saving, not an approximation: in float64 every step's logits agree to
+# rounding, and so does every greedy token.
 
 # %%
 flops = {n: cost.lm_cost(tok.vocab_size, d_model, L, context=n, positional="rope")
@@ -330,28 +305,19 @@ step_flops = [flops[n]["decode_flops_cached"] for n in (64, 128, 256)]
 assert step_flops[2] - step_flops[1] == 2 * (step_flops[1] - step_flops[0]), \
     "with the cache the cost of a step is linear in n: O(bd² + bnd) (deck 000's decoding table)"
 
-contexts = range(len(prompt), len(prompt) + 200)          # the steps timed below: n = 17 … 216
-no_attention = cost.lm_cost(tok.vocab_size, d_model, L, context=0,
-                            positional="rope")["forward_flops_per_token"]
-per_token = {n: cost.lm_cost(tok.vocab_size, d_model, L, context=n,
-                             positional="rope")["forward_flops_per_token"] for n in contexts}
-attention_share = {   # attention's part of all the FLOPs of the 200 steps
-    "without": sum(n * (per_token[n] - no_attention) for n in contexts)
-    / sum(n * per_token[n] for n in contexts),
-    "with": sum(per_token[n] - no_attention for n in contexts) / sum(per_token.values())}
-print(f"the 200 steps timed below, n = {contexts[0]} … {contexts[-1]} < 6d = {6 * d_model}: "
-      f"attention's share of their FLOPs\n  without the cache {attention_share['without']:.0%} "
-      f"(the N³ term), with it {attention_share['with']:.0%} (the N² term)")
-assert max(attention_share.values()) < 0.5, \
-    "at n < 6d the d² terms lead: the totals grow mostly as N² without the cache, N with it"
-assert 24 * d_model ** 2 > 4 * contexts[-1] * d_model, "per block: 24·d² > 4·n·d while n < 6d"
+longest = len(prompt) + 200 - 1                           # the last context timed below: 216
+last, bare = (cost.lm_cost(tok.vocab_size, d_model, L, context=m, positional="rope")
+              ["decode_flops_cached"] for m in (longest, 0))                  # with, without keys
+print(f"the last step timed, n = {longest} < 6d = {6 * d_model}: attention is "
+      f"{(last - bare) / last:.0%} of its FLOPs")
+assert last - bare < bare, "at n < 6d the d² terms lead: N² without the cache, N with it"
 
 steps = 200
 seq = generate(lm, prompt, steps, greedy=True)           # (1, 17 + 200): the text to replay
 start = len(prompt)
 cache = lm.new_cache()
 lm(seq[:, :start - 1], cache=cache)                      # the prompt, all but its last token
-ms_cached, ms_uncached, gaps, step_logits = [], [], [], []
+ms_cached, ms_uncached, gaps, step_logits, tokens = [], [], [], [], []
 for t in range(start, start + steps):                    # predict token t from tokens < t
     tic = time.perf_counter()
     one = lm(seq[:, t - 1:t], cache=cache)[0, -1]        # cached: one new token
@@ -362,14 +328,16 @@ for t in range(start, start + steps):                    # predict token t from 
     ms_uncached.append(1e3 * (toc - tac))
     gaps.append(np.abs(one - every).max())
     step_logits.append(one)
+    tokens.append(int(every.argmax()))                    # greedy, from the uncached logits
 ms_cached, ms_uncached = np.array(ms_cached), np.array(ms_uncached)
 total_c, total_u = ms_cached.sum() / 1e3, ms_uncached.sum() / 1e3
 early = np.median(ms_uncached[:50]) / np.median(ms_cached[:50])
 late = np.median(ms_uncached[-50:]) / np.median(ms_cached[-50:])
 print(f"200 tokens: {total_c:.2f} s with the cache, {total_u:.2f} s without "
       f"({total_u / total_c:.1f}×); speed-up {early:.1f}× over the first 50 steps, "
-      f"{late:.1f}× over the last 50")
+      f"{late:.1f}× over the last 50; max |cached − uncached logits| = {max(gaps):.1e}")
 assert max(gaps) <= 1e-9, "every replayed step gives the same logits with and without the cache"
+assert tokens == list(seq[0, start:]), "and the uncached logits pick the text generate wrote"
 assert total_u > 1.5 * total_c, "for 200 new tokens the uncached loop should be clearly slower"
 assert late > 1.5 * early, "the longer the context, the more the cache saves"
 print("✓ cached steps stay cheap; uncached ones grow with n, their total as N² + N³ (mostly N² "
