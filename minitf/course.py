@@ -58,10 +58,12 @@ LESSONS = (
            "−∞; padding for variable lengths; the masking quiz (B)",
            ("04_masking", "04_padding", "04_no_future"), 3.3),
     Lesson("05_backward_and_gradcheck",
-           "a backward pass as a vector–Jacobian product, checked by finite differences",
+           "a backward pass as a vector–Jacobian product, checked by finite differences; the "
+           "memory a forward keeps for it",
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
-           "a random upstream gradient and the error over the whole tensor",
-           ("05_broken_backwards", "05_gradcheck_step"), 1.6),
+           "a random upstream gradient and the error over the whole tensor; what a forward "
+           "keeps for its backward, and nn.no_grad()",
+           ("05_broken_backwards", "05_gradcheck_step"), 1.8),
     Lesson("06_multi_head_attention",
            "several heads side by side: split, attend, concatenate, mix with W_o; why one head "
            "is not enough",
@@ -95,24 +97,29 @@ LESSONS = (
            "long for five schemes; why each one breaks or holds; positions in every LLM",
            ("10_length_generalization",), 24.7),
     Lesson("11_training_a_language_model",
-           "training a next-token LM: shift by one, a loss per position, sum vs mean, leakage",
+           "training a next-token LM: shift by one, a loss per position, sum vs mean, leakage; "
+           "a recurrent LM beside a Transformer",
            "shift by one; a distribution and a loss per position; sum vs mean (a slide slip); "
-           "the \"what do we optimize?\" quiz; leakage without the mask; a character LM vs a bigram",
-           ("11_leakage", "11_per_position_loss", "11_rnn_vs_transformer"), 10.8),
+           "the \"what do we optimize?\" quiz; backprop, then update; leakage without the mask; "
+           "a character LM vs a bigram; an RNN LM trained beside a Transformer; the vanishing "
+           "gradient over distance",
+           ("11_leakage", "11_per_position_loss", "11_rnn_vs_transformer"), 11.6),
     Lesson("12_generation_and_kv_cache",
            "generate token by token; greedy, temperature, top-k, top-p; a KV cache: the same "
            "logits at O(n) per step",
            "the autoregressive loop; argmax → index → \"am\"; four decoding rules; cached ≡ "
-           "uncached; 2·L·b·n·d numbers; O(n) per token vs O(n²); the x[:, -1] slip",
-           ("12_sampling", "12_kv_cache"), 8.4),
+           "uncached at every step; 2·L·b·n·d numbers; O(n) per token vs O(n²); the x[:, -1] "
+           "slip, silent when n = d",
+           ("12_sampling", "12_kv_cache"), 8.8),
     Lesson("13_cost_model",
-           "counting parameters, FLOPs, IO and memory; arithmetic intensity; the scores a causal "
-           "mask wastes, skipped; what a forward keeps for its backward; n² attention vs a "
-           "sequential recurrence",
+           "counting parameters, FLOPs, IO and memory; arithmetic intensity; where the n² terms "
+           "take over; the scores a causal mask wastes, skipped; n² attention vs a sequential "
+           "recurrence",
            "4d² + 2d·d_ff and the 2d/d_ff ratio; 2nmk FLOPs and nm + mk + nk IO (a slide slip); "
-           "the per-operation cost tables; n² time and memory; self-attention vs RNN steps; an RNN "
-           "LM trained beside a Transformer; the vanishing gradient over distance",
-           ("13_cost_table", "13_attention_scaling"), 9.1),
+           "the per-operation cost tables; memory-bound below ~300 FLOPs per number; bottleneck "
+           "#1, the n² terms past n = 6d; a decoded token's IO; n² time and memory; "
+           "self-attention vs RNN steps",
+           ("13_cost_table", "13_attention_scaling"), 2.9),
     Lesson("14_encoder_decoder",
            "encoder–decoder: three attentions, teacher forcing in one pass, the top-encoder "
            "wiring",
