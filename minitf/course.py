@@ -123,37 +123,44 @@ LESSONS = (
     Lesson("14_encoder_decoder",
            "encoder–decoder: three attentions, teacher forcing in one pass, the top-encoder "
            "wiring",
-           "encoder self, masked self and cross-attention; teacher forcing (BOS, not <EOS>); "
-           "greedy and beam; the O(N²) + O(M²) + O(NM) quiz; which encoder output each layer reads",
+           "the three kinds of Transformer by their masks, and kinds of tokens; encoder self, "
+           "masked self and cross-attention; teacher forcing (BOS, not <EOS>); greedy and beam "
+           "search; an unseen length fails; the O(N²) + O(M²) + O(NM) quiz; which encoder output "
+           "each layer reads",
            ("14_enc_dec_cost", "14_cross_attention"), 10.9),
     Lesson("15_encoder_only_bert_and_vit",
            "encoder-only models: [CLS] classification, masked-LM pretraining, a ViT patch is a "
            "convolution",
            "CLS reads negation a bag of words cannot; the three movie sentences; [MASK] 80/10/10 "
-           "filled from both sides; [SEP] and segments; ViT patches as words; sets, no positions",
+           "filled from both sides, 15 % chosen per word (a sentence may get none); [SEP] and "
+           "segments; ViT patches as words; sets, no positions",
            ("15_masked_lm", "15_cls_attention"), 6.0),
     Lesson("16_attention_and_convolution",
            "heads with one-offset masks form a convolution; splitting wide saves weights but "
            "isolates the parts",
            "one softmax picks or averages; a K = 3 convolution as 3 heads; a 3 × 3 one as 9 "
-           "heads; zero padding from masked rows; k parts: fewer weights, no talk; why wide",
+           "heads; zero padding from masked rows; k parts: k² fewer weights, k× fewer FLOPs, no "
+           "talk; why wide",
            ("16_conv_heads",), 2.2),
     Lesson("17_positions_beyond_text",
            "an implicit image f(x, y) → rgb: raw coordinates blur, Fourier-feature octaves fit "
            "the edges",
            "implicit functions ℝ² → ℝ³ (pixel → colour); the MSE loss and PSNR; Fourier features "
-           "as the sinusoidal encoding for real coordinates; spectral bias",
+           "as the sinusoidal encoding for real coordinates; spectral bias; octaves past the grid "
+           "are constant on its pixels (aliasing)",
            ("17_implicit_function",), 9.4),
     Lesson("18_annotated_transformer_in_minitf",
            "the annotated Transformer's classes one by one against minitf's, with exact counts",
            "clones vs shared weights; embeddings × √d, a PE slice slip; −1e9 vs −inf; 4 linears "
-           "= W_qkv + W_o; norm first; 3,152,384 / 4,204,032; attention dropout; Xavier",
+           "= W_qkv + W_o; norm first; 3,152,384 / 4,204,032; attention dropout; Xavier (there on "
+           "the embedding tables too); the PE a fixed buffer",
            ("18_parameter_breakdown",), 4.5),
     Lesson("19_your_first_exercise",
            "the exercise loop: start softmax_backward, check it, read a failing report, fix it, "
            "see it pass",
            "backprop by hand (softmax's backward, as lesson 05 derives it); how minitf "
-           "grades a student's backward and what its hints mean",
+           "grades a student's backward (float64, then float32 for the gradients' dtypes) and "
+           "what its hints mean",
            ("19_attempts",), 2.5),
     Lesson("20_inside_a_pretrained_transformer",
            "a real pretrained encoder in minitf's layers: its heads resolve \"it\"; fine-tune it",
