@@ -21,8 +21,6 @@ import time
 for threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(threads, "1")
 
-import matplotlib.cm  # noqa: E402
-import matplotlib.colors  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -177,16 +175,11 @@ assert rows["scores Q Kᵀ"]["intensity"] < RIDGE < rows["FFN Y W_1"]["intensity
     "QKᵀ and PV fall short of ~300 FLOPs per number; the feed-forward clears it"
 
 fig, axes = viz.figure(2, 1, size=(7.5, 7.2))
-colours = matplotlib.colors.ListedColormap(matplotlib.colormaps["RdBu_r"](   # blue | red: no
-    np.r_[np.linspace(0, 0.38, 128), np.linspace(0.62, 1, 128)]))             # pale middle
-shade = matplotlib.colors.TwoSlopeNorm(vmin=0, vcenter=np.log10(RIDGE), vmax=3)   # log10 of 1…1000
 for ax, table, title in ((axes[0], full, f"one block, whole sequence (b={b}, n={n}, d={d}, "
                                          f"h={h}, d_ff={d_ff})"),
                          (axes[1], step, f"one block, next token with a KV cache of n={n}")):
-    viz.cost_table(ax, table, title)
-    for i, r in enumerate(table["rows"] + [table], start=1):       # row 0 holds the headers
-        ax.tables[0][i, 3].set_facecolor(colours(shade(np.log10(r["intensity"])), alpha=0.6))
-bar = fig.colorbar(matplotlib.cm.ScalarMappable(shade, colours), ax=axes, shrink=0.7,
+    scale = viz.cost_table(ax, table, title, ridge=RIDGE, highest=1000)    # blue | red at RIDGE
+bar = fig.colorbar(scale, ax=axes, shrink=0.7,
                    orientation="horizontal", fraction=0.035, pad=0.02)
 bar.set_ticks(np.log10(ticks := [1, 3, 10, 30, 100, RIDGE, 1000]), labels=map(str, ticks))
 bar.ax.axvline(np.log10(RIDGE), color="black", lw=2)

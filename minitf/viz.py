@@ -254,31 +254,39 @@ def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = 
     ax.legend(fontsize=8)
 
 
-def cost_table(ax, table: dict, title: str = "", highest: float | None = None) -> None:
+RIDGE = 300     # FLOPs per number moved where an accelerator's arithmetic and memory keep pace
+
+
+def cost_table(ax, table: dict, title: str = "", ridge: float = RIDGE,
+               highest: float | None = None):
     """A cost table of ``minitf.cost.attention_table`` drawn as a grid: one row per operation and
     a total, with FLOPs, IO and arithmetic intensity (FLOPs per number moved).
 
-    The intensity column is coloured on a log scale of the attention colour map: blue-grey where
-    an operation waits for memory, yellow where it waits for arithmetic. ``highest`` is the
-    intensity that gets the map's yellow end (by default the table's own highest), so that two
-    tables drawn with the same value share one scale.
+    The intensity column is coloured on a log scale split at ``ridge``: blue below it, where an
+    operation waits for memory, red above, where it waits for arithmetic, darker the further
+    from it (with no pale middle, so no cell looks undecided). The scale runs from 1 to
+    ``highest`` (by default 1000, or the table's own highest if more), so tables drawn with the
+    same value share one scale. -> that scale (a ScalarMappable), for ``fig.colorbar``
     """
     import matplotlib
     import numpy as np
 
     check_axes(ax, "cost_table")
     check_cost_table(table)
-    if highest is not None:       # log10(1) = 0 divided every shade; 0 meant the default
-        check_real(highest, "highest", "cost_table", low=1)
+    check_real(ridge, "ridge", "cost_table", low=1)            # log10(1) = 0: no split to draw
+    if highest is not None:
+        check_real(highest, "highest", "cost_table", low=ridge)
     rows = table["rows"] + [dict(table, operation="total")]
     cells = [[r["operation"], f"{r['flops']:.2e}", f"{r['io']:.2e}", f"{r['intensity']:.1f}"]
              for r in rows]
-    # a table whose own highest is ≤ 1 (all memory-bound) gets the bottom colour throughout
-    top = max(np.log10(highest or max(r["intensity"] for r in table["rows"])), 1e-9)
-    colours = matplotlib.colormaps[ATTENTION_CMAP]
-    # An intensity of 1 or less gets the colour a quarter along the map: its darkest quarter,
-    # half transparent, would hide the cell's number.
-    shade = [["white"] * 3 + [colours(0.25 + 0.75 * max(np.log10(r["intensity"]) / top, 0), 0.55)]
+    top = highest or max(1000, *(r["intensity"] for r in rows))
+    colours = matplotlib.colors.ListedColormap(matplotlib.colormaps["RdBu_r"](   # blue | red,
+        np.r_[np.linspace(0, 0.38, 128), np.linspace(0.62, 1, 128)]))             # no pale middle
+    scale = matplotlib.cm.ScalarMappable(
+        matplotlib.colors.TwoSlopeNorm(vmin=0, vcenter=np.log10(ridge), vmax=np.log10(top)),
+        colours)
+    # an intensity below 1 takes the bottom colour, half transparent to keep its number legible
+    shade = [["white"] * 3 + [scale.to_rgba(np.log10(max(r["intensity"], 1)), alpha=0.6)]
              for r in rows]
     grid = ax.table(cellText=cells, cellColours=shade, loc="center", cellLoc="right",
                     colLabels=["operation", "FLOPs", "IO (numbers)", "FLOPs / IO"],
@@ -291,6 +299,7 @@ def cost_table(ax, table: dict, title: str = "", highest: float | None = None) -
     grid.scale(1, 1.35)
     ax.axis("off")
     ax.set_title(title)
+    return scale
 
 
 def plot_history(history: dict, path, baseline: float | None = None, title: str = "") -> Path:

@@ -81,21 +81,23 @@ def test_plot_history_writes_the_run_figure(tmp_path):
     assert path.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_cost_table_draws_every_operation_and_shades_by_intensity():
+def test_cost_table_draws_every_operation_and_splits_its_colours_at_the_ridge():
     from minitf import cost
 
-    table = cost.attention_table(2, 64, 32, 4, 128)
+    table = cost.attention_table(2, 64, 32, 4, 128)      # softmax 3.0 … feed-forward 42.7
     fig, ax = viz.figure()
-    viz.cost_table(ax, table, "block", highest=10 * table["intensity"])
+    scale = viz.cost_table(ax, table, "block", ridge=20)
     cells = ax.tables[0].get_celld()
     names = [cells[row, 0].get_text().get_text() for row in range(1, len(table["rows"]) + 2)]
     assert names == [r["operation"] for r in table["rows"]] + ["total"]
-    shades = {cells[row, 0].get_text().get_text(): cells[row, 3].get_facecolor()
-              for row in range(1, len(table["rows"]) + 2)}
-    low = min(table["rows"], key=lambda r: r["intensity"])["operation"]
-    high = max(table["rows"], key=lambda r: r["intensity"])["operation"]
-    # viridis runs from dark purple to yellow: the more intense operation is further along it
-    assert shades[low] != shades[high] and sum(shades[high][:3]) > sum(shades[low][:3])
+    shade = {cells[row, 0].get_text().get_text(): cells[row, 3].get_facecolor()
+             for row in range(1, len(table["rows"]) + 2)}
+    intensity = {r["operation"]: r["intensity"] for r in table["rows"]}
+    for name, (red, _, blue, _) in ((n, shade[n]) for n in intensity):
+        assert (red > blue) == (intensity[name] > 20), f"{name}: red above the ridge, blue below"
+    # darker the further from the ridge: softmax (3.0) is a deeper blue than QKᵀ (12.8)
+    assert sum(shade["softmax(S / √(d/h))"][:3]) < sum(shade["scores Q Kᵀ"][:3])
+    assert scale.norm.vcenter == np.log10(20) and scale.norm.vmax == np.log10(1000)
 
 
 @pytest.mark.parametrize("draw, error, fragments", [

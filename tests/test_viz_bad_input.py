@@ -1,6 +1,5 @@
 """The plotting helpers refuse bad input in one line, before anything is drawn or written, and
 write (and return) the file they say they write."""
-import matplotlib
 import numpy as np
 import pytest
 
@@ -67,11 +66,16 @@ def test_complex_values_are_refused_not_cut_to_their_real_part(where):
         viz.heatmap(viz.figure()[1], values) if where == "heatmap" else viz.attention_grid(values)
 
 
-@pytest.mark.parametrize("highest", [1, 1.0, 0, -5, float("nan"), "10"])
-def test_cost_table_refuses_a_highest_intensity_it_cannot_scale_by(highest):
+@pytest.mark.parametrize("setting, value, wanted", [
+    ("ridge", 1, "> 1"), ("ridge", 0, "> 1"), ("ridge", float("nan"), "> 1"), ("ridge", "300", "> 1"),
+    ("highest", 300, "> 300"), ("highest", 10, "> 300"), ("highest", -5, "> 300"),
+    ("highest", "1000", "> 300")])
+def test_cost_table_refuses_a_scale_it_cannot_draw(setting, value, wanted):
+    """log10(1) = 0 split nothing; a top at or below the ridge left no red half."""
     fig, ax = viz.figure()
-    with raises(ValueError, "cost_table: highest must be a finite number > 1", f"got {highest!r}"):
-        viz.cost_table(ax, cost.attention_table(2, 64, 32, 4, 128), highest=highest)
+    with raises(ValueError, f"cost_table: {setting} must be a finite number {wanted}",
+                f"got {value!r}"):
+        viz.cost_table(ax, cost.attention_table(2, 64, 32, 4, 128), **{setting: value})
     assert not ax.tables
 
 
@@ -82,15 +86,16 @@ def test_cost_table_says_what_table_it_wants():
 
 
 def test_a_table_of_memory_bound_operations_gets_the_bottom_colour():
-    """Its own highest intensity ≤ 1 made log10(highest) ≤ 0 the scale: every cell the top."""
+    """An intensity below 1 is below the scale's bottom, log10(1) = 0: it takes that colour."""
     table = cost.attention_table(2, 64, 32, 4, 128)
     table = dict(table, intensity=0.5, rows=[dict(r, intensity=0.5) for r in table["rows"]])
     fig, ax = viz.figure()
-    viz.cost_table(ax, table)
-    bottom = matplotlib.colormaps[viz.ATTENTION_CMAP](0.25, 0.55)
+    scale = viz.cost_table(ax, table)
+    bottom = scale.to_rgba(0.0, alpha=0.6)
     cells = ax.tables[0].get_celld()
     assert all(np.allclose(cells[row, 3].get_facecolor(), bottom)
                for row in range(1, len(table["rows"]) + 2))
+    assert bottom[2] > bottom[0], "the bottom of the scale is blue: waiting for memory"
 
 
 def test_limits_labels_and_sizes_from_numpy_are_accepted():
