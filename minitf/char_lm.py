@@ -30,10 +30,11 @@ from minitf.generate import generate
 from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
-from minitf.resume_checks import check_resume, check_same_characters
+from minitf.resume_checks import check_resume, check_same_characters, more_steps
 from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
 
 DEFAULT_OUT = "runs/lm"
+FAST_OUT = "runs/fast"          # --fast's own: a smoke run beside the main job is not refused
 MODEL_CHOICES = ("transformer", "rnn", "lstm")
 
 
@@ -72,9 +73,10 @@ class RunConfig:
 
     @classmethod
     def fast(cls, **overrides) -> "RunConfig":
-        """A smoke run of a few seconds: the whole pipeline, at toy size."""
+        """A smoke run of a few seconds: the whole pipeline, at toy size, saved in runs/fast."""
         small = dict(steps=30, batch_size=8, context=32, d_model=32, n_heads=2, n_layers=1,
-                     eval_every=15, warmup=5, decay_steps=30, sample_length=60, samples=1)
+                     eval_every=15, warmup=5, decay_steps=30, sample_length=60, samples=1,
+                     out=FAST_OUT)
         return cls(**{**small, **overrides})
 
     @classmethod
@@ -189,15 +191,19 @@ def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
     if checkpoint.find(out) is None or (resume and Path(resume).resolve() == out.resolve()):
         return
     try:
-        step = f" (step {checkpoint.read_meta(out)['step']})"
-    except (checkpoint.CheckpointError, KeyError):
-        step = ""
+        meta = checkpoint.read_meta(out)
+        step, total = meta["step"], meta.get("extra", {}).get("run", {}).get("steps")
+    except (checkpoint.CheckpointError, KeyError, AttributeError):
+        step = total = None
+    # a finished run continues only with a larger total: --resume alone is refused
+    more = f" --steps {more_steps(step)}" if step is not None and step == total else ""
     named = out if out.name else out.resolve()         # '.' has no name to add a number to
     siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
     free = next(other for other in siblings if not other.exists())
-    raise rundir.RunDirectoryError(f"--out {out} already holds a run{step}; continue it with "
-                                   f"--resume {shlex.quote(str(out))}, or start another with "
-                                   f"--out {shlex.quote(str(free))}")
+    held = "" if step is None else f" (step {step}{', finished' if more else ''})"
+    raise rundir.RunDirectoryError(f"--out {out} already holds a run{held}; continue it with "
+                                   f"--resume {shlex.quote(str(out))}{more}, or start another "
+                                   f"with --out {shlex.quote(str(free))}")
 
 
 # The Transformer's own: the recurrent baseline reads only --d-model and --context of these

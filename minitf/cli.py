@@ -193,12 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="save a checkpoint every N steps (default 100; 0: only at the end)")
     train.add_argument("--seed", type=NON_NEGATIVE, help="random seed (default 0)")
     train.add_argument("--out", metavar="DIR", type=PATH,
-                       help="run directory (default runs/lm; with --resume, DIR); a directory "
-                            "holding a run is never overwritten")
+                       help="run directory (default runs/lm, with --fast runs/fast; with "
+                            "--resume, DIR); a directory holding a run is never overwritten")
     train.add_argument("--resume", metavar="DIR", type=PATH,
                        help="continue the run saved in DIR with its settings (flags given here "
                             "override them)")
-    train.add_argument("--fast", action="store_true", help="a tiny smoke run of a few seconds")
+    train.add_argument("--fast", action="store_true",
+                       help="a tiny smoke run of a few seconds (saved in runs/fast)")
     train.add_argument("--no-progress", action="store_true",
                        help="no progress bar (nor, into a file, a line per --eval-every steps)")
     add_backend(train)

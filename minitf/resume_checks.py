@@ -12,6 +12,12 @@ from minitf.models import MODELS
 SHAPE = ("model", "d_model", "n_heads", "n_layers", "d_ff", "positional")
 
 
+def more_steps(done: int) -> int:
+    """A total to suggest for continuing a run that has done ``done`` steps: a quarter more, at
+    least 100 (800 → 1000)."""
+    return done + max(100, done // 4)
+
+
 def check_resume(config, saved: dict) -> None:
     """One line, before anything is read or built, for a resume that cannot continue the run."""
     kind = saved.get("kind")
@@ -23,10 +29,15 @@ def check_resume(config, saved: dict) -> None:
     if problem:             # it failed later: on the text's characters, or in load's API words
         raise ValueError(f"--resume {config.resume}: {problem}; wanted a run that minitf "
                          f"train wrote (a DecoderLM or RNNLM, its tokenizer and its trainer)")
-    if saved.get("step", 0) >= config.steps:
-        raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
-                         f"{saved.get('step')} steps; --steps is the run's total, so ask for more")
     run = dict(saved.get("extra", {}).get("run", {}))
+    done = saved.get("step", 0)
+    if done >= config.steps:
+        more = f"--steps {more_steps(done)}"
+        if config.steps == run.get("steps"):      # no --steps given: the run's own total
+            raise ValueError(f"--resume {config.resume}: the run there has done all its {done} "
+                             f"steps; to train on, give a larger total, e.g. {more}")
+        raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
+                         f"{done} steps; --steps is the run's total, so ask for more, e.g. {more}")
     asked = {name: getattr(config, name) for name in SHAPE + ("context",)}
     for settings in (run, asked):   # d_ff as the model has it: None is 4 · d_model
         if "d_model" in settings and settings.get("d_ff") is None:

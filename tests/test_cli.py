@@ -181,7 +181,9 @@ def test_fast_is_a_small_version_of_the_default_run():
     from minitf.char_lm import RunConfig
     default, fast = RunConfig(), RunConfig.fast(seed=3)
     assert fast.steps < default.steps and fast.d_model < default.d_model and fast.seed == 3
-    assert fast.positional == default.positional and fast.out == default.out
+    assert fast.positional == default.positional
+    # saved beside the main job's run, not refused by it (the README's next command after it)
+    assert (default.out, fast.out) == (None, "runs/fast") and RunConfig.fast(out="x").out == "x"
 
 
 def test_a_learning_rate_far_too_high_exits_1_naming_the_step(capsys, tmp_path):

@@ -128,9 +128,13 @@ def test_a_stop_before_any_step_saves_what_it_says_it_saved(text, tmp_path, monk
 def test_resume_refuses_a_finished_run_and_another_text(text, tmp_path, capsys):
     run = tmp_path / "run"
     assert train(text, "--steps", "20", "--out", str(run)) == 0
-    assert cli.main(["train", "--resume", str(run)]) == 2
+    assert cli.main(["train", "--resume", str(run)]) == 2       # it named a --steps 20 no one gave
+    assert one_line(capsys).endswith(f"--resume {run}: the run there has done all its 20 steps; "
+                                     f"to train on, give a larger total, e.g. --steps 120")
+    assert cli.main(["train", "--resume", str(run), "--steps", "15"]) == 2
     err = one_line(capsys)
-    assert "--steps 20" in err and "already done 20 steps" in err and "ask for more" in err
+    assert err.endswith(f"--steps 15: the run in {run} has already done 20 steps; --steps is the "
+                        f"run's total, so ask for more, e.g. --steps 120")
 
     other = tmp_path / "other.txt"
     other.write_text(open(text).read() + " Zebra!\n")
@@ -259,8 +263,9 @@ def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys
     before = {p.name: p.stat().st_mtime_ns for p in run.rglob("*")}
     assert train(text, "--steps", "10", "--out", str(run)) == 2
     err = one_line(capsys)
-    assert err.endswith(f"--out {run} already holds a run (step 10); continue it with --resume "
-                        f"{run}, or start another with --out {run}2")
+    # finished: --resume alone is refused, so the way it offers asks for more steps
+    assert err.endswith(f"--out {run} already holds a run (step 10, finished); continue it with "
+                        f"--resume {run} --steps 110, or start another with --out {run}2")
     (tmp_path / "run2").mkdir()                              # the name it offers is a free one
     assert train(text, "--steps", "10", "--out", str(run)) == 2
     assert one_line(capsys).endswith(f"or start another with --out {run}3")
@@ -357,6 +362,15 @@ def test_a_folder_of_other_files_is_refused_and_left_as_it_was(text, tmp_path, c
     assert (run / "lock").read_bytes() == b"\xff not a number"
 
 
+def test_a_smoke_run_after_the_main_job_is_saved_beside_it(tmp_path, monkeypatch, capsys):
+    """--fast after `minitf train` was refused: both went to runs/lm, which held the main run."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["train", "--fast", "--no-progress", "--steps", "4", "--out", "runs/lm"]) == 0
+    assert cli.main(["train", "--fast", "--no-progress", "--steps", "4"]) == 0
+    assert checkpoint.read_meta("runs/fast")["step"] == 4 and "runs/fast" in capsys.readouterr().out
+    assert checkpoint.read_meta("runs/lm")["step"] == 4
+
+
 def test_a_run_s_own_folder_hidden_files_and_a_lock_of_nuls(text, tmp_path, capsys, monkeypatch):
     """--out . holding a run (its name is empty: there was no sibling to offer), a folder of
     Finder's and an editor's hidden files, and a lock a power cut left as NULs."""
@@ -364,8 +378,9 @@ def test_a_run_s_own_folder_hidden_files_and_a_lock_of_nuls(text, tmp_path, caps
     assert train(text, "--steps", "10", "--out", str(run)) == 0
     monkeypatch.chdir(run)
     assert train(text, "--steps", "10", "--out", ".") == 2
-    assert one_line(capsys).endswith(f"--out . already holds a run (step 10); continue it with "
-                                     f"--resume ., or start another with --out {run}2")
+    assert one_line(capsys).endswith(f"--out . already holds a run (step 10, finished); continue "
+                                     f"it with --resume . --steps 110, or start another with "
+                                     f"--out {run}2")
     hidden = tmp_path / "hidden"
     hidden.mkdir()
     for name in (".DS_Store", ".gitkeep"):
@@ -431,7 +446,8 @@ def test_the_commands_a_run_suggests_can_be_pasted(tmp_path, capsys):
     refusal = one_line(capsys)
     resume = shlex.split(refusal.split("continue it with ", 1)[1].split(", or", 1)[0])
     another = shlex.split(refusal.split("start another with ", 1)[1])
-    assert resume == ["--resume", str(run)] and another == ["--out", f"{run}2"], refusal
+    assert resume == ["--resume", str(run), "--steps", "104"], refusal      # finished: more steps
+    assert another == ["--out", f"{run}2"], refusal
 
 
 @pytest.mark.parametrize("saved, said", [
