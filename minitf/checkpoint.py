@@ -193,8 +193,10 @@ class Checkpoint:
 
 def _located(directory) -> Path:
     found = find(directory)
-    if found is None:
-        raise CheckpointError(f"checkpoint {directory}: not found; wanted a run directory written "
+    if found is None:           # a folder of something else (a typo'd path) or none at all
+        what = (f"holds no checkpoint (no {INDEX}, no {META})" if Path(directory).is_dir()
+                else "no such folder")
+        raise CheckpointError(f"checkpoint {directory}: {what}; wanted a run directory written "
                               f"by minitf train (holding {INDEX}), or one holding {META} and "
                               f"{WEIGHTS}")
     return found

@@ -23,7 +23,7 @@ from dataclasses import fields, replace
 from minitf import backend
 from minitf.cli_course import add_course_commands
 from minitf.cli_flags import (DROPOUT, LEARNING_RATE, MAX_NEW_TOKENS, NEW_TOKENS, NON_NEGATIVE, PATH,
-                              POSITIVE, POSITIVE_REAL, PROBABILITY, SOME_TEXT, add_backend,
+                              POSITIVE, POSITIVE_REAL, PROBABILITY, RUN, SOME_TEXT, add_backend,
                               add_model_flags, checked)
 from minitf.cli_info import add_info_command
 
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", metavar="DIR", type=PATH,
                        help="run directory (default runs/lm, with --fast runs/fast; with "
                             "--resume, DIR); a directory holding a run is never overwritten")
-    train.add_argument("--resume", metavar="DIR", type=PATH,
+    train.add_argument("--resume", metavar="DIR", type=RUN,
                        help="continue the run saved in DIR with its settings (flags given here "
                             "override them)")
     train.add_argument("--fast", action="store_true",
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         "generate", help="continue a prompt with a trained language model",
         description="Load a checkpoint written by 'minitf train' and continue the prompt, one "
                     "character at a time, with the KV cache.")
-    gen.add_argument("--checkpoint", metavar="DIR", type=PATH, required=True,
+    gen.add_argument("--checkpoint", metavar="DIR", type=RUN, required=True,
                      help="a run directory")
     gen.add_argument("--prompt", default=None, type=checked(str, bool, "at least one character "
                                                           "to continue"),

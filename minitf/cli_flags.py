@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 from minitf import backend
 
@@ -48,6 +49,9 @@ TIMEOUT_MINUTES = checked(int, lambda n: 2 <= n <= MOST_TIMEOUT_MINUTES,
 # "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
 # started a new run, --out "" wrote to runs/lm
 PATH = checked(str, lambda text: text != "", "a path (a file or folder name)")
+# a file there was checkpoint.load's words, "checkpoint.load: README.md is a file"
+RUN = checked(str, lambda text: text != "" and not os.path.isfile(text),
+              "a run directory, the folder minitf train wrote (not a file)")
 # "" is in every name: --only "$CHECK" with CHECK unset ran all 800-odd checks
 SOME_TEXT = checked(str, lambda text: text.strip() != "", "some text of a check's name")
 

@@ -3,7 +3,7 @@ FLOPs per token, KV-cache bytes -- and, with --table, one block's operations. mi
 to the one ``minitf`` command."""
 from __future__ import annotations
 
-from minitf.cli_flags import MODEL_FLAGS, PATH, POSITIVE, add_model_flags
+from minitf.cli_flags import MODEL_FLAGS, POSITIVE, RUN, add_model_flags
 
 DEFAULT_VOCAB = 103         # --vocab-size: the characters of the default corpus
 
@@ -85,7 +85,7 @@ def add_info_command(commands) -> None:
                     "checkpoint of any model family (the recurrent, encoder–decoder and encoder "
                     "ones get their own table; --context is then N = M of an encoder–decoder, "
                     "and the set's size for a set encoder without max_len, 128 if not given).")
-    info.add_argument("--checkpoint", metavar="DIR", type=PATH,
+    info.add_argument("--checkpoint", metavar="DIR", type=RUN,
                       help="read the configuration from a run")
     info.add_argument("--vocab-size", type=POSITIVE, default=None,
                       help=f"characters (default {DEFAULT_VOCAB}, the default corpus's)")

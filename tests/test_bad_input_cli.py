@@ -346,3 +346,19 @@ def test_sizes_beyond_the_machine_are_one_line(capsys, tmp_path):
     assert err.count("\n") == 0 and err.startswith("minitf train: out of memory: Unable to "
                                                    "allocate"), err
     assert err.endswith("; wanted smaller sizes") and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("command", [["generate", "--checkpoint"], ["info", "--checkpoint"],
+                                     ["train", "--resume"]])
+def test_a_file_where_a_run_directory_is_wanted_is_named_by_its_flag(command, tmp_path, capsys):
+    """It was checkpoint.load's words: "checkpoint.load: README.md is a file"; and a folder of
+    something else was "not found"."""
+    (tmp_path / "README.md").write_text("notes\n")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*command, str(tmp_path / "README.md")])
+    assert exit_.value.code == 2 and one_line(capsys).startswith(
+        f"minitf {command[0]}: argument {command[1]}: got '{tmp_path / 'README.md'}'; wanted a "
+        f"run directory, the folder minitf train wrote (not a file)")
+    assert cli.main([*command, str(tmp_path)]) == 2
+    assert one_line(capsys).startswith(f"minitf {command[0]}: checkpoint {tmp_path}: holds no "
+                                       f"checkpoint (no checkpoints.txt, no checkpoint.json)")

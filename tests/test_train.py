@@ -142,8 +142,12 @@ def test_a_pickle_inside_the_weights_is_refused(tmp_path):
 
 
 def test_missing_corrupt_and_altered_checkpoints(tmp_path):
-    with pytest.raises(checkpoint.CheckpointError, match="not found"):
+    with pytest.raises(checkpoint.CheckpointError, match="nothing: no such folder; wanted a run"):
         checkpoint.load(tmp_path / "nothing")
+    (tmp_path / "other").mkdir()          # a folder of something else: it, too, was "not found"
+    with pytest.raises(checkpoint.CheckpointError, match="other: holds no checkpoint [(]no "
+                                                         "checkpoints.txt, no checkpoint.json[)]"):
+        checkpoint.load(tmp_path / "other")
     directory = _saved(tmp_path)
     (directory / "weights.npz").write_bytes(b"garbage")
     with pytest.raises(checkpoint.CheckpointError, match="does not match"):
