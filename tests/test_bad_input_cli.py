@@ -309,7 +309,9 @@ def test_an_empty_path_is_refused_not_taken_as_none_or_here(argv, capsys, tmp_pa
         cli.main(argv)
     assert exit_.value.code == 2
     err = one_line(capsys)
-    assert "got ''; wanted a path (a file or folder name)" in err, err
+    wanted = ("a run directory, the folder minitf train wrote"
+              if argv[1] in ("--resume", "--checkpoint") else "a path (a file or folder name)")
+    assert f"got ''; wanted {wanted}" in err, err
     assert list(tmp_path.iterdir()) == []
 
 

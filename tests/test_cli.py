@@ -119,7 +119,7 @@ def test_resume_with_another_config_is_one_line(fast_run, capsys, tmp_path):
 def test_generate_errors_are_one_line(capsys, tmp_path):
     assert cli.main(["generate", "--checkpoint", str(tmp_path), "--prompt", "x"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "not found" in err
+    assert err.count("\n") == 0 and "holds no checkpoint" in err
     (tmp_path / "checkpoint.json").write_text("{")
     (tmp_path / "weights.npz").write_bytes(b"")
     assert cli.main(["generate", "--checkpoint", str(tmp_path), "--prompt", "x"]) == 2
