@@ -167,8 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train", help="train a character-level language model",
-        description="Train a decoder-only Transformer on characters: by default on the Python "
-                    "documentation bundled with CPython (no download), for a minute or so on a "
+        description="Train a decoder-only Transformer on characters: by default on Python's "
+                    "documentation, which comes with minitf (no download), for a minute or so on a "
                     "laptop CPU. Prints progress, the held-out loss beside a character-bigram "
                     "model's, and samples; saves a checkpoint (default runs/lm).")
     train.add_argument("--text", metavar="PATH", type=PATH, help="train on this text file instead")
@@ -260,8 +260,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parsed(argv):
+    """The flags, parsed; one argparse does not know is refused by the command it was given to,
+    with the nearest flag it has (argparse's own said "minitf: unrecognized arguments: --stesp
+    20", and pointed at minitf --help)."""
+    import difflib
+
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = parser                            # down to the (sub)command that was run
+        while subcommands := [a for a in command._actions
+                              if isinstance(a, argparse._SubParsersAction)]:
+            command = subcommands[0].choices[getattr(args, subcommands[0].dest)]
+        flags = [flag for action in command._actions for flag in action.option_strings]
+        near = difflib.get_close_matches(unknown[0].split("=")[0], flags, n=1)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}"
+                      + (f"; did you mean {near[0]}?" if near else ""))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parsed(argv)
     from minitf.checkpoint import CheckpointError
     from minitf.train import TrainingDiverged
     # "minitf homework grade", as argparse names it in its own errors

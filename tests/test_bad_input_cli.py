@@ -364,3 +364,20 @@ def test_a_file_where_a_run_directory_is_wanted_is_named_by_its_flag(command, tm
     assert cli.main([*command, str(tmp_path)]) == 2
     assert one_line(capsys).startswith(f"minitf {command[0]}: checkpoint {tmp_path}: holds no "
                                        f"checkpoint (no checkpoints.txt, no checkpoint.json)")
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["train", "--stesp", "20"], "minitf train: unrecognized arguments: --stesp 20; did you mean "
+                                 "--steps? (see minitf train --help)"),
+    (["homework", "grade", "hw", "--jsn", "r.json"], "minitf homework grade: unrecognized "
+     "arguments: --jsn r.json; did you mean --json? (see minitf homework grade --help)"),
+    (["generate", "--checkpoint", "x", "--top_k=3"], "minitf generate: unrecognized arguments: "
+     "--top_k=3; did you mean --top-k? (see minitf generate --help)"),
+    (["train", "corpus.txt"], "minitf train: unrecognized arguments: corpus.txt (see minitf train "
+                              "--help)")])
+def test_an_unknown_flag_is_refused_by_its_command_with_the_nearest_one(argv, said, capsys):
+    """It was argparse's "minitf: unrecognized arguments: --stesp 20 (see minitf --help)": the
+    top-level command named, its help pointed at, and no word of --steps."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2 and one_line(capsys) == said
