@@ -158,7 +158,7 @@ rows = {r["operation"]: r for r in full["rows"]}
 matmul_flops = sum(r["flops"] for r in full["rows"] if r["matmul"])
 per_token = cost.lm_cost(1, d, 1, d_ff, context=n, n_heads=h)["forward_flops_per_token"] - 2 * d
 assert matmul_flops == b * n * per_token, "the table's matmuls add up to lm_cost's b·n tokens"
-assert rows["FFN Y W_1"]["flops"] + rows["FFN ReLU(·) W_2"]["flops"] == 16 * b * n * d * d, \
+assert rows["FFN Y W_1"]["flops"] + rows["FFN φ(·) W_2"]["flops"] == 16 * b * n * d * d, \
     "deck 000: the FFN costs 16·b·n·d² FLOPs with d_ff = 4d"
 assert min(full["rows"], key=lambda r: r["intensity"])["operation"].startswith("softmax"), \
     "softmax should have the lowest arithmetic intensity: it only moves numbers"

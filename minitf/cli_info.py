@@ -91,7 +91,8 @@ def add_info_command(commands) -> None:
                       help=f"characters (default {DEFAULT_VOCAB}, the default corpus's)")
     add_model_flags(info)
     info.add_argument("--batch-size", type=POSITIVE, default=1,
-                      help="b, for the KV cache (default 1)")
+                      help="b, the sequences of the KV cache and of a training step's FLOPs "
+                           "(default 1; minitf train's batch is 32)")
     info.add_argument("--untied", action="store_true", help="a separate output layer")
     info.add_argument("--bytes", type=POSITIVE, default=4, help="bytes per number (4: float32)")
     info.add_argument("--table", action="store_true",

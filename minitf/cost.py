@@ -247,14 +247,14 @@ def _batched(count: int, cost: dict) -> dict:
 def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
                     decoding: bool = False, bytes_per_number: int = 4) -> dict:
     """One Transformer block's cost, row by row as in the lecture's table (no biases, norms,
-    residuals or ReLU).
+    residuals, nor the feed-forward's activation φ, ReLU or GELU).
 
         rows        x W_q, x W_k, x W_v     3 · (b·q×d)(d×d)             6·b·q·d²
                     scores Q Kᵀ             b·h · (q×d/h)(d/h×n)        2·b·q·n·d
                     softmax(S / √(d/h))     b·h·q·n scores, 6 FLOPs each  O(b·h·q·n)
                     P V                     b·h · (q×n)(n×d/h)          2·b·q·n·d
                     concat(heads) W_o       (b·q×d)(d×d)                 2·b·q·d²
-                    FFN  Y W_1, then · W_2  (b·q×d)(d×d_ff), (b·q×d_ff)(d_ff×d)   4·b·q·d·d_ff
+                    FFN  Y W_1, then φ(·) W_2  (b·q×d)(d×d_ff), (b·q×d_ff)(d_ff×d)   4·b·q·d·d_ff
         q = n query positions for a full sequence (decoding=False): O(b·n·d² + b·n²·d) FLOPs,
         O(b·n·d + b·h·n² + d²) IO; q = 1 new token over n cached keys and values (decoding=True):
         O(b·d² + b·n·d) FLOPs -- "one less n" in every cell.
@@ -276,7 +276,7 @@ def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
         _row("heads P V", **_batched(b * h, matmul_cost(q, n, d_head))),
         _row("concat(heads) W_o", **matmul_cost(b * q, d, d)),
         _row("FFN Y W_1", **matmul_cost(b * q, d, d_ff)),
-        _row("FFN ReLU(·) W_2", **matmul_cost(b * q, d_ff, d)),
+        _row("FFN φ(·) W_2", **matmul_cost(b * q, d_ff, d)),
     ]
     flops, io = sum(r["flops"] for r in rows), sum(r["io"] for r in rows)
     return {"rows": rows, "flops": flops, "io": io, "intensity": flops / io,

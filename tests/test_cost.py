@@ -75,7 +75,7 @@ def test_the_lectures_rows_and_totals():
     assert rows["x W_q, x W_k, x W_v"]["io"] == 3 * (2 * b * n * d + d * d)
     assert rows["scores Q Kᵀ"]["flops"] == rows["heads P V"]["flops"] == 2 * b * n * n * d
     assert rows["scores Q Kᵀ"]["io"] == 2 * b * n * d + b * h * n * n
-    assert rows["FFN Y W_1"]["flops"] + rows["FFN ReLU(·) W_2"]["flops"] == 16 * b * n * d * d
+    assert rows["FFN Y W_1"]["flops"] + rows["FFN φ(·) W_2"]["flops"] == 16 * b * n * d * d
     # softmax moves as many numbers as it computes with: far below the matmuls' intensity
     assert rows["softmax(S / √(d/h))"]["intensity"] < 4 < rows["FFN Y W_1"]["intensity"]
     # decoding: "one less n" -- the matmul FLOPs of a whole sequence are n times one token's
