@@ -15,7 +15,8 @@ printed first.
 
 ``--torch`` profiles torch's side of the same comparison instead (vs_torch.py's model, the same
 weights), with torch's own profiler: each op's self time per step, to read beside minitf's table.
-``--threads`` sets torch's and the BLAS's threads as vs_torch.py's does.
+``--threads`` sets torch's and the BLAS's threads as vs_torch.py's does. It needs PyTorch either
+way (``pip install torch==2.13.0``): minitf's model is vs_torch.py's, built beside torch's.
 """
 import argparse
 import collections

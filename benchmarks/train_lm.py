@@ -27,10 +27,11 @@ def main(argv):
             ("training time (s)", f"{figures['seconds']:.0f}"),
             ("steps", figures["steps"]),
             ("tokens/s (training)", f"{figures['tokens_per_second']:,}"),
-            ("train loss, last 20 steps", f"{figures['train_loss']:.3f}"),
+            (f"train loss, last {min(figures['steps'], 20)} steps", f"{figures['train_loss']:.3f}"),
             ("validation loss (nats/char)", f"{figures['val_loss']:.3f}"),
             ("bigram validation loss", f"{figures['bigram_val_loss']:.3f}"),
-            ("lower than the bigram by", f"{100 * figures['improvement_over_bigram']:.1f}%")]
+            ("below the bigram by" if figures["improvement_over_bigram"] >= 0 else
+             "ABOVE the bigram by", f"{100 * abs(figures['improvement_over_bigram']):.1f}%")]
     width = max(len(r[0]) for r in rows)
     print("\n".join(f"{a:<{width}}  {b}" for a, b in rows))
 

@@ -302,7 +302,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     model.eval()
     val_loss = _held_out_loss(model, val_x, val_y)
     bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tokenizer.vocab_size)
-    last_losses = trainer.history["loss"][-20:]
+    last_losses = trainer.history["loss"][-LAST_STEPS:]
     figures = {"steps": trainer.step, "seconds": round(seconds, 1),
                "tokens_per_second": round(trainer.tokens_per_second),
                "train_loss": round(sum(last_losses) / len(last_losses), 4),
@@ -367,6 +367,15 @@ def _describe(model) -> str:
             f"d_model={c['d_model']}, {c['n_heads']} heads, {c['positional']} positions)")
 
 
+LAST_STEPS = 20          # the training loss reported: the mean of the last 20 steps' losses
+
+
+def _last(steps: int) -> str:
+    """'20 steps', or as many as ran ('1 step' of --steps 1)."""
+    k = min(steps, LAST_STEPS)
+    return f"{k} step{'s' * (k != 1)}"
+
+
 def _report(config, figures, model, tokenizer, held_out: str, n_val: int, log) -> None:
     """The held-out loss beside the bigram model's, and a few samples."""
     change = figures["improvement_over_bigram"]
@@ -379,7 +388,8 @@ def _report(config, figures, model, tokenizer, held_out: str, n_val: int, log) -
         f"  {'Transformer' if config.model == 'transformer' else config.model.upper():<11}  "
         f"{figures['val_loss']:.3f}\n  bigram       {figures['bigram_val_loss']:.3f}\n"
         f"  {versus}\n"
-        f"train loss (last 20 steps) {figures['train_loss']:.3f}; {figures['seconds']:.0f} s, "
+        f"train loss (last {_last(figures['steps'])}) {figures['train_loss']:.3f}; "
+        f"{figures['seconds']:.0f} s, "
         f"{figures['tokens_per_second']:,} tokens/s")
     # at most the model's context: a longer prompt of minitf's own would warn that it is cropped
     prompt = ("The " if set("The ") <= set(tokenizer.chars) else held_out[:24])[-config.context:]

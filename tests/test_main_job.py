@@ -139,6 +139,13 @@ def test_the_train_loss_is_the_mean_of_the_last_20_steps(tiny_run):
     assert round(losses[-1], 4) != tiny_run["figures"]["train_loss"]
 
 
+def test_a_run_shorter_than_20_steps_says_how_many_its_train_loss_is_the_mean_of():
+    """--steps 1 reported "train loss (last 20 steps)"."""
+    from minitf.char_lm import _last
+    assert (_last(1), _last(7), _last(20), _last(800)) == ("1 step", "7 steps", "20 steps",
+                                                           "20 steps")
+
+
 def test_the_bigram_baseline_is_scored_on_the_same_characters_as_the_model(tiny_run):
     """The held-out loss covers the validation windows, val_x.size + 1 characters; the bigram
     model beside it must be scored on exactly those, not on the whole held-out tenth (whose
