@@ -98,6 +98,11 @@ def _generate(args) -> int:
     if saved.tokenizer is None:
         raise ValueError(f"--checkpoint {args.checkpoint}: the {name} there was saved without a "
                          f"tokenizer; wanted one (checkpoint.save(..., tokenizer=)) to read --prompt")
+    vocab = saved.tokenizer.vocab_size
+    if args.top_k is not None and args.top_k >= vocab:     # it would sample among them all
+        raise ValueError(f"--top-k {args.top_k}: the run's vocabulary has {vocab} characters, so "
+                         f"it keeps every one and changes nothing; wanted at most {vocab - 1}, or "
+                         f"leave it out")
     backend.seed(args.seed)
     text = DEFAULT_PROMPT if args.prompt is None else args.prompt
     try:

@@ -63,6 +63,17 @@ def test_the_greedy_flag_refuses_a_sampling_flag_beside_it(run, flags, given, ca
     assert err.startswith(f"minitf generate: {given}--greedy takes the most likely character"), err
 
 
+def test_a_top_k_that_keeps_the_whole_vocabulary_is_refused(run, capsys):
+    """--top-k 1000 of a run of a few characters was taken, and sampled among them all."""
+    vocab = checkpoint.load(run).tokenizer.vocab_size
+    assert cli.main(["generate", "--checkpoint", str(run), "--top-k", str(vocab)]) == 2
+    assert one_line(capsys) == (
+        f"minitf generate: --top-k {vocab}: the run's vocabulary has {vocab} characters, so it "
+        f"keeps every one and changes nothing; wanted at most {vocab - 1}, or leave it out")
+    assert cli.main(["generate", "--checkpoint", str(run), "--top-k", str(vocab - 1),
+                     "--max-new-tokens", "3"]) == 0
+
+
 def test_temperature_left_out_is_still_0_8(run, capsys):
     """--temperature's default became None, so that one given can be told from it: left out, it
     samples as --temperature 0.8 does, and the help says so."""
