@@ -15,7 +15,6 @@ exactly the weights of one run of 40 steps.
 """
 from __future__ import annotations
 
-import itertools
 import shlex
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -30,7 +29,9 @@ from minitf.generate import generate
 from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
-from minitf.resume_checks import check_resume, check_same_characters, more_steps
+from minitf.resume_checks import (check_resume, check_same_characters,
+                                  refuse_a_folder_of_other_files, refuse_a_step_directory,
+                                  refuse_to_overwrite)
 from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
 
 DEFAULT_OUT = "runs/lm"
@@ -112,7 +113,7 @@ def _spread(count: int, k: int) -> list[int]:
 
 def run(config: RunConfig, log=print) -> dict:
     """Train, evaluate, save and sample. -> the run's figures (also saved in the checkpoint)."""
-    _refuse_a_step_directory(config)
+    refuse_a_step_directory(config)
     _check_flags(config)
     out = Path(config.out or config.resume or DEFAULT_OUT)
     new = [p for p in (out, *out.parents) if not p.exists()]    # what probe creates, deepest first
@@ -120,41 +121,16 @@ def run(config: RunConfig, log=print) -> dict:
         rundir.probe(out)                                               # fail before training
         # before a run already there is refused: a mistyped --text is named as such
         text = data.read_text(config.text, "--text") if config.text else data.default_corpus()
-        _refuse_a_folder_of_other_files(out)
+        refuse_a_folder_of_other_files(out)
         with rundir.RunLock(out):
             checkpoint.clean(out)                # what a run killed mid-save left behind
-            _refuse_to_overwrite(out, config.resume)
+            refuse_to_overwrite(out, config.resume)
             return _train(config, text, out, log)
     except BaseException:
         for folder in new:                   # a refused run leaves no folder, nor its parents
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         raise
-
-
-def _refuse_a_step_directory(config: RunConfig) -> None:
-    """The run's saves go to --out, or without it to --resume's directory: a step directory of
-    a run would get them inside it, among the run's own, hiding its checkpoint (refused there,
-    but only after the training)."""
-    flag, path = ("--out", config.out) if config.out else ("--resume", config.resume)
-    if not path or not _one_step_of_a_run(Path(path).resolve()):
-        return
-    run_dir = Path(path).resolve().parent
-    current = checkpoint.find(run_dir)
-    itself = (f", or continue the run itself with --resume {run_dir}"
-              if checkpoint.is_whole(current) else
-              f" (the run's current checkpoint, {current.name}, does not load)")
-    if flag == "--resume":
-        raise ValueError(f"--resume {path} is one checkpoint of the run in {run_dir}; "
-                         f"continue from it into a new --out DIR{itself}")
-    raise ValueError(f"--out {path} is one checkpoint of the run in {run_dir}, which a save "
-                     f"there would hide; wanted a new --out DIR{itself}")
-
-
-def _one_step_of_a_run(path: Path) -> bool:
-    """Whether ``path`` is a step directory of a run directory: a checkpoint's files, and a
-    checkpoints.txt beside it."""
-    return (path / checkpoint.META).is_file() and (path.parent / checkpoint.INDEX).is_file()
 
 
 def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
@@ -168,45 +144,6 @@ def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
             f"{trainer.step} ({err.strerror}); any earlier checkpoint there is untouched") from None
 
 
-def _refuse_a_folder_of_other_files(out: Path) -> None:
-    """A folder that holds no run may hold only what a run of minitf left there before its first
-    save (its lock, a save's hidden temporaries, a step directory never made current) and hidden
-    files: a run writes loss.png, checkpoints.txt and step directories, and would replace files
-    of those names."""
-    if checkpoint.find(out) is not None:
-        return
-    # hidden names are never a run's to replace: a save's temporaries, Finder's .DS_Store, …
-    others = sorted(p.name for p in out.iterdir() if not (
-        p.name == rundir.LOCK or p.name.startswith(".")
-        or (p.name.startswith("step-") and p.is_dir())))
-    if others:
-        shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
-        raise rundir.RunDirectoryError(f"--out {out} holds files that are not a minitf run's "
-                                       f"({shown}); wanted a new or empty folder, or a run "
-                                       f"directory")
-
-
-def _refuse_to_overwrite(out: Path, resume: str | None) -> None:
-    """A run directory holding a checkpoint is continued (--resume), never silently replaced."""
-    if checkpoint.find(out) is None or (resume and Path(resume).resolve() == out.resolve()):
-        return
-    try:
-        meta = checkpoint.read_meta(out)
-        step, total = meta["step"], meta.get("extra", {}).get("run", {}).get("steps")
-    except (checkpoint.CheckpointError, KeyError, AttributeError):
-        step = total = None
-    # a finished run continues only with a larger total: --resume alone is refused
-    more = f" --steps {more_steps(step)}" if step is not None and step == total else ""
-    named = out if out.name else out.resolve()         # '.' has no name to add a number to
-    siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
-    free = next(other for other in siblings if not other.exists())
-    held = "" if step is None else f" (step {step}{', finished' if more else ''})"
-    raise rundir.RunDirectoryError(f"--out {out} already holds a run{held}; continue it with "
-                                   f"--resume {shlex.quote(str(out))}{more}, or start another "
-                                   f"with --out {shlex.quote(str(free))}")
-
-
-# The Transformer's own: the recurrent baseline reads only --d-model and --context of these
 TRANSFORMER_ONLY = ("n_heads", "n_layers", "d_ff", "positional", "dropout")
 
 
@@ -326,13 +263,22 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
 
 
 def _build_model(config: RunConfig, vocab_size: int):
-    """The DecoderLM the flags describe, or the recurrent baseline for --model rnn / lstm."""
+    """The DecoderLM the flags describe, or the recurrent baseline for --model rnn / lstm; one
+    line naming the size flags should its weights alone not fit in memory."""
     if config.model not in MODEL_CHOICES:
         raise ValueError(f"--model {config.model!r}: wanted one of {MODEL_CHOICES}")
-    if config.model != "transformer":
-        return RNNLM(vocab_size, config.d_model, cell=config.model, max_len=config.context)
-    return DecoderLM(vocab_size, config.d_model, config.n_heads, config.n_layers, config.d_ff,
-                     max_len=config.context, positional=config.positional, dropout=config.dropout)
+    try:
+        if config.model != "transformer":
+            return RNNLM(vocab_size, config.d_model, cell=config.model, max_len=config.context)
+        return DecoderLM(vocab_size, config.d_model, config.n_heads, config.n_layers,
+                         config.d_ff, max_len=config.context, positional=config.positional,
+                         dropout=config.dropout)
+    except MemoryError as err:          # NumPy's words name an array's shape, not a flag
+        sizes = (["d_model"] if config.model != "transformer" else
+                 ["d_model", "n_layers"] + ["d_ff"] * (config.d_ff is not None))
+        given = ", ".join(f"--{name.replace('_', '-')} {getattr(config, name)}" for name in sizes)
+        raise ValueError(f"{given}: the model's weights alone do not fit in this machine's "
+                         f"memory ({err}); wanted a smaller model") from None
 
 
 def _refuse_a_step_beyond_memory(config: RunConfig, model) -> None:

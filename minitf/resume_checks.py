@@ -1,11 +1,17 @@
-"""What ``minitf train --resume`` refuses before it trains: a checkpoint that is no run of
-``minitf train``, a run already done, flags that would change the model's shape, and a text of
-other characters than the run's. Each check says, in one line, the flag and what was wanted.
-``config`` is the char_lm.RunConfig of the flags given, with the run's own settings for the rest.
+"""What ``minitf train`` refuses of its run directory and of ``--resume`` before it trains: a step
+directory as --out, a folder of other files, a run it would overwrite; a checkpoint that is no
+run of ``minitf train``, a run already done, flags that would change the model's shape, and a
+text of other characters than the run's. Each check says, in one line, the flag and what was
+wanted. ``config`` is the char_lm.RunConfig of the flags given, with the run's own settings for
+the rest.
 """
 from __future__ import annotations
 
-from minitf import data
+import itertools
+import shlex
+from pathlib import Path
+
+from minitf import checkpoint, data, rundir
 from minitf.models import MODELS
 
 # The settings that make the model what it is: the same on --resume, or it is another model.
@@ -69,3 +75,69 @@ def check_same_characters(config, saved: dict, tokenizer) -> None:
         raise ValueError(f"--text {config.text or '(the default corpus)'}: its characters differ "
                          f"from those the run in {config.resume} was trained on ({differences}); "
                          f"resume with the text the run was trained on")
+
+
+def refuse_a_step_directory(config) -> None:
+    """The run's saves go to --out, or without it to --resume's directory: a step directory of
+    a run would get them inside it, among the run's own, hiding its checkpoint (refused there,
+    but only after the training)."""
+    flag, path = ("--out", config.out) if config.out else ("--resume", config.resume)
+    if not path or not one_step_of_a_run(Path(path).resolve()):
+        return
+    run_dir = Path(path).resolve().parent
+    current = checkpoint.find(run_dir)
+    itself = (f", or continue the run itself with --resume {run_dir}"
+              if checkpoint.is_whole(current) else
+              f" (the run's current checkpoint, {current.name}, does not load)")
+    if flag == "--resume":
+        raise ValueError(f"--resume {path} is one checkpoint of the run in {run_dir}; "
+                         f"continue from it into a new --out DIR{itself}")
+    raise ValueError(f"--out {path} is one checkpoint of the run in {run_dir}, which a save "
+                     f"there would hide; wanted a new --out DIR{itself}")
+
+
+def one_step_of_a_run(path: Path) -> bool:
+    """Whether ``path`` is a step directory of a run directory: a checkpoint's files, and a
+    checkpoints.txt beside it."""
+    return (path / checkpoint.META).is_file() and (path.parent / checkpoint.INDEX).is_file()
+
+
+def refuse_a_folder_of_other_files(out: Path) -> None:
+    """A folder that holds no run may hold only what a run of minitf left there before its first
+    save (its lock, a save's hidden temporaries, a step directory never made current) and hidden
+    files: a run writes loss.png, checkpoints.txt and step directories, and would replace files
+    of those names."""
+    if checkpoint.find(out) is not None:
+        return
+    # hidden names are never a run's to replace: a save's temporaries, Finder's .DS_Store, …
+    others = sorted(p.name for p in out.iterdir() if not (
+        p.name == rundir.LOCK or p.name.startswith(".")
+        or (p.name.startswith("step-") and p.is_dir())))
+    if others:
+        shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+        raise rundir.RunDirectoryError(f"--out {out} holds files that are not a minitf run's "
+                                       f"({shown}); wanted a new or empty folder, or a run "
+                                       f"directory")
+
+
+def refuse_to_overwrite(out: Path, resume: str | None) -> None:
+    """A run directory holding a checkpoint is continued (--resume), never silently replaced."""
+    if checkpoint.find(out) is None or (resume and Path(resume).resolve() == out.resolve()):
+        return
+    try:
+        meta = checkpoint.read_meta(out)
+        step, total = meta["step"], meta.get("extra", {}).get("run", {}).get("steps")
+    except (checkpoint.CheckpointError, KeyError, AttributeError):
+        step = total = None
+    # a finished run continues only with a larger total: --resume alone is refused
+    more = f" --steps {more_steps(step)}" if step is not None and step == total else ""
+    named = out if out.name else out.resolve()         # '.' has no name to add a number to
+    siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
+    free = next(other for other in siblings if not other.exists())
+    held = "" if step is None else f" (step {step}{', finished' if more else ''})"
+    raise rundir.RunDirectoryError(f"--out {out} already holds a run{held}; continue it with "
+                                   f"--resume {shlex.quote(str(out))}{more}, or start another "
+                                   f"with --out {shlex.quote(str(free))}")
+
+
+# The Transformer's own: the recurrent baseline reads only --d-model and --context of these
