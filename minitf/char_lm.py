@@ -185,7 +185,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     if len(val_ids) < config.context + 1:          # the held-out tenth must hold one window
         text_flag = f"--text {config.text}" if config.text else "the default corpus"
         raise ValueError(f"{text_flag}: {len(text):,} characters hold out "
-                         f"{len(val_ids)} for validation, less than one window of --context "
+                         f"{len(val_ids):,} for validation, less than one window of --context "
                          f"{config.context} + 1; wanted at least {10 * (config.context + 1):,} "
                          f"characters, or a smaller --context")
     source = config.text or "the default corpus (the Python documentation)"

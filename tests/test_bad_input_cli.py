@@ -321,6 +321,7 @@ def test_the_default_corpus_too_short_for_the_context_is_named_as_such(capsys, t
                      "--out", str(tmp_path / "run")]) == 2
     err = one_line(capsys)
     assert err.startswith("minitf train: the default corpus: ") and "--context 100000" in err
+    assert "characters hold out 46,497 for validation" in err          # (it said 46497)
 
 
 def test_a_warning_is_one_line_and_minitf_s_own_sample_prompt_gives_none(run, capsys, tmp_path):
