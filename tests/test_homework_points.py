@@ -94,9 +94,10 @@ def test_points_homework_json_cannot_hold_are_refused_before_grading(made, tmp_p
 @pytest.mark.parametrize("points, said", [
     ("nope=2", "--points: 'nope' is no exercise of this homework; wanted one of relu_backward, "
                "softmax_backward"),
-    ("softmax_backward=0", "--points: softmax_backward=0.0; wanted NAME=N pairs"),
+    ("softmax_backward=0", "--points: softmax_backward=0; wanted NAME=N pairs"),   # as typed
+    ("softmax_backward=-1", "--points: softmax_backward=-1; wanted NAME=N pairs"),  # not -1.0
     ("softmax_backward=nan", "--points: softmax_backward=nan; wanted NAME=N pairs"),
-    ("softmax_backward=1e9", "--points: softmax_backward=1000000000.0; wanted NAME=N pairs"),
+    ("softmax_backward=1e9", "--points: softmax_backward=1e9; wanted NAME=N pairs"),
     ("softmax_backward", "--points: 'softmax_backward' is no NAME=N; wanted NAME=N pairs"),
     ("softmax_backward=two", "--points: 'softmax_backward=two' is no NAME=N; wanted"),
     ("relu_backward=2,relu_backward=3", "--points: relu_backward is given twice; wanted each "

@@ -34,6 +34,8 @@ def parse(text: str | None) -> dict:
             number = None
         if not name.strip() or number is None:
             raise ValueError(f"--points: {pair.strip()!r} is no NAME=N; {WANTED}")
+        if not _is_points(number):           # said as typed: check's would read '=-1.0'
+            raise ValueError(f"--points: {pair.strip()}; {WANTED}")
         if name.strip() in points:          # the later would win, unsaid
             raise ValueError(f"--points: {name.strip()} is given twice; wanted each exercise "
                              f"once")
