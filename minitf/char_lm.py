@@ -144,6 +144,7 @@ def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
             f"{trainer.step} ({err.strerror}); any earlier checkpoint there is untouched") from None
 
 
+# The Transformer's own: the recurrent baseline reads only --d-model and --context of these
 TRANSFORMER_ONLY = ("n_heads", "n_layers", "d_ff", "positional", "dropout")
 
 

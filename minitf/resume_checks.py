@@ -39,7 +39,8 @@ def check_resume(config, saved: dict) -> None:
     done = saved.get("step", 0)
     if done >= config.steps:
         more = f"--steps {more_steps(done)}"
-        if config.steps == run.get("steps"):      # no --steps given: the run's own total
+        # no --steps given: the run's own total (a run saved without it: its steps done)
+        if config.steps == run.get("steps", done):
             raise ValueError(f"--resume {config.resume}: the run there has done all its {done} "
                              f"steps; to train on, give a larger total, e.g. {more}")
         raise ValueError(f"--steps {config.steps}: the run in {config.resume} has already done "
@@ -86,7 +87,7 @@ def refuse_a_step_directory(config) -> None:
         return
     run_dir = Path(path).resolve().parent
     current = checkpoint.find(run_dir)
-    itself = (f", or continue the run itself with --resume {run_dir}"
+    itself = (f", or continue the run itself with {continuing(run_dir)[2]}"
               if checkpoint.is_whole(current) else
               f" (the run's current checkpoint, {current.name}, does not load)")
     if flag == "--resume":
@@ -94,6 +95,20 @@ def refuse_a_step_directory(config) -> None:
                          f"continue from it into a new --out DIR{itself}")
     raise ValueError(f"--out {path} is one checkpoint of the run in {run_dir}, which a save "
                      f"there would hide; wanted a new --out DIR{itself}")
+
+
+def continuing(run_dir: Path) -> tuple:
+    """(the step of the run's current checkpoint, None where it does not read; whether the run
+    is finished; the flags that continue it, to paste): --resume DIR, and for a finished run a
+    larger --steps, as --resume alone is refused there."""
+    resume = f"--resume {shlex.quote(str(run_dir))}"
+    try:
+        meta = checkpoint.read_meta(run_dir)
+        step, total = meta["step"], meta.get("extra", {}).get("run", {}).get("steps")
+    except (checkpoint.CheckpointError, KeyError, AttributeError):
+        return None, False, resume
+    finished = step == total
+    return step, finished, resume + (f" --steps {more_steps(step)}" if finished else "")
 
 
 def one_step_of_a_run(path: Path) -> bool:
@@ -124,20 +139,11 @@ def refuse_to_overwrite(out: Path, resume: str | None) -> None:
     """A run directory holding a checkpoint is continued (--resume), never silently replaced."""
     if checkpoint.find(out) is None or (resume and Path(resume).resolve() == out.resolve()):
         return
-    try:
-        meta = checkpoint.read_meta(out)
-        step, total = meta["step"], meta.get("extra", {}).get("run", {}).get("steps")
-    except (checkpoint.CheckpointError, KeyError, AttributeError):
-        step = total = None
-    # a finished run continues only with a larger total: --resume alone is refused
-    more = f" --steps {more_steps(step)}" if step is not None and step == total else ""
+    step, finished, resume = continuing(out)
     named = out if out.name else out.resolve()         # '.' has no name to add a number to
     siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
     free = next(other for other in siblings if not other.exists())
-    held = "" if step is None else f" (step {step}{', finished' if more else ''})"
+    held = "" if step is None else f" (step {step}{', finished' if finished else ''})"
     raise rundir.RunDirectoryError(f"--out {out} already holds a run{held}; continue it with "
-                                   f"--resume {shlex.quote(str(out))}{more}, or start another "
-                                   f"with --out {shlex.quote(str(free))}")
-
-
-# The Transformer's own: the recurrent baseline reads only --d-model and --context of these
+                                   f"{resume}, or start another with --out "
+                                   f"{shlex.quote(str(free))}")

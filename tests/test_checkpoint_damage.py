@@ -88,7 +88,7 @@ def test_resume_from_a_step_of_a_run_whose_current_does_not_load_says_so(text, t
     capsys.readouterr()
     assert train(text, "--steps", "30", "--resume", str(run / "step-000010")) == 2
     assert one_line(capsys).endswith("continue from it into a new --out DIR, or continue the run "
-                                     f"itself with --resume {run.resolve()}")
+                                     f"itself with --resume {run.resolve()} --steps 120")  # finished
     (run / "step-000020" / checkpoint.WEIGHTS).unlink()
     assert train(text, "--steps", "30", "--resume", str(run / "step-000010")) == 2
     assert one_line(capsys).endswith("continue from it into a new --out DIR (the run's current "
@@ -149,5 +149,6 @@ def test_train_refuses_to_save_into_a_step_directory_before_it_trains(text, tmp_
         message = one_line(capsys)
         assert message.endswith(f"--out {step} is one checkpoint of the run in {run.resolve()}, "
                                 f"which a save there would hide; wanted a new --out DIR, or "
-                                f"continue the run itself with --resume {run.resolve()}")
+                                f"continue the run itself with --resume {run.resolve()} --steps "
+                                f"110")                  # finished: --resume alone is refused
     assert sorted(p.name for p in step.iterdir()) == ["checkpoint.json", "weights.npz"]

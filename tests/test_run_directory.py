@@ -448,6 +448,19 @@ def test_the_commands_a_run_suggests_can_be_pasted(tmp_path, capsys):
     another = shlex.split(refusal.split("start another with ", 1)[1])
     assert resume == ["--resume", str(run), "--steps", "104"], refusal      # finished: more steps
     assert another == ["--out", f"{run}2"], refusal
+    # a step directory as --out: the run it offers to continue, quoted (and with more steps)
+    assert train(str(text), "--steps", "8", "--out", str(run / "step-000004")) == 2
+    offered = shlex.split(one_line(capsys).split("continue the run itself with ", 1)[1])
+    assert offered == ["--resume", str(run), "--steps", "104"]
+    # a run of 800 steps saved without its settings' total: --resume alone (--steps then the
+    # default, 800) named a --steps 800 no one gave
+    meta_path = next(run.glob("step-*/checkpoint.json"))
+    meta = json.loads(meta_path.read_text())
+    del meta["extra"]["run"]["steps"]
+    meta_path.write_text(json.dumps(dict(meta, step=800)))
+    assert train(str(text), "--resume", str(run)) == 2
+    assert one_line(capsys).endswith(f"--resume {run}: the run there has done all its 800 steps; "
+                                     f"to train on, give a larger total, e.g. --steps 1000")
 
 
 @pytest.mark.parametrize("saved, said", [
