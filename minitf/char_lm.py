@@ -77,7 +77,7 @@ class RunConfig:
         """A smoke run of a few seconds: the whole pipeline, at toy size, saved in runs/fast."""
         small = dict(steps=30, batch_size=8, context=32, d_model=32, n_heads=2, n_layers=1,
                      eval_every=15, warmup=5, decay_steps=30, sample_length=60, samples=1,
-                     out=FAST_OUT)
+                     out=None if overrides.get("resume") else FAST_OUT)   # resumed: saved there
         return cls(**{**small, **overrides})
 
     @classmethod

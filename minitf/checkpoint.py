@@ -153,8 +153,9 @@ class NotSaved(OSError):
 
 def _make_current(directory: Path, name: str, new_list: list, weights: bytes, meta: dict) -> None:
     """The one atomic step of a save: step directory ``name`` written whole, then named first
-    in a new checkpoints.txt by one os.replace. Whatever stops it (a full disk, Ctrl-C) leaves the
-    previous checkpoint current and nothing of this one behind."""
+    in a new checkpoints.txt by one os.replace. Whatever stops it before that replace (a full
+    disk, Ctrl-C) leaves the previous checkpoint current and nothing of this one behind; after
+    it, the new one is current, and a last fsync that fails is a warning."""
     staging = directory / f".{name}.{os.getpid()}.tmp"
     index_temporary = directory / f".{INDEX}.{os.getpid()}.tmp"
     try:
@@ -167,7 +168,6 @@ def _make_current(directory: Path, name: str, new_list: list, weights: bytes, me
         os.rename(staging, directory / name)
         fsync_directory(directory)          # the step directory exists before it is named
         os.replace(index_temporary, directory / INDEX)       # the one step that makes it current
-        fsync_directory(directory)
     except BaseException:
         # the clearing up never hides why the save failed (on a read-only disk it fails too)
         shutil.rmtree(staging, ignore_errors=True)
@@ -179,6 +179,11 @@ def _make_current(directory: Path, name: str, new_list: list, weights: bytes, me
         with contextlib.suppress(OSError):
             index_temporary.unlink(missing_ok=True)
         raise
+    try:                # current now: a failure past here is no failed save
+        fsync_directory(directory)
+    except OSError as err:
+        warnings.warn(f"checkpoint.save: {directory / name} is saved and current, but the "
+                      f"system could not confirm its folder on the disk ({err.strerror})")
 
 
 @dataclass

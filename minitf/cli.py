@@ -272,16 +272,23 @@ def _parsed(argv):
     import difflib
 
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        command = parser                            # down to the (sub)command that was run
+        # down to the (sub)command it was given to: the last one named before it
+        command, before = parser, argv[:len(argv) - 1 - argv[::-1].index(unknown[0])]
         while subcommands := [a for a in command._actions
                               if isinstance(a, argparse._SubParsersAction)]:
-            command = subcommands[0].choices[getattr(args, subcommands[0].dest)]
-        flags = [flag for action in command._actions for flag in action.option_strings]
-        near = difflib.get_close_matches(unknown[0].split("=")[0], flags, n=1)
+            name = getattr(args, subcommands[0].dest)
+            if name not in before:
+                break
+            command, before = subcommands[0].choices[name], before[before.index(name) + 1:]
+        # matched without the dashes, which every flag shares ("--bogus" is not "--out")
+        flags = {flag.lstrip("-"): flag for action in command._actions
+                 for flag in action.option_strings if flag.startswith("--")}
+        near = difflib.get_close_matches(unknown[0].split("=")[0].lstrip("-"), flags, n=1)
         command.error(f"unrecognized arguments: {' '.join(unknown)}"
-                      + (f"; did you mean {near[0]}?" if near else ""))
+                      + (f"; did you mean {flags[near[0]]}?" if near else ""))
     return args
 
 

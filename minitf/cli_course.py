@@ -83,11 +83,12 @@ def _homework(args) -> int:
         outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
     except KeyboardInterrupt as err:
         # the next run grades every exercise again: --resume would score this one 0, as for a
-        # grading process that its code ended
+        # grading process that its code ended. (No words: stopped before any exercise began.)
         kept = (f"; {args.json} holds what was graded before it, and 0 for the rest"
-                if journal is not None else "")
-        raise KeyboardInterrupt(f"{str(err) or 'interrupted (Ctrl-C)'}{kept}; run the same command "
-                                f"again to grade every exercise") from None
+                if journal is not None and str(err) else "")
+        again = "the same command again" + (" without --resume" if args.resume else "")
+        raise KeyboardInterrupt(f"{str(err) or 'interrupted (Ctrl-C)'}{kept}; run {again} to "
+                                f"grade every exercise") from None
     reports = homework.failing_reports(outcomes)
     print(reports + "\n\n" if reports else "", end="")     # what to fix first, the summary last
     print(homework.table(outcomes))

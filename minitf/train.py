@@ -142,9 +142,9 @@ class Trainer:
                 backward()
                 norm = (clip_grad_norm(self.model, self.clip) if self.clip is not None
                         else grad_norm(self.model))
-        except Exception:       # a batch the model refused: no step was taken, none is counted
-            self.step -= 1      # (else a fit() run again trains one step fewer, off the schedule)
-            raise
+        except BaseException:   # a batch the model refused, or Ctrl-C mid-step: no step was
+            self.step -= 1      # taken, none is counted (else a fit() run again trains one step
+            raise               # fewer, off the schedule)
         if not (math.isfinite(loss) and math.isfinite(norm)):
             raise TrainingDiverged(self._diagnose(loss))
         self._check_far_above_chance(loss)

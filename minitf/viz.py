@@ -265,8 +265,8 @@ def cost_table(ax, table: dict, title: str = "", ridge: float = RIDGE,
     The intensity column is coloured on a log scale split at ``ridge``: blue below it, where an
     operation waits for memory, red above, where it waits for arithmetic, darker the further
     from it (with no pale middle, so no cell looks undecided). The scale runs from 1 to
-    ``highest`` (by default 1000, or the table's own highest if more), so tables drawn with the
-    same value share one scale. -> that scale (a ScalarMappable), for ``fig.colorbar``
+    ``highest`` (by default 1000, or 10/3 of the ridge or the table's own highest if more), so
+    tables drawn with the same value share one scale. -> that scale (a ScalarMappable), for ``fig.colorbar``
     """
     import matplotlib
     import numpy as np
@@ -279,7 +279,7 @@ def cost_table(ax, table: dict, title: str = "", ridge: float = RIDGE,
     rows = table["rows"] + [dict(table, operation="total")]
     cells = [[r["operation"], f"{r['flops']:.2e}", f"{r['io']:.2e}", f"{r['intensity']:.1f}"]
              for r in rows]
-    top = highest or max(1000, *(r["intensity"] for r in rows))
+    top = highest or max(1000, 10 * ridge / 3, *(r["intensity"] for r in rows))  # above ridge
     colours = matplotlib.colors.ListedColormap(matplotlib.colormaps["RdBu_r"](   # blue | red,
         np.r_[np.linspace(0, 0.38, 128), np.linspace(0.62, 1, 128)]))             # no pale middle
     scale = matplotlib.cm.ScalarMappable(

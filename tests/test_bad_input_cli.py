@@ -376,7 +376,10 @@ def test_a_file_where_a_run_directory_is_wanted_is_named_by_its_flag(command, tm
     (["generate", "--checkpoint", "x", "--top_k=3"], "minitf generate: unrecognized arguments: "
      "--top_k=3; did you mean --top-k? (see minitf generate --help)"),
     (["train", "corpus.txt"], "minitf train: unrecognized arguments: corpus.txt (see minitf train "
-                              "--help)")])
+                              "--help)"),
+    # given before the command: minitf's own; and no "did you mean --out?" from the dashes alone
+    (["--bogus", "train"], "minitf: unrecognized arguments: --bogus (see minitf --help)"),
+    (["train", "--bogus"], "minitf train: unrecognized arguments: --bogus (see minitf train --help)")])
 def test_an_unknown_flag_is_refused_by_its_command_with_the_nearest_one(argv, said, capsys):
     """It was argparse's "minitf: unrecognized arguments: --stesp 20 (see minitf --help)": the
     top-level command named, its help pointed at, and no word of --steps."""

@@ -326,13 +326,16 @@ def test_settings_that_matched_nothing_or_built_nothing_are_refused():
             (lambda: nn.MultiHeadAttention(4, 2)(q[0], mask=backend.to_device(torch_causal)),
              ValueError, ["MultiHeadAttention: mask is True only above the diagonal",
                           "minitf's True means attend (PyTorch's means hide); for a mask with "
-                          "True = hide, pass ~mask"]),
+                          "True = hide, pass ~mask (to see only later keys, pass it as floats"]),
+
             (lambda: nn.ClassToken(0), ValueError, ["ClassToken: d must be a positive integer"]),
             (lambda: nn.RelativePositionBias(0), ValueError,
              ["RelativePositionBias: n_heads must be a positive integer"])]:
         with raises(error, *fragments):
             call()
     F.cross_entropy(logits, targets, ignore_index=None)          # None: no target ignored
+    # later keys only, given as floats as that message says: taken
+    F.attention(q, q, q, mask=backend.to_device(np.where(torch_causal, 0.0, -np.inf)))
     F.cross_entropy(logits, targets, ignore_index=np.int64(-100))
 
 

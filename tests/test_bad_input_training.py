@@ -152,6 +152,13 @@ def test_a_batch_the_model_refuses_counts_no_step():
     trainer.fit(3, progress=False)
     assert trainer.history["step"] == [1, 2, 3] and trainer.optimizer.t == 3
 
+    def interrupted(*args):                       # Ctrl-C inside a step's forward (a notebook)
+        raise KeyboardInterrupt
+    lm.loss = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        trainer.fit(4, progress=False)
+    assert trainer.step == 3 and trainer.optimizer.t == 3
+
 
 def test_a_validation_loss_that_is_not_finite_stops_the_run():
     from minitf.train import TrainingDiverged

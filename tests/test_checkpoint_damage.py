@@ -152,3 +152,23 @@ def test_train_refuses_to_save_into_a_step_directory_before_it_trains(text, tmp_
                                 f"continue the run itself with --resume {run.resolve()} --steps "
                                 f"110")                  # finished: --resume alone is refused
     assert sorted(p.name for p in step.iterdir()) == ["checkpoint.json", "weights.npz"]
+
+
+def test_a_save_made_current_is_no_failed_save_if_the_last_fsync_fails(run, monkeypatch):
+    """The fsync after the replace that made it current failed, and the save raised NotSaved:
+    "any earlier checkpoint there is untouched", while checkpoints.txt named the new one."""
+    from minitf import rundir
+    real, calls = rundir.fsync_directory, []
+
+    def fails_after_the_replace(path):
+        calls.append(path)
+        if len(calls) == 3:                # staging, the rename, then the replace's
+            raise OSError(5, "Input/output error")
+        real(path)
+    monkeypatch.setattr(checkpoint, "fsync_directory", fails_after_the_replace)
+    with pytest.warns(UserWarning, match="is saved and current, but the system could not "
+                                         "confirm its folder on the disk"):
+        _save_step(run, _small(), 4)
+    monkeypatch.undo()
+    assert _intact_step(run) == 4                                   # current, and whole
+    assert len((run / checkpoint.INDEX).read_text().split()) == 3   # the list cut to KEEP

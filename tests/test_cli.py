@@ -184,6 +184,7 @@ def test_fast_is_a_small_version_of_the_default_run():
     assert fast.positional == default.positional
     # saved beside the main job's run, not refused by it (the README's next command after it)
     assert (default.out, fast.out) == (None, "runs/fast") and RunConfig.fast(out="x").out == "x"
+    assert RunConfig.fast(resume="r").out is None     # a resumed run saves where it was
 
 
 def test_a_learning_rate_far_too_high_exits_1_naming_the_step(capsys, tmp_path):

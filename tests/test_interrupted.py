@@ -41,3 +41,15 @@ def test_a_grading_stopped_by_ctrl_c_names_the_exercise_and_says_to_run_it_again
     assert err == (f"minitf homework grade: interrupted (Ctrl-C) while grading softmax_backward"
                    f"{kept if json else ''}; run the same command again to grade every "
                    f"exercise\n")
+
+
+def test_a_resumed_grading_stopped_by_ctrl_c_says_to_run_it_without_resume(stopped, tmp_path,
+                                                                         capsys):
+    """It said "run the same command again", and the same command, --resume, scored the
+    exercise it stopped in 0."""
+    hw, submission = stopped
+    results = tmp_path / "results.json"
+    assert cli.main(["homework", "grade", str(hw), "--submission", str(submission), "--json",
+                     str(results), "--resume"]) == 130
+    assert capsys.readouterr().err.endswith(
+        "; run the same command again without --resume to grade every exercise\n")

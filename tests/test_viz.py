@@ -98,6 +98,8 @@ def test_cost_table_draws_every_operation_and_splits_its_colours_at_the_ridge():
     # darker the further from the ridge: softmax (3.0) is a deeper blue than QKᵀ (12.8)
     assert sum(shade["softmax(S / √(d/h))"][:3]) < sum(shade["scores Q Kᵀ"][:3])
     assert scale.norm.vcenter == np.log10(20) and scale.norm.vmax == np.log10(1000)
+    high = viz.cost_table(viz.figure()[1], table, ridge=1000)     # matplotlib's raw error
+    assert high.norm.vmax > high.norm.vcenter == 3
 
 
 @pytest.mark.parametrize("draw, error, fragments", [

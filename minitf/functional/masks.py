@@ -44,7 +44,8 @@ def _check_bool_mask(mask, name, where):
     if n > 1 and mask.shape[-2] == n and bool(xp.all(mask == xp.triu(xp.ones((n, n), bool), 1))):
         raise ValueError(f"{where}: {name} is True only above the diagonal, every query seeing "
                          f"only later keys: minitf's True means attend (PyTorch's means hide); "
-                         f"for a mask with True = hide, pass ~{name}")
+                         f"for a mask with True = hide, pass ~{name} (to see only later keys, "
+                         f"pass it as floats: 0 there, -inf elsewhere)")
 
 
 @at_the_boundary
@@ -58,7 +59,7 @@ def _check_float_mask(mask, name, where):
         raise ValueError(f"{where}: {name} holds NaN; wanted an additive mask of 0 (attend) and "
                          f"-inf (hide), or finite biases")
     if bool((mask == math.inf).any()):   # a sign slip, where(keep, 0, inf): the hidden keys
-        #                                  took all the weight, or NaN where a row had two
+        #                                  took all the weight
         raise ValueError(f"{where}: {name} holds +inf; wanted an additive mask of 0 (attend) and "
                          f"-inf (hide), or finite biases")
     if bool(xp.any(mask == 1)) and bool(xp.all((mask == 0) | (mask == 1))):
