@@ -7,21 +7,18 @@ pass is written by hand, so every one of them can be wrong. This lesson derives 
 softmax's), shows how ``minitf.gradcheck`` compares a backward pass against finite differences,
 breaks two backward passes on purpose to watch the check catch them, and looks at the choices
 inside the check: a random upstream gradient, an error taken over the whole tensor, a step of
-1e-6 in float64. It ends with the memory a backward costs: what a forward keeps for it.
+1e-6 in float64.
 
 Run it: ``minitf lesson 5`` (a few seconds), or as a plain script,
 ``python lessons/05_backward_and_gradcheck.py``.
 """
 
 # %%
-import contextlib
-import tracemalloc
-
 import numpy as np
 
 import minitf.functional as F
 import minitf.nn as nn
-from minitf import backend, gradcheck, models, optim, viz
+from minitf import backend, gradcheck, optim, viz
 from minitf.gradcheck import FunctionCase, ModuleCase, numerical_gradient, relative_error
 
 backend.precision("float64")      # central differences need float64's 16 digits
@@ -323,64 +320,6 @@ assert abs((loss_before - loss_after) / (lr * grad_sq) - 1) < 0.05, \
 print("✓ backprop, then update: the loss falls by what the gradient predicts")
 
 # %% [markdown]
-# What a forward keeps for its backward
-# -------------------------------------
-#
-# ``F.softmax`` handed back a cache beside p, and ``F.softmax_backward`` read it: a backward
-# needs numbers from its forward. Each minitf layer keeps such caches as it runs forward: a
-# linear map its input, GELU its x and Φ(x), attention q, k, v and the weights. That memory is
-# the price of the backward pass (an autograd framework keeps the same tensors), and it is why
-# training needs more memory than predicting. A forward that no backward follows (evaluation,
-# generation) needs none of it: under ``nn.no_grad()`` minitf's layers keep nothing for a
-# backward, and refuse one. Below, two copies of a small language model (``models.DecoderLM``,
-# lesson 11's; one seed, so the same weights) each run a forward on 8 windows of 128 tokens,
-# as in training and under ``no_grad()``. Python's ``tracemalloc``, which NumPy reports its
-# arrays to, says how much memory each holds afterwards beyond the logits, and its peak. The
-# difference must be at least what GELU alone keeps, x and Φ(x) of each block's (b, n, d_ff)
-# hidden layer. ``no_grad()`` still holds each attention layer's last q, k, v and weights, for
-# plotting ``probs``, and nothing more (a causal layer computes the weights on and below the
-# diagonal only, in blocks of 64 queries: lesson 13).
-
-# %%
-def held_after_forward(free: bool):
-    """(the model, the logits, bytes held beyond them, the peak) of one forward of a new model."""
-    backend.seed(0)
-    lm = models.DecoderLM(100, d_model=128, n_heads=4, n_layers=2, max_len=128,
-                          activation="gelu")
-    ids = backend.randint(0, 100, (8, 128))
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    with nn.no_grad() if free else contextlib.nullcontext():     # keep nothing, or as usual
-        logits = lm(ids)
-    after, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return lm, logits, after - before - logits.nbytes, peak - before
-
-
-refusal = ""
-with backend.use("numpy"), backend.precision("float32"):      # host memory: what tracemalloc sees
-    (_, trained_logits, kept, kept_peak), (free_lm, free_logits, held, free_peak) = (
-        held_after_forward(free) for free in (False, True))
-    try:
-        free_lm.backward(np.ones_like(free_logits))
-    except RuntimeError as err:
-        refusal = str(err)
-gelu_bytes = 2 * 2 * (8 * 128 * 512) * 4          # x and Φ(x), L = 2 blocks, (b, n, d_ff), float32
-size = F.CAUSAL_BLOCK                      # queries a block, each block's keys: up to its end
-causal_scores = sum(min(size, 128 - s) * min(s + size, 128) for s in range(0, 128, size))
-attention_bytes = 2 * (3 * 8 * 128 * 128 + 8 * 4 * causal_scores) * 4   # L·(q, k, v + weights)
-print(f"held after a training forward:  {kept / 2**20:5.1f} MiB (peak {kept_peak / 2**20:.1f})\n"
-      f"held after a no_grad() forward: {held / 2**20:5.1f} MiB (peak {free_peak / 2**20:.1f})\n"
-      f"GELU's x and Φ(x) alone: {gelu_bytes / 2**20:.1f} MiB; attention's q, k, v and "
-      f"weights: {attention_bytes / 2**20:.1f} MiB\nthen a backward: {refusal}")
-assert np.array_equal(trained_logits, free_logits), "the same logits, to the last bit"
-assert kept - held >= gelu_bytes, "no_grad() frees at least what GELU keeps"
-assert 0 <= held - attention_bytes < 2**16, \
-    "no_grad() holds attention's last q, k, v and weights (and a few Python objects), no more"
-assert refusal.startswith("DecoderLM.backward(): the last forward ran under"), "refused"
-print("✓ a forward that no backward follows keeps nothing for it, but what probs shows")
-
-# %% [markdown]
 # What to remember
 # ----------------
 #
@@ -392,7 +331,8 @@ print("✓ a forward that no backward follows keeps nothing for it, but what pro
 #   no variance path → dx of layer norm.
 # * Some true gradients are 0 (the key bias), so the error is measured over the whole tensor.
 # * h = 1e-6 in float64 sits in the bottom of the V between rounding and truncation.
-# * A forward keeps what its backward will read; under ``nn.no_grad()`` it keeps none of it.
+# * A backward reads what its forward kept (softmax's p); lesson 07 measures that memory for a
+#   stack of blocks, and what ``nn.no_grad()`` frees.
 #
 # Your turn: ``minitf exercise list`` shows 21 backward passes to write yourself, graded by these
 # same checks; lesson 19 walks one of them from a blank body to a pass.

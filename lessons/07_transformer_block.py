@@ -13,6 +13,9 @@ Run it: ``minitf lesson 7`` (about 8 seconds: two short trainings), or as a plai
 """
 
 # %%
+import contextlib
+import tracemalloc
+
 import numpy as np
 
 import minitf.functional as F
@@ -157,6 +160,77 @@ assert stack.num_parameters() == 6 * one.num_parameters(), "six blocks, six sets
 assert repeated.num_parameters() == one.num_parameters(), "a repeated object is one set of weights"
 assert stack(x).shape == x.shape, "a stack of blocks still maps (b, n, d) to (b, n, d)"
 print("✓ six blocks, six independent sets of weights; (b, n, d) in, (b, n, d) out")
+
+# %% [markdown]
+# What a forward keeps for its backward
+# -------------------------------------
+#
+# Every backward above read numbers its forward had kept, as ``F.softmax_backward`` read the
+# cache ``F.softmax`` handed back in lesson 05. In a block each layer keeps its own: a Linear
+# its input x (dW = xᵀ dy needs it); the feed-forward's ReLU only where its input was positive,
+# a boolean mask of the (b, n, d_ff) hidden layer, one byte an entry; each LayerNorm
+# x̂ = (x − μ)/s and the 1/s of every row, s = √(σ² + ε); the attention its cache, q, k, v and
+# the (b, h, n, n) weights. That memory is the price of the backward pass, and it is why
+# training needs more memory than predicting (a framework with automatic differentiation keeps
+# tensors of the same kind and of similar size). A forward that no backward follows
+# (evaluation, generation) needs none of it: under ``nn.no_grad()`` minitf's layers keep
+# nothing for a backward, and refuse one. Only each attention layer still holds its last
+# attention cache, q, k, v and the weights, from which ``probs`` reads the weights.
+#
+# Below, two copies of a stack of four post-LN blocks, ``nn.EncoderBlock(d, h, d_ff=d_ff)``
+# with d = 64 and d_ff = 4d = 256 (one seed, so the same weights), each run a forward on 8
+# sequences of 128 vectors, as in training and under ``no_grad()``. Python's ``tracemalloc``,
+# which NumPy reports its arrays to, says how much memory each holds afterwards beyond the
+# output. The difference is what ``no_grad()`` frees, and we account for all of it: per block
+# the inputs of W_qkv, W_o, W_1 (each b·n·d) and W_2 (b·n·d_ff), the ReLU's mask, and two
+# LayerNorms' x̂ and 1/s. (The first block's W_qkv keeps x itself, which we hold anyway.) At
+# n = 128 the attention weights are the largest part of what is left.
+
+# %%
+b, n, d, h, d_ff, layers = 8, 128, 64, 4, 256, 4       # d_ff = 4d, as in the original
+
+
+def held_after_forward(free: bool):
+    """(the stack, its output, the bytes held beyond it) after one forward of a new stack."""
+    backend.seed(0)
+    blocks = nn.Stack(nn.EncoderBlock(d, h, d_ff=d_ff) for _ in range(layers))
+    x = backend.randn(b, n, d)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    with nn.no_grad() if free else contextlib.nullcontext():     # keep nothing, or as usual
+        out = blocks(x)
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return blocks, out, after - before - out.nbytes
+
+
+refusal = ""
+with backend.use("numpy"), backend.precision("float32"):      # host memory: what tracemalloc sees
+    (_, trained_out, kept), (free_blocks, free_out, held) = (
+        held_after_forward(free) for free in (False, True))
+    try:
+        free_blocks.backward(np.ones_like(free_out))
+    except RuntimeError as err:
+        refusal = str(err)
+MiB, f32 = 2**20, 4                                     # bytes: a MiB, a float32
+linear_bytes = ((3 * layers - 1) * b * n * d + layers * b * n * d_ff) * f32
+relu_bytes = layers * b * n * d_ff                      # one byte (a bool) per hidden entry
+norm_bytes = 2 * layers * (b * n * d + b * n) * f32     # x̂ (b, n, d) and 1/s (b, n, 1), twice
+attention_bytes = layers * (3 * b * n * d + b * h * n * n) * f32     # q, k, v and the weights
+freed = kept - held
+print(f"held after a training forward:  {kept / MiB:5.2f} MiB\n"
+      f"held after a no_grad() forward: {held / MiB:5.2f} MiB "
+      f"(attention caches: {attention_bytes / MiB:.2f})\n"
+      f"freed {freed / MiB:.2f} MiB = Linear inputs {linear_bytes / MiB:.2f} + ReLU masks "
+      f"{relu_bytes / MiB:.2f} + LayerNorms' x̂ and 1/s {norm_bytes / MiB:.2f}\n"
+      f"then a backward: {refusal}")
+assert np.array_equal(trained_out, free_out), "the same output, to the last bit"
+assert abs(freed - (linear_bytes + relu_bytes + norm_bytes)) < 2**16, \
+    "no_grad() frees the Linear inputs, the ReLU masks and the x̂, 1/s (and a few Python objects)"
+assert 0 <= held - attention_bytes < 2**16, \
+    "no_grad() holds each attention layer's last cache (and a few Python objects), no more"
+assert refusal.startswith("Stack.backward(): the last forward ran under"), "refused"
+print("✓ a forward that no backward follows keeps nothing for it, but the attention caches")
 
 # %% [markdown]
 # Going deep: residuals keep the gradient alive

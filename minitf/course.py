@@ -58,11 +58,9 @@ LESSONS = (
            "−∞; padding for variable lengths; the masking quiz (B)",
            ("04_masking", "04_padding", "04_no_future"), 3.7),
     Lesson("05_backward_and_gradcheck",
-           "a backward pass as a vector–Jacobian product, checked by finite differences; the "
-           "memory a forward keeps for it",
+           "a backward pass as a vector–Jacobian product, checked by finite differences",
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
-           "a random upstream gradient and the error over the whole tensor; what a forward "
-           "keeps for its backward, and nn.no_grad()",
+           "a random upstream gradient and the error over the whole tensor",
            ("05_broken_backwards", "05_gradcheck_step"), 2.2),
     Lesson("06_multi_head_attention",
            "several heads side by side: split, attend, concatenate, mix with W_o; why one head "
@@ -73,10 +71,11 @@ LESSONS = (
            ("06_heads", "06_copy_heads"), 1.8),
     Lesson("07_transformer_block",
            "the block: feed-forward per position, residuals and LayerNorm; depth; pre-LN vs "
-           "post-LN",
+           "post-LN; the memory a forward keeps for its backward",
            "FFN with d_ff 2–8× d; residuals; LayerNorm; the post-LN equations; each token on its "
-           "own path; deep plain stacks vanish; pre-LN trains where post-LN stalls; the annotated "
-           "residual is pre-LN",
+           "own path; what a stack of blocks keeps for its backward, and what nn.no_grad() frees; "
+           "deep plain stacks vanish; pre-LN trains where post-LN stalls; the annotated residual "
+           "is pre-LN",
            ("07_token_paths", "07_depth_gradients", "07_pre_vs_post_ln"), 8.2),
     Lesson("08_order_and_sinusoids",
            "order is invisible to attention; raw index, binary code and sinusoids; offsets as "
