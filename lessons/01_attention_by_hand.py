@@ -244,8 +244,8 @@ viz.save(fig, "01_hello_i_love_you")
 
 # %% [markdown]
 # Because the weights are non-negative and sum to one, each output is a *convex combination*
-# of the values: it lies inside the region the values span and can never leave it. (Lesson 03
-# shows what that costs and why the block adds a feed-forward network after attention.)
+# of the values: it lies inside the convex hull of the values and can never leave it. (Lesson
+# 03 shows what that costs and why the block adds a feed-forward network after attention.)
 #
 # Queries and keys need not come from the same sequence: with M queries and N keys the weight
 # matrix is M × N and the output is M × d_v. A decoder attending to an encoder does exactly
