@@ -316,9 +316,15 @@ assert weights_only(v1) == h * weights_only(reduced), "full-width heads have h t
 assert total["v1"] == h * total["reduced"], "and cost h times the FLOPs"
 assert cost["reduced"] == cost["1 full head"], \
     "reduced heads run the same four matmul sizes as one full-width head (about the same cost)"
-# deck 002's v1.5: only the diagonal blocks of W_qkv (head i's d/h × d/h of q, k and v) are used
-diagonal = np.kron(np.eye(h), np.ones((d // h, d // h)))          # (d, d): 1 inside head i's block
-split_first_weights = 3 * int(diagonal.sum()) + reduced.W_o.W.data.size
+# deck 002's v1.5: split first, as split_first above but with h heads; count what is left
+blockwise, w = nn.MultiHeadAttention(d, h), d // h
+W = blockwise.W_qkv.W.data                                  # (d, 3d): q | k | v, h heads each
+for part in range(3):
+    for i in range(h):                                      # head i reads only x[:, i·w:(i+1)·w]
+        cols = slice(part * d + i * w, part * d + (i + 1) * w)
+        W[:i * w, cols] = 0
+        W[(i + 1) * w:, cols] = 0
+split_first_weights = np.count_nonzero(W) + np.count_nonzero(blockwise.W_o.W.data)
 print(f"✓ v1 has {weights_only(v1) // weights_only(reduced)} = h times the weights (with biases "
       f"{v1.num_parameters() / reduced.num_parameters():.2f}×); reduced heads cost what one full "
       f"head costs, {total['reduced']:,} FLOPs; deck 002's split-first v1.5 has "
