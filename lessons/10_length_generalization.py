@@ -126,6 +126,10 @@ assert all(losses[0] < bigram for losses in unseen.values()), \
 # is refused with an error rather than answered with garbage. The lectures name this as the
 # learned table's weakness: performance drops when the lengths in training and at test differ.
 # Here it does not drop; it is undefined.
+#
+# In the figure below (right panel) the sinusoidal model's loss does not climb steadily with the
+# position: it rises past position 32, peaks near position 150, and falls back over the last
+# hundred positions, still far above its loss inside the training length.
 
 # %%
 x64, _ = data.evaluation_windows(eval_ids, 64)
@@ -154,11 +158,13 @@ print("✓ ALiBi stays flat; sinusoids and RoPE degrade, T5 less; the learned ta
 
 fig, axes = viz.figure(1, 2, size=(11, 4.2))
 colour = dict(zip(SCHEMES, ("C4", "C1", "C2", "C3", "C0")))
+name = {"learned": "learned (only n = 32)", "sinusoidal": "sinusoidal", "rope": "RoPE",
+        "alibi": "ALiBi", "relative": "T5 (relative)"}                    # the prose's names
 for scheme, losses in unseen.items():
     axes[0].plot(LENGTHS[:len(losses)], losses, marker="*" if scheme == "learned" else "o",
                  ms=13 if scheme == "learned" else 5, lw=1.6, color=colour[scheme],
                  zorder=4 if scheme == "learned" else 3,
-                 label="learned (only n = 32)" if scheme == "learned" else scheme)
+                 label=name[scheme])
 axes[0].axvline(N, color="gray", ls="--", lw=1, label="training length 32")
 axes[0].set_xscale("log", base=2)
 axes[0].set_xticks(LENGTHS, labels=[str(n) for n in LENGTHS])
@@ -170,13 +176,21 @@ axes[0].legend(fontsize=8)
 bins = np.arange(0, 256, 8)
 for scheme in SCHEMES[1:]:
     axes[1].plot(bins + 4, curves[scheme][256].reshape(-1, 8).mean(1), lw=1.4,
-                 color=colour[scheme], label=scheme)
+                 color=colour[scheme], label=name[scheme])
 axes[1].axvline(N, color="gray", ls="--", lw=1, label="training length 32")
 axes[1].set(xlabel="position in a window of 256 (mean over 8 positions)",
             ylabel="held-out loss (nats/char)", title="Where the loss goes up, n = 256")
 axes[1].grid(alpha=0.3)
 axes[1].legend(fontsize=8)
 viz.save(fig, "10_length_generalization")
+
+sinusoid = curves["sinusoidal"][256].reshape(-1, 8).mean(1)             # the right panel's curve
+peak = 8 * sinusoid.argmax() + 4
+print(f"sinusoidal, n = 256: loss peaks at {sinusoid.max():.2f} near position {peak}, "
+      f"then falls to {sinusoid[-6:].mean():.2f} over positions 208–255")
+assert 100 <= peak <= 200 and sinusoid[-6:].mean() < sinusoid.max() - 0.5, \
+    "the sinusoidal model's loss rises, peaks between positions 100 and 200, then falls"
+assert sinusoid[-6:].mean() > sinusoid[:4].mean() + 1, "… still far above its loss before 32"
 
 # %% [markdown]
 # Why some schemes break
