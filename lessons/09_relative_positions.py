@@ -264,7 +264,9 @@ print("✓ rope, alibi, relative and shaw layers ignore a shift; their backward 
 # triangle ever reaches the softmax. RoPE's scores of a fixed q and k repeat along the diagonals
 # too. When query and key carry the same content, the score peaks at offset 0 and falls off,
 # with ripples, as the offset grows; for different contents it rises and falls with no special
-# place at 0.
+# place at 0. Shaw's panel shows which row of its tables each pair (i, j) reads: j − i clipped
+# to ±3 and shifted to 0 … 6, constant along the diagonals as well; every key more than three
+# places before the query shares row 0, every key more than three after it row 6.
 
 # %%
 fig, axes = viz.figure(2, 3, size=(15, 8.4))
