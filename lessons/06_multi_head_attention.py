@@ -229,7 +229,8 @@ print("✓ two heads: x_(t−1) in one half of the output, x_(t−2) in the othe
 # do the job. Measure it: for several p, fit the best possible linear map from the head's output
 # to the target (least squares over the 2000 sequences) and see how much of the target is lost.
 # With random inputs the answer is the same for every p: half, the d dimensions out of 2d that
-# one mixture cannot carry.
+# one mixture cannot carry. (Position 1 has a key one step back but none two back, so its row
+# puts weight 1 on key 0 whatever p is: the one cell at full weight in the figure's third panel.)
 
 # %%
 lost, single = {}, {}
@@ -245,6 +246,7 @@ for p in (0.5, 0.7, 0.9, 0.99):
     print(f"one head, weights ({p}, {1 - p:.2f}): best fit loses {lost[p]:.3f} of the target")
 assert all(abs(f - 0.5) < 0.03 for f in lost.values()), \
     "one head loses half of [x_(t-1), x_(t-2)] whatever its weights (deck 003: it can only average)"
+assert all(P[1, 0] == 1 for P in single.values()), "query 1's only allowed key gets weight 1"
 lost_two = ((two[:, 2:] - target) ** 2).sum() / (target ** 2).sum()
 print("✓ one head: d numbers out, 2d needed, half the target is lost for every p")
 
@@ -252,7 +254,7 @@ fig, axes = viz.figure(1, 4, size=(14, 3.5))
 positions = [str(i) for i in range(n)]
 panels = ((two_cache.probs[0, 0], "head 0: one step back"),
           (two_cache.probs[0, 1], "head 1: two steps back"),
-          (single[0.7], "one head: 0.7 back 1, 0.3 back 2"))
+          (single[0.7], "one head: 0.7 back 1, 0.3 back 2\n(query 1 has only key 0: weight 1)"))
 for ax, (P, title) in zip(axes, panels):
     image = viz.heatmap(ax, P, x_labels=positions, y_labels=positions, xlabel="key position",
                         ylabel="query position", title=title, vmin=0, vmax=1, hide=P == 0)
