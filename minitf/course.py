@@ -61,7 +61,7 @@ LESSONS = (
            "a backward pass as a vector–Jacobian product, checked by finite differences",
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
            "a random upstream gradient and the error over the whole tensor",
-           ("05_broken_backwards", "05_gradcheck_step"), 2.2),
+           ("05_broken_backwards", "05_gradcheck_step"), 1.9),
     Lesson("06_multi_head_attention",
            "several heads side by side: split, attend, concatenate, mix with W_o; why one head "
            "is not enough",
