@@ -5,8 +5,9 @@ The Transformer block: feed-forward, residuals, LayerNorm
 Attention (lessons 01-06) is only half of a Transformer layer. Here we assemble the rest: a
 feed-forward network applied to every position on its own, a residual connection around each
 sublayer, and a LayerNorm. We recompute a block from its four equations, watch which positions
-a gradient reaches, stack blocks deep with and without residuals, and train the same six-layer
-Transformer twice: once with the original post-LN blocks, once with pre-LN blocks.
+a gradient reaches, measure what a stack of blocks keeps for its backward, stack blocks deep with
+and without residuals, and train the same six-layer Transformer twice: once with the original
+post-LN blocks, once with pre-LN blocks.
 
 Run it: ``minitf lesson 7`` (about 8 seconds: two short trainings), or as a plain script,
 ``python lessons/07_transformer_block.py``.
