@@ -41,7 +41,12 @@ def _check_bool_mask(mask, name, where):
     and nothing would say so. (Skipped inside a model, whose masks are its own.)"""
     xp = get_array_module(mask)
     n = mask.shape[-1] if mask.ndim >= 2 else 0
-    if n > 1 and mask.shape[-2] == n and bool(xp.all(mask == xp.triu(xp.ones((n, n), bool), 1))):
+    if n < 2 or mask.shape[-2] != n:
+        return
+    # the diagonal first, n entries: a mask of minitf's sees itself there, and is let through
+    # without a pass over all n² (causal_mask's own, every time it is called)
+    if not bool(xp.diagonal(mask, axis1=-2, axis2=-1).any()) and \
+            bool(xp.all(mask == xp.triu(xp.ones((n, n), bool), 1))):
         raise ValueError(f"{where}: {name} is True only above the diagonal, every query seeing "
                          f"only later keys: minitf's True means attend (PyTorch's means hide); "
                          f"for a mask with True = hide, pass ~{name} (to see only later keys, "
