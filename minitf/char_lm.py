@@ -144,6 +144,15 @@ def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
             f"{trainer.step} ({err.strerror}); any earlier checkpoint there is untouched") from None
 
 
+def _stopped(trainer, when: str, out: Path, hint: str) -> KeyboardInterrupt:
+    """The one line a run stopped by Ctrl-C or SIGTERM ends with; the exit status is 128 + the
+    signal's number."""
+    how = STOPPING_SIGNALS.get(trainer.stop_requested, "stop_requested")
+    stopped = KeyboardInterrupt(f"interrupted ({how}) {when}; checkpoint saved to {out}/; {hint}")
+    stopped.signum = trainer.stop_requested
+    return stopped
+
+
 # The Transformer's own: the recurrent baseline reads only --d-model and --context of these
 TRANSFORMER_ONLY = ("n_heads", "n_layers", "d_ff", "positional", "dropout")
 
@@ -223,32 +232,34 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         f"{config.eval_every} steps; all of them at the end")
 
     start = time.perf_counter()
+    # The signals are caught until the last checkpoint is saved: a SIGTERM while the held-out
+    # loss is measured (a second or two) killed the run with its last steps since a periodic
+    # save unsaved. One then waits for that checkpoint, and the report and samples are skipped.
     with stop_on_signals(trainer):
         trainer.fit(config.steps, progress=config.progress)
-    seconds = time.perf_counter() - start
-    if trainer.step < config.steps:                           # Ctrl-C or SIGTERM
-        if trainer.saved_step != trainer.step:  # not just saved (a stop before step 1: step 0)
-            _save(out, model, trainer, tokenizer, extra={"run": settings})
-        how = STOPPING_SIGNALS.get(trainer.stop_requested, "stop_requested")
-        stopped = KeyboardInterrupt(
-            f"interrupted ({how}) at step {trainer.step} of "
-            f"{config.steps}; checkpoint saved to {out}/; to continue: minitf train --resume "
-            f"{shlex.quote(str(out))}")
-        stopped.signum = trainer.stop_requested           # the exit status is 128 + its number
-        raise stopped
+        seconds = time.perf_counter() - start
+        if trainer.step < config.steps:                           # Ctrl-C or SIGTERM
+            if trainer.saved_step != trainer.step:  # not just saved (a stop before step 1: step 0)
+                _save(out, model, trainer, tokenizer, extra={"run": settings})
+            raise _stopped(trainer, f"at step {trainer.step} of {config.steps}", out,
+                           f"to continue: minitf train --resume {shlex.quote(str(out))}")
 
-    model.eval()
-    val_loss = _held_out_loss(model, val_x, val_y)
-    bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tokenizer.vocab_size)
-    last_losses = trainer.history["loss"][-LAST_STEPS:]
-    figures = {"steps": trainer.step, "seconds": round(seconds, 1),
-               "tokens_per_second": round(trainer.tokens_per_second),
-               "train_loss": round(sum(last_losses) / len(last_losses), 4),
-               "val_loss": round(val_loss, 4), "bigram_val_loss": round(bigram, 4),
-               "improvement_over_bigram": round(1 - val_loss / bigram, 4) if bigram else None}
-    # Saved before the samples draw from the random generator: the state in the checkpoint is the
-    # one the training loop left, which a run continued with --resume must start from.
-    _save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
+        model.eval()
+        val_loss = _held_out_loss(model, val_x, val_y)
+        bigram = data.bigram_loss(train_ids, val_ids[:val_x.size + 1], tokenizer.vocab_size)
+        last_losses = trainer.history["loss"][-LAST_STEPS:]
+        figures = {"steps": trainer.step, "seconds": round(seconds, 1),
+                   "tokens_per_second": round(trainer.tokens_per_second),
+                   "train_loss": round(sum(last_losses) / len(last_losses), 4),
+                   "val_loss": round(val_loss, 4), "bigram_val_loss": round(bigram, 4),
+                   "improvement_over_bigram": round(1 - val_loss / bigram, 4) if bigram else None}
+        # Saved before the samples draw from the random generator: the state in the checkpoint is
+        # the one the training loop left, which a run continued with --resume must start from.
+        _save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
+    if trainer.stop_requested:                  # asked for while the held-out loss was measured
+        raise _stopped(trainer, f"after its last step ({trainer.step} of {config.steps}), with a "
+                       f"held-out loss of {val_loss:.3f}", out,
+                       f"to sample it: minitf generate --checkpoint {shlex.quote(str(out))}")
     try:               # before the samples: a run stopped as they print has its plot too
         from minitf.viz import plot_history
         plot_history(trainer.history, out / "loss.png", baseline=bigram, title="character LM")

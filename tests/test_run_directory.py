@@ -419,6 +419,32 @@ def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tm
     assert not (run / "lock").exists()
 
 
+def test_a_sigterm_while_the_held_out_loss_is_measured_waits_for_the_last_checkpoint(
+        text, tmp_path, monkeypatch, capsys):
+    """After the last step, the held-out loss takes a second or two: a SIGTERM there killed the
+    run, and the steps since its last periodic save were lost."""
+    held_out_loss = char_lm._held_out_loss
+    calls = []
+
+    def sigterm_at_the_end(model, x, y):
+        calls.append(len(x))
+        if len(x) > 64:                   # all 70 windows: the end's (the progress's are 64)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return held_out_loss(model, x, y)
+    monkeypatch.setattr(char_lm, "_held_out_loss", sigterm_at_the_end)
+    run = tmp_path / "run"
+    assert train(text, "--steps", "25", "--save-every", "10", "--out", str(run)) == 128 + 15
+    assert calls[-1] == 70 and calls.count(70) == 1
+    saved = checkpoint.read_meta(run)
+    assert saved["step"] == 25 and saved["extra"]["figures"]["steps"] == 25
+    out, err = capsys.readouterr()
+    assert "sample 1" not in out and not (run / "lock").exists()
+    assert err.strip() == (
+        f"minitf train: interrupted (SIGTERM) after its last step (25 of 25), with a held-out "
+        f"loss of {saved['extra']['figures']['val_loss']:.3f}; checkpoint saved to {run}/; to "
+        f"sample it: minitf generate --checkpoint {run}")
+
+
 def test_a_run_stopped_while_its_samples_print_has_its_plot(text, tmp_path, monkeypatch):
     """The last checkpoint is saved before the samples; the loss plot is drawn before them too."""
     def ctrl_c(*args):
