@@ -33,6 +33,7 @@ from minitf.resume_checks import (check_resume, check_same_characters,
                                   refuse_a_folder_of_other_files, refuse_a_step_directory,
                                   refuse_to_overwrite)
 from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
+from minitf.validate import check_int, check_path, check_probability, check_real
 
 DEFAULT_OUT = "runs/lm"
 FAST_OUT = "runs/fast"          # --fast's own: a smoke run beside the main job is not refused
@@ -71,6 +72,26 @@ class RunConfig:
     samples: int = 2
     sample_length: int = 240
     progress: bool = True
+
+    def __post_init__(self):
+        """Each number checked as its flag is, in its own name: from Python, RunConfig(samples=-1)
+        or n_layers=0 was taken, and a bad sample_length was refused by generate after training."""
+        where = "RunConfig"
+        for name in ("steps", "batch_size", "context", "d_model", "n_heads", "n_layers",
+                     "decay_steps", "eval_every", "d_ff", "warmup", "save_every", "seed",
+                     "samples", "sample_length"):
+            value = getattr(self, name)
+            if not (value is None and name in ("d_ff", "warmup")):
+                low = 0 if name in ("warmup", "save_every", "seed", "samples",
+                                    "sample_length") else 1
+                check_int(value, name, where, low=low)
+        for name, low, low_open in (("lr", 0, True), ("weight_decay", 0, False),
+                                    ("clip", 0, True)):
+            check_real(getattr(self, name), name, where, low=low, low_open=low_open)
+        check_probability(self.dropout, "dropout", where)
+        for name in ("text", "out", "resume"):
+            if getattr(self, name) is not None:
+                check_path(getattr(self, name), name, where)
 
     @classmethod
     def fast(cls, **overrides) -> "RunConfig":

@@ -212,3 +212,19 @@ def test_info_prices_an_encoder_decoder_checkpoint_at_its_own_lengths_unless_tol
     for flags, n in (([], 128), (["--context", "10"], 10)):
         assert cli.main(["info", "--checkpoint", str(tmp_path), *flags]) == 0
         assert describe_cost("seq2seq", model.config, context=n) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("field, value, wanted", [
+    ("samples", -1, "an integer ≥ 0"), ("sample_length", -3, "an integer ≥ 0"),
+    ("n_layers", 0, "a positive integer"), ("steps", "10", "a positive integer"),
+    ("warmup", 2.5, "an integer ≥ 0"), ("lr", 0.0, "a finite number > 0"),
+    ("weight_decay", float("nan"), "a finite number ≥ 0"), ("dropout", 1.0, "lie in [0, 1)"),
+    ("out", 3, "a str or a pathlib.Path")])
+def test_a_run_config_from_python_is_checked_field_by_field_when_made(field, value, wanted,
+                                                                      unread):
+    """The flags are checked by the command line; RunConfig made in Python was not: samples=-1
+    and n_layers=0 were taken, and a bad sample_length was refused by generate after training."""
+    with pytest.raises((ValueError, TypeError)) as refused:
+        char_lm.RunConfig(**{field: value})
+    assert str(refused.value).startswith(f"RunConfig: {field} must ")
+    assert wanted in str(refused.value) and repr(value) in str(refused.value)
