@@ -246,17 +246,17 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     if config.steps > config.decay_steps:
         log(f"the learning rate reaches its lowest, {config.lr / 10:.2g}, at step "
             f"{config.decay_steps} (--decay-steps) and stays there until step {config.steps}")
-    log(f"model: {_describe(model)}, on {backend_name()}")
-    # said once, so that the progress's val and the held-out loss at the end are not taken for
-    # one number that moved (they differ by up to about 0.06)
-    log(f"val: the loss on {len(quick)} of the {len(val_x):,} held-out windows, every "
-        f"{config.eval_every} steps; all of them at the end")
-
-    start = time.perf_counter()
-    # The signals are caught until the last checkpoint is saved: a SIGTERM while the held-out
-    # loss is measured (a second or two) killed the run with its last steps since a periodic
-    # save unsaved. One then waits for that checkpoint, and the report and samples are skipped.
+    # The signals are caught from before "model:" is printed (what a script waits for before it
+    # signals) until the last checkpoint is saved: a SIGTERM while the held-out loss was measured
+    # (a second or two) killed the run with its steps since a periodic save unsaved. One then
+    # waits for that checkpoint, and the report and samples are skipped.
     with stop_on_signals(trainer):
+        log(f"model: {_describe(model)}, on {backend_name()}")
+        # said once, so that the progress's val and the held-out loss at the end are not taken
+        # for one number that moved (they differ by up to about 0.06)
+        log(f"val: the loss on {len(quick)} of the {len(val_x):,} held-out windows, every "
+            f"{config.eval_every} steps; all of them at the end")
+        start = time.perf_counter()
         trainer.fit(config.steps, progress=config.progress)
         seconds = time.perf_counter() - start
         if trainer.step < config.steps:                           # Ctrl-C or SIGTERM
