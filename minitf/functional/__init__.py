@@ -3,8 +3,9 @@
     out, cache = op(inputs...)
     grads      = op_backward(dout, cache)      # its float inputs' gradients, in order
 
-Integer ids and constant masks get none: embedding_backward returns dW alone, attention_backward
-no gradient of its mask, cross_entropy_backward dlogits alone.
+Integer ids, constant masks and fixed tables get none: embedding_backward returns dW alone,
+attention_backward no gradient of its mask, cross_entropy_backward dlogits alone, rope_backward
+dx alone (cos θ and sin θ are fixed angles, not learned).
 
 No state and no parameters: each pair can be read, tested and checked by finite differences on
 its own. The elementwise ops, linear, layer norm, softmax, the losses and attention accept any

@@ -4,6 +4,8 @@
     probs  = softmax(scores)          row-wise: each query's weights over the keys sum to 1
     out    = (probs ⊙ D) v            D: the dropout mask / (1 − p) in training, else all ones
 
+d_k is the width of a query and a key (the paper's name); in multi-head attention, where each
+head attends on its own, it is one head's width, ``d_head`` (nn.MultiHeadAttention, heads.py).
 ``causal_attention`` is the same attention under a causal mask, a block of queries at a time, so
 that the scores the mask would discard are never computed. Relative position representations
 (Shaw et al.) add a learned vector per query-key offset to the keys and the values;
@@ -81,7 +83,8 @@ def attention(q, k, v, mask=None, bias=None, scale=None, dropout_p=0.0):
           probability p and the rest scaled by 1/(1 − p), so a query sees a random subset of the
           keys. The mask D comes from minitf's seeded generator, like F.dropout's; pass 0 when
           not training. The weights then no longer sum to 1, only their expectation does.
-    ->    out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
+    ->    out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the softmax's
+          output, each row summing to 1 (the weights before dropout: out = (probs ⊙ D) v)
     A query whose every key is masked gets probs 0 and out 0 (not NaN).
     """
     _check_qkv(q, k, v, dropout_p=dropout_p)
@@ -130,7 +133,8 @@ def attention_backward(dout, cache):
         dq      = dscores k · scale          (..., n_q, d_k)
         dk      = dscoresᵀ q · scale         (..., n_k, d_k)
         dbias   = dscores, summed over the axes the bias was broadcast along (None if no bias)
-    Returns (dq, dk, dv, dbias). The mask is a constant and gets no gradient.
+    Returns (dq, dk, dv, dbias). The mask is a constant and gets no gradient. Given
+    causal_attention's cache, it is causal_attention_backward (one backward for both forwards).
     """
     if isinstance(cache, CausalAttentionCache):     # causal_attention's: a cache per query block
         return causal_attention_backward(dout, cache)
@@ -284,6 +288,7 @@ def relative_attention(q, k, v, positions, table_k, table_v=None, mask=None, sca
     table_k: w^K (2K+1, d_k)   table_v: w^V (2K+1, d_v), or None for keys only
     mask, scale, dropout_p: as in attention
     ->  out: (..., n_q, d_v), and a cache whose ``probs`` (..., n_q, n_k) are the weights
+        before dropout, as in attention
     """
     where = "relative_attention"
     _check_qkv(q, k, v, where)

@@ -30,10 +30,10 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     _check_layer_norm(x, gamma, beta, eps)
     xp = get_array_module(x)
     mu = row_sum(x) / x.shape[-1]                         # (..., 1)   mean of x
-    x_hat = x - mu                                        # (..., d)   x − μ; x̂ once scaled
-    var = row_dot(x_hat, x_hat) / x.shape[-1]             # (..., 1)   mean of (x − μ)²
+    x_c = x - mu                                          # (..., d)   x − μ, centred
+    var = row_dot(x_c, x_c) / x.shape[-1]                 # (..., 1)   σ², the mean of (x − μ)²
     rstd = 1.0 / xp.sqrt(var + eps)                       # (..., 1)   1/s
-    x_hat *= rstd                                         # (..., d)   (x − μ)/s, in place
+    x_hat = xp.multiply(x_c, rstd, out=x_c)               # (..., d)   x̂ = (x − μ)/s, over x_c
     y = x_hat * gamma
     y += beta                                             # in place: one array, not two
     return y, (x_hat, rstd, gamma)
@@ -43,7 +43,10 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 def layer_norm_backward(dy, cache):
     """Gradients of y = γ x̂ + β, x̂ = (x − μ) / s,  s = √(σ² + ε).
 
-    With dx̂ = dy ⊙ γ, and μ, s themselves depending on every x_i of the row:
+    μ and s depend on every x_i of the row: ∂μ/∂x_i = 1/d, and ∂σ²/∂x_i = 2(x_i − μ)/d (the
+    term through μ, −2/d · Σ_j (x_j − μ), is 0: deviations from the mean sum to 0), so
+    ∂s/∂x_i = x̂_i/d. Hence ∂x̂_j/∂x_i = (δ_ij − 1/d − x̂_j x̂_i/d) / s, and with dx̂ = dy ⊙ γ,
+    dx_i = Σ_j dx̂_j ∂x̂_j/∂x_i:
         dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂)) / s
     The first mean is the path through μ, the second the path through s (through σ²).
         dγ = Σ_positions dy ⊙ x̂,     dβ = Σ_positions dy

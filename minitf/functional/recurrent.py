@@ -40,7 +40,8 @@ def _previous(h0, H):
 
 
 def _weight_gradients(da, x, W_x, h0, H):
-    """The gradients that sum over all steps, once the per-step da_t are known (one matmul each):
+    """The gradients that sum over all steps, once the per-step da_t are known (one matmul each);
+    da_t is the gradient of a step's pre-activation, the RNN's a_t or the LSTM's four gates' z_t:
         dx_t = da_t W_xᵀ,   dW_x = Σ_t x_tᵀ da_t,   dW_h = Σ_t h_{t−1}ᵀ da_t,   db = Σ_t da_t
     -> (dx, dW_x, dW_h, db).  The input part x W_x + b is linear's, so its three come from
     linear_backward, given the cache linear keeps: (x, W_x, with a bias)."""

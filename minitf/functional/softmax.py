@@ -191,8 +191,10 @@ def cross_entropy_backward(dloss, cache):
     """Fused gradient of log-softmax and cross-entropy: for each kept position
         dlogits = (p − q) / D · dloss,     q = (1 − ε) onehot(y) + ε / V
     and 0 for ignored positions, with D = N_kept for reduction="mean" and D = 1 for "sum" (each
-    position's loss then reaches the total with weight 1). Much simpler than chaining the two
-    backward passes.
+    position's loss then reaches the total with weight 1). Why: a position's loss is
+    −Σ_c q_c log p_c, and ∂ log p_c/∂z_j = δ_cj − p_j, so ∂/∂z_j = −q_j + p_j Σ_c q_c = p_j − q_j,
+    as the target distribution q sums to 1 (one-hot or smoothed). Much simpler than chaining the
+    two backward passes.
     dloss: scalar   ->   dlogits: (..., V)
     """
     check_loss_gradient(dloss, "cross_entropy_backward", cache)

@@ -35,6 +35,8 @@ class EncoderLM(DecoderLM):
     the targets elsewhere are ignore_index. Tokens equal to pad_id are masked as keys.
     forward(ids, segment_ids=None) -> logits;  backward(dlogits) -> None (ids have no gradient)
     loss(ids, targets, segment_ids=None) -> (loss, backward)
+    The backward is DecoderLM's (models/lm.py), unchanged: the head, the blocks, then the
+    embeddings (tok_emb embeds the segments too, and its backward gives S its share).
     """
 
     kind = "mlm"

@@ -8,8 +8,8 @@ CELLS = {"rnn": RNN, "lstm": LSTM}
 
 class RNNState:
     """The recurrent "cache" for generation: the last state (h, and c for an LSTM) and how many
-    tokens it has read. Unlike a KV cache it does not grow: d_h numbers per sequence (2·d_h for
-    an LSTM: h and c), whatever the length -- everything the model remembers must fit in it."""
+    tokens it has read. Unlike a KV cache it does not grow: d_hidden numbers per sequence
+    (2·d_hidden for an LSTM: h and c), whatever the length -- everything the model remembers must fit in it."""
 
     def __init__(self):
         self.h, self.c, self.length = None, None, 0

@@ -10,7 +10,8 @@ from minitf.validate import (check_broadcast, check_flags, check_int, check_prob
                              check_rope_width)
 
 # What an attention layer itself applies; None: positions, if any, were added to its input.
-# (A language model chooses among more: models.lm.POSITIONAL.)
+# (A language model's own list, models.lm.POSITIONAL, adds positions added to its input,
+# "learned" and "sinusoidal", and leaves out "shaw".)
 POSITIONAL_IN_ATTENTION = (None, "rope", "alibi", "relative", "shaw")
 
 
@@ -108,7 +109,8 @@ class MultiHeadAttention(Module):
                     shaw_values=False (keys only); both tables are shared by all heads
         attn_dropout  the probability of dropping each attention weight, in training mode
                     only (off in eval mode and when decoding with a cache); 0 = none
-    After each forward, ``probs`` holds the attention weights (b, h, n_q, n_k) for plotting.
+    After each forward, ``probs`` holds the attention weights (b, h, n_q, n_k) for plotting,
+    before attention dropout (each row sums to 1).
 
     forward(x, memory=None, mask=None, cache=None):
         x: (b, n, d_model);  memory: (b, m, d_model), cross-attention only
@@ -171,8 +173,9 @@ class MultiHeadAttention(Module):
 
     @property
     def probs(self):
-        """The attention weights of the last forward (b, h, n_q, n_k), for plotting; None before
-        the first. Made when asked for: causal_attention keeps only the blocks it computed."""
+        """The attention weights of the last forward (b, h, n_q, n_k), before attention
+        dropout, for plotting; None before the first. Made when asked for: causal_attention
+        keeps only the blocks it computed."""
         return None if self._last_attention is None else self._last_attention.probs
 
     def _project(self, x, memory, cache):

@@ -149,11 +149,13 @@ class Module:
     """Base class of every layer. Subclasses write ``forward`` and ``backward``.
 
     Parameters and sub-modules are found by looking at the attributes (in the order they were
-    set), including lists of modules, so names come out like ``blocks.0.attn.W_o.W``. A layer of
-    your own needs no ``super().__init__()``; its parameters come from ``normal``, ``zeros`` or
-    ``ones`` (in the default float dtype), its forward keeps what the backward needs with
-    ``self._save(...)``, and its backward takes it back with ``self._pop_cache()`` (an error if
-    no forward ran since the last backward). For example, one learned scale::
+    set), including lists of modules, so names come out like ``tok_emb.W`` or a DecoderLM's
+    ``blocks.blocks.0.self_attn.layer.W_o.W`` (its Stack ``blocks`` keeps the list ``blocks``,
+    and each sublayer is a Residual around its ``layer``). A layer of your own needs no
+    ``super().__init__()``; its parameters come from ``normal``, ``zeros`` or ``ones`` (in the
+    default float dtype), its forward keeps what the backward needs with ``self._save(...)``,
+    and its backward takes it back with ``self._pop_cache()`` (an error if no forward ran since
+    the last backward). For example, one learned scale::
 
         class Scale(Module):
             # y = a x, with a one learned number
@@ -225,8 +227,9 @@ class Module:
 
     # -- checks at the boundary ------------------------------------------------------------------
 
-    # Skipped inside a model, whose own input was checked at its boundary: finding the dtype
-    # walks the whole parameter tree, which costs more than a generated token's arithmetic.
+    # Skipped inside a model, whose own input was checked at its boundary: a shape check and a
+    # first parameter found in every layer, at every generated token, add up to more than a
+    # small model's arithmetic for that token (minitf.validate.at_the_boundary).
     @at_the_boundary
     def _check_input(self, x, name: str, spec) -> None:
         """Shape against ``spec`` (see minitf.validate) and dtype against the parameters'."""

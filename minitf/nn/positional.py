@@ -27,12 +27,12 @@ class SinusoidalPositionalEncoding(Module):
         check_float(x, "x", type(self).__name__)     # no parameters to take the dtype from
         table = F.sinusoidal_table(x.shape[-2], self.d_model, offset=offset, base=self.base,
                                    dtype=x.dtype, xp=get_array_module(x))
-        self._save(x.shape)
+        self._save(None)               # nothing to keep, but backward can tell a forward ran
         return x + table
 
     def backward(self, dy):
         self._pop_cache()
-        return dy
+        return dy                      # the table is a constant: dy passes through unchanged
 
 
 class LearnedPositionalEmbedding(Module):
