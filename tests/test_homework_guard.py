@@ -21,6 +21,15 @@ PRINTED = """import inspect, minitf.array_ops
     except PermissionError:
         pass
     """ + RIGHT
+# the lines of the file are in linecache already (the grader's own reads of it put them there),
+# so inspect opened nothing and the open hook never saw it: the answer reached the feedback
+SOURCE = """import inspect, sys
+    import minitf.functional.softmax
+    try:
+        print(inspect.getsource(sys.modules["minitf.functional.softmax"]))
+    except OSError:
+        pass
+    """ + RIGHT
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +49,8 @@ def _submission(key, tmp_path, body):
     return folder
 
 
-@pytest.mark.parametrize("body", [LOADED, PRINTED], ids=["loaded by path", "printed"])
+@pytest.mark.parametrize("body", [LOADED, PRINTED, SOURCE],
+                         ids=["loaded by path", "printed", "inspect.getsource"])
 def test_code_that_opens_the_reference_s_solutions_scores_0_and_sees_nothing(made, tmp_path,
                                                                             capsys, body):
     hw, key = made

@@ -9,11 +9,15 @@ scored full marks, and a print of it reached the feedback the student reads.
 
 Python's audit hook sees every open (``open``, ``io.open_code``, an import by path) and this one
 refuses those whose call stack holds a frame of the student's file: the grader's own reads (a
-traceback's source lines, after the student's code has returned) go through. It narrows the way
+traceback's source lines, after the student's code has returned) go through. What the grader
+read is then in ``linecache``, where ``inspect.getsource`` found it without opening anything:
+while the block runs, that cache hides a solution file's lines from the student's code, which
+must open the file, and is refused. It narrows the way
 in, it does not close it: the code runs in the grader's process, beside the reference's
 functions in memory (the README says so)."""
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 from contextlib import contextmanager
@@ -37,6 +41,16 @@ def _a_solution(path: str) -> Path | None:
     return None
 
 
+def _student_is_calling() -> bool:
+    """Whether the call stack holds a frame of the student's file."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if os.path.realpath(frame.f_code.co_filename) == _watching["student"]:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _refuse(event: str, args: tuple) -> None:
     if event != "open" or _watching["student"] is None:
         return
@@ -44,15 +58,31 @@ def _refuse(event: str, args: tuple) -> None:
     if not isinstance(path, (str, bytes, os.PathLike)):
         return                                      # a file descriptor: nothing named
     solution = _a_solution(os.fsdecode(path))
-    if solution is None:
-        return
-    frame = sys._getframe(1)
-    while frame is not None:
-        if os.path.realpath(frame.f_code.co_filename) == _watching["student"]:
-            _watching["read"].append(solution)
-            raise PermissionError(f"{solution.name} holds minitf's own solutions, which the "
-                                  f"code being graded may not read")
-        frame = frame.f_back
+    if solution is not None and _student_is_calling():
+        _watching["read"].append(solution)
+        raise PermissionError(f"{solution.name} holds minitf's own solutions, which the "
+                              f"code being graded may not read")
+
+
+class _LinesHidden(dict):
+    """linecache.cache while a student's file runs: a solution file's lines are not there for
+    the student's code (linecache then opens the file, which _refuse refuses), and are for the
+    grader's."""
+
+    def _hidden(self, filename) -> bool:
+        return (isinstance(filename, str) and _a_solution(filename) is not None
+                and _student_is_calling())
+
+    def __contains__(self, filename):
+        return not self._hidden(filename) and dict.__contains__(self, filename)
+
+    def __getitem__(self, filename):
+        if self._hidden(filename):
+            raise KeyError(filename)
+        return dict.__getitem__(self, filename)
+
+    def get(self, filename, default=None):
+        return default if self._hidden(filename) else dict.get(self, filename, default)
 
 
 def _same_file(a, b) -> bool:
@@ -75,7 +105,9 @@ def reading_refused(student_file, solution_files):
     solutions = tuple(Path(os.path.realpath(f)) for f in solution_files)
     read = [solution for solution in solutions if _same_file(solution, student_file)]
     _watching.update(student=os.path.realpath(student_file), read=read, solutions=solutions)
+    linecache.cache = _LinesHidden(linecache.cache)
     try:
         yield read
     finally:
+        linecache.cache = dict(linecache.cache)
         _watching.update(student=None, solutions=(), read=None)
