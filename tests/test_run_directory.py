@@ -305,13 +305,19 @@ def test_a_refused_run_leaves_no_folder_behind_and_a_full_disk_names_the_run(tex
     capsys.readouterr()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt"]
 
-    def full_disk(*args, **kwargs):                     # the probe fit; the first save does not
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    monkeypatch.setattr(checkpoint, "write_durably", full_disk)
+    write_durably = checkpoint.write_durably
+
+    def full_disk_at_step_10(path, data):              # the probe fit, and step 5's checkpoint
+        if "step-000010" in str(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write_durably(path, data)
+    monkeypatch.setattr(checkpoint, "write_durably", full_disk_at_step_10)
     assert train(text, "--steps", "10", "--save-every", "5", "--out", str(tmp_path / "run")) == 2
     assert one_line(capsys).endswith(
-        f"the run directory {tmp_path / 'run'} (--out): could not save the checkpoint of step 5 "
+        f"the run directory {tmp_path / 'run'} (--out): could not save the checkpoint of step 10 "
         f"(No space left on device); any earlier checkpoint there is untouched")
+    assert checkpoint.load(tmp_path / "run").meta["step"] == 5           # step 5's, whole
+    assert [p.name for p in (tmp_path / "run").iterdir() if p.name.startswith(".")] == []
 
 
 def _dead_pid() -> int:
