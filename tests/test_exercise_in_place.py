@@ -117,6 +117,19 @@ def test_none_for_a_gradient_the_forward_has_says_so():
         in hints and "no gradient came back" not in hints, hints
 
 
+@pytest.mark.parametrize("name", ["relu_backward", "softmax_backward"])
+def test_a_body_without_a_return_says_so(name):
+    """A one-output backward whose body forgot its return was told "None is for an input the
+    forward went without (linear with no b, …)": advice for a case it was not."""
+    reference = _reference(name)
+    result = grade(find(name), lambda *args: (reference(*args), None)[1])
+    hints = _hints(result)
+    assert "the backward returned None, no gradient at all" in hints and \
+        "a body without a return statement returns None" in hints, hints
+    assert "None is for an input the forward went without" not in hints, hints
+    assert not result.passed and all(not row.passed for row in result.rows)
+
+
 def test_none_where_minitf_s_layer_adds_a_gradient_is_named(tmp_path):
     """In the Linear case minitf's b.grad += None raised NumPy's UFuncTypeError alone."""
     report, status = _answered_with(tmp_path, "linear_backward", "    return dx, dW, db\n",

@@ -73,9 +73,9 @@ def test_an_answer_written_inline_with_its_helpers_blank_fails(made, tmp_path):
     outcome, = homework.grade(hw, _submit(tmp_path, _inline(hw)))
     assert not outcome.result.passed
     assert outcome.result.stopped.startswith(
-        "attention_backward's helper _values_backward is not written yet (case 'relative_"), \
-        outcome.result.stopped
-    assert "part of the exercise" in outcome.result.stopped
+        "attention_backward's helper _values_backward is not written yet: it is part of the "
+        "exercise (case 'relative_"), outcome.result.stopped
+    assert outcome.result.stopped.endswith("; write its body too")
     assert {row.check for row in outcome.result.rows} >= {"attention", "attention, learned bias"}
     assert all(row.error <= 1e-6 for row in outcome.result.rows)    # the inline answer is right
     # the table says why every tensor of it is ok and it still fails

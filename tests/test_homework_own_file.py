@@ -191,8 +191,9 @@ def test_an_instructors_helper_region_is_named_as_part_of_its_exercise(tmp_path)
                             "    return dy / _denom(x)", 1)
     (hw / "helped.py").write_text(answered, encoding="utf-8")
     outcome = homework.grade(hw)[0]
-    assert outcome.result.stopped == ("softsign_backward's helper _denom is not written yet "
-                                      "(case 'softsign_backward' calls it): it is part of the "
-                                      "exercise"), outcome.result.stopped
+    assert outcome.result.stopped == ("softsign_backward's helper _denom is not written yet: it "
+                                      "is part of the exercise (case 'softsign_backward' calls "
+                                      "it, and an answer written without it does not stand in "
+                                      "for it); write its body too"), outcome.result.stopped
     # and the table says so, in its word (it read "error")
     assert homework.table([outcome]).splitlines()[2].split()[2:5] == ["helper", "not", "written"]

@@ -34,11 +34,17 @@ def _summable(got: tuple, wanted: tuple) -> bool:
     return all(w in (g, 1) for g, w in zip(tail, wanted))
 
 
-def shape_problem(name: str, x, dx, returned_none: bool = False) -> list[str]:
+def shape_problem(name: str, x, dx, returned_none: bool = False,
+                  nothing_returned: bool = False) -> list[str]:
     """Lines saying why ``dx`` cannot be the gradient of ``x`` at all (nothing, not an array,
     the wrong shape or dtype); [] when it is an array of x's shape and dtype. ``returned_none``:
-    the backward returned None in x's place (not too few values)."""
+    the backward returned None in x's place (not too few values); ``nothing_returned``: None
+    was its whole return, the value of a body without a ``return``."""
     wanted = tuple(x.shape)
+    if dx is None and nothing_returned:
+        return [f"{name}: the backward returned None, no gradient at all (shape {wanted} "
+                f"wanted)", "hint: a body without a return statement returns None: end it with "
+                "return and the gradient"]
     if dx is None and returned_none:
         return [f"{name}: None came back for it, but the forward had {name} (shape {wanted}), "
                 f"so it has a gradient", "hint: None is for an input the forward went without "
@@ -379,8 +385,9 @@ def not_written(exercise, named: str, stub: str = "", case: str = "",
         whose = f"{named}'s helper {helper.strip()}"
         if named != exercise.name:
             return "blocked", f"{whose} is not written yet, and {exercise.name} calls it"
-        return "helper not written", (f"{whose} is not written yet (case {case!r} calls it): it "
-                                      f"is part of the exercise")
+        return "helper not written", (f"{whose} is not written yet: it is part of the exercise "
+                                      f"(case {case!r} calls it, and an answer written without "
+                                      f"it does not stand in for it); write its body too")
     if named != exercise.name:
         caller = exercise.name if entered else f"case {case!r}"     # relative attention's
         return "blocked", f"{named} is not written yet, and {caller} calls it"

@@ -163,7 +163,8 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
                     f"{tensor}: integer ids have no gradient, but one came back for them "
                     f"({described(dx)})", "hint: return None for ids"]))
             continue
-        problem = shape_problem(tensor, x, dx, returned_none=tensor in given)
+        problem = shape_problem(tensor, x, dx, returned_none=tensor in given,
+                                nothing_returned=run.bare and run.returned[0] is None)
         error = float("inf")
         if not problem:
             numeric = numerics[tensor] = numerical_gradient(run.loss, x)
