@@ -218,3 +218,26 @@ def test_the_reference_passes_its_checks_through_the_learners_path(exercise, tmp
     path.write_text(starter_text(exercise, solution=True))
     report, status = exercises.check_file(path)
     assert status == 0, report
+
+
+def test_a_file_without_its_exercise_line_is_told_what_it_lacks(tmp_path, capsys):
+    """It read "no exercise named 'fill'", a guess from the file's name; a homework's file, as
+    lesson 19's reader tries it, "no exercise named 'softmax'; did you mean …"."""
+    write_starter(find("relu_backward"), tmp_path)
+    text = (tmp_path / "relu_backward.py").read_text()
+    lost = tmp_path / "fill.py"
+    lost.write_text("".join(line for line in text.splitlines(keepends=True)
+                            if not line.startswith("EXERCISE = ")))
+    assert cli.main(["exercise", "check", str(lost)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "minitf exercise check: fill.py has no EXERCISE line, and 'fill' is no exercise's name; "
+        "wanted a file that 'minitf exercise start NAME' wrote (its EXERCISE line says which "
+        "exercise it answers)")
+    homework = tmp_path / "hw"
+    (homework / "minitf" / "functional").mkdir(parents=True)
+    (homework / "homework.json").write_text("{}")
+    (homework / "minitf" / "functional" / "softmax.py").write_text("def f():\n    pass\n")
+    assert cli.main(["exercise", "check", str(homework / "minitf/functional/softmax.py")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"minitf exercise check: softmax.py is a file of the homework in {homework}, which "
+        f"grades it: run 'python -m minitf homework grade .' there")

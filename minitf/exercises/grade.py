@@ -54,11 +54,22 @@ class Result:
 # ----------------------------------------------------------------------------------------------
 
 def _exercise_of(path: Path, source: str) -> Exercise:
-    """The exercise a file answers: its EXERCISE line, else its file name."""
+    """The exercise a file answers: its EXERCISE line, else its file name; one line saying
+    which is missing when neither names one (a homework's file is graded by its homework)."""
     for line in source.splitlines():
         if line.startswith("EXERCISE = "):
             return find(line.split("=", 1)[1].split("#")[0].strip().strip("\"'"))
-    return find(path.stem)
+    try:
+        return find(path.stem)
+    except ValueError:
+        homework = next((folder for folder in path.parents
+                         if (folder / "homework.json").is_file()), None)
+        if homework is not None:
+            raise ValueError(f"{path.name} is a file of the homework in {homework}, which "
+                             f"grades it: run 'python -m minitf homework grade .' there") from None
+        raise ValueError(f"{path.name} has no EXERCISE line, and {path.stem!r} is no "
+                         f"exercise's name; wanted a file that 'minitf exercise start NAME' "
+                         f"wrote (its EXERCISE line says which exercise it answers)") from None
 
 
 def read_python(path: Path, where: str, wanted: str) -> str:
