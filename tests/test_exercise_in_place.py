@@ -187,3 +187,14 @@ def test_the_report_names_minitf_s_version_not_its_folder(tmp_path):
     report, status = _answered_with(tmp_path, "linear_backward")
     assert status == 0 and f"minitf {minitf.__version__}, {backend_name()}, float64" in report
     assert str(Path(minitf.__file__).parent) not in report
+
+
+def test_a_case_that_raises_names_the_cases_it_left_unrun(tmp_path):
+    """The check stops at a case that raises; the table above read as the whole check, and case
+    'Linear, no bias', never run, was not mentioned."""
+    report, status = _answered_with(
+        tmp_path, "linear_backward", "db = sum_over_positions(dy) if has_bias else None",
+        "db = dy.sum(axis=0) if has_bias else None")
+    assert status == 1 and "in case 'Linear', your linear_backward raised an error" in report
+    assert ("\n(not run after it: case 'Linear, no bias'; run the check again once this one "
+            "passes)\n") in report, report

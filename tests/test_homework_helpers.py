@@ -157,7 +157,8 @@ def test_a_case_that_calls_only_the_helpers_says_so(made, tmp_path):
     assert stopped.startswith("in case 'relative_attention (Shaw), keys and values', minitf's "
                               "code called your _values_backward, _scores_backward (not your "
                               "attention_backward) and raised an error:"), stopped
-    assert stopped.endswith("hint: each must return what its docstring says")
+    assert "hint: each must return what its docstring says\n(not run after it: cases " in stopped
+    assert stopped.endswith("; run the check again once this one passes)"), stopped
     assert "returned (a tuple" not in stopped                    # nothing of an earlier case's
     assert all(row.error <= 1e-6 for row in outcome.result.rows)
 

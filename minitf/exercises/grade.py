@@ -251,7 +251,7 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                 result.stopped = "\n".join([
                     f"in case {name!r}, minitf's code called your {helpers} (not your "
                     f"{exercise.attribute}) and raised an error:", *lines,
-                    "  hint: each must return what its docstring says"])
+                    "  hint: each must return what its docstring says", *_not_run(cases, name)])
                 break
             where = f"in case {name!r}, your {exercise.attribute} raised an error"
             lines = their_lines(err, path) if path else [error_message(err)]
@@ -269,7 +269,7 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
                         "once, the last first"]
             result.stopped = "\n".join([where + (" (raised in minitf, after it returned):"
                                                  if after else ":"), *lines, *named, *hint,
-                                         *_also_ran(noted)])
+                                         *_also_ran(noted), *_not_run(cases, name)])
             break
         if noted and len(result.problems) > failures:     # their hint is not the likeliest
             # for a wrong value only: a write in place, a miscount, a dtype are theirs alone
@@ -286,6 +286,18 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
             result.problems[failures:] = [(case, [note, *lines])
                                           for case, lines in result.problems[failures:]]
     return _narrowed(result, theirs)
+
+
+def _not_run(cases, name: str) -> list[str]:
+    """The line naming the cases after ``name`` that a case raising left unrun: the table above
+    it is not the whole check."""
+    rest = list(cases)[list(cases).index(name) + 1:]
+    if not rest:
+        return []
+    shown = ", ".join(repr(case) for case in rest[:3]) + (f" and {len(rest) - 3} more"
+                                                         if len(rest) > 3 else "")
+    return [f"(not run after it: case{'s' if len(rest) > 1 else ''} {shown}; run the check "
+            f"again once this one passes)"]
 
 
 def _narrowed(result: Result, cases) -> Result:
