@@ -25,6 +25,13 @@ def test_an_instructors_file_is_blanked_and_graded_by_its_checks(hw2, tmp_path):
     outcome = homework.grade(folder)[0]
     assert outcome.score == 0.0 and "2 of 4 tensors within 1e-06" in outcome.report
     assert "your gradient is 2 times the right one" in outcome.report
+    # a wrong answer no signature fits: no classic mistake is known for an instructor's exercise
+    # (it read "perhaps the classic mistake here: none known; compare …")
+    path.write_text(path.read_text(encoding="utf-8").replace("return 2 * dx, dgamma",
+                                                             "return dx + 1, dgamma"))
+    report = homework.grade(folder)[0].report
+    assert "hint: perhaps a slip no hint knows: compare each line with your derivation" in report
+    assert "classic mistake" not in report, report
 
 
 def test_an_instructors_file_needs_a_check_per_exercise(tmp_path):

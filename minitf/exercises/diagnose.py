@@ -117,6 +117,8 @@ def _hint(dx, numeric, dx_other, mistake: str, upstream: str) -> str:
         return "the right numbers, transposed in the last two axes"
     # no signature fits: name the slip most learners make here, as a guess (said so), since a
     # wrong body that is not that slip would be sent looking for it
+    if not mistake:                     # an instructor's exercise: no slip is known for it
+        return "perhaps a slip no hint knows: compare each line with your derivation"
     return f"perhaps the classic mistake here: {mistake}"
 
 

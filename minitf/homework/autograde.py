@@ -54,7 +54,7 @@ _loaded = itertools.count()
 class FileExercise:
     """What the shared grader needs to know of an exercise from an instructor's file."""
     name: str
-    mistake: str = "none known; compare each line with your derivation"
+    mistake: str = ""                               # no classic mistake known (diagnose._hint)
     upstream: str = "the upstream gradient"         # its name, in the hint for one ignoring it
     stands_in: str = "stands in for the instructor's answer; everything else is the homework's"
 
