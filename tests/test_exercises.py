@@ -123,6 +123,19 @@ def test_the_starter_imports_no_function_that_holds_part_of_the_answer(name):
         assert {"softmax_backward", "dropout_backward"} <= imported
 
 
+@pytest.mark.parametrize("name, wanted", [("layer_norm_backward", {"row_sum", "get_array_module"}),
+                                          ("relu_backward", {"get_array_module"})])
+def test_the_starter_imports_the_array_helpers_of_the_forward_it_shows(name, wanted):
+    """A body that took row_sum from the layer_norm forward the starter quotes raised NameError:
+    only the reference backward's own names were imported. Not the random numbers dropout's
+    forward draws, which would invite its classic mistake."""
+    def imported(name):
+        return {alias.name for node in ast.parse(starter_text(find(name))).body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert wanted <= imported(name)
+    assert "rand" not in imported("dropout_backward")
+
+
 def test_the_starter_shows_the_forward_and_not_the_derivation():
     text = starter_text(find("softmax_backward"))
     assert "def softmax(x, axis=-1, out=None):" in text           # the forward's source

@@ -47,13 +47,25 @@ def _regions():
     return regions
 
 
+# The array helpers a forward calls that a backward may want too (row_sum, get_array_module);
+# not the shim's random numbers, which would invite dropout's classic mistake
+def _an_array_helper(obj) -> bool:
+    module = getattr(obj, "__module__", None)
+    return module == "minitf.array_ops" or (module == "minitf.backend"
+                                            and getattr(obj, "__name__", "") == "get_array_module")
+
+
 def _import_lines(exercise: Exercise) -> list[str]:
     """Import statements for the module-level names the reference body and its answer helpers
-    use (the helpers themselves left out), each taken from where it is defined when that module
-    exports it, else from the reference's own module."""
+    use (the helpers themselves left out), and the shim's and array_ops' that the forward shown
+    above it uses (a body that took row_sum from it raised NameError), each taken from where it
+    is defined when that module exports it, else from the reference's own module."""
     home = importlib.import_module(exercise.module)
     helpers = exercise.helpers
     used = set().union(*(_names_used(f.__code__) for f in [exercise.reference, *helpers.values()]))
+    for forward in exercise.forwards:
+        code = inspect.unwrap(getattr(exercise.owner, forward)).__code__
+        used |= {name for name in _names_used(code) if _an_array_helper(vars(home).get(name))}
     plain, from_module = [], {}
     for name in sorted(used - set(helpers)):
         if name not in vars(home) or hasattr(builtins, name):
