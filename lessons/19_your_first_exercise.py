@@ -376,9 +376,10 @@ workdir.cleanup()
 # bodies blank between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` lines, and a README listing
 # them. Write each body in place, change nothing outside those lines, and grade the whole
 # directory from inside it with ``python -m minitf homework grade .``: one row per exercise,
-# with the tensors that pass, its verdict (passed, failed, not written, or blocked by another
-# blank body it calls) and its score; ``--json results.json`` adds each full report, the one
-# read above. Your instructor runs the same grader against minitf's reference.
+# with the tensors that pass, its verdict (passed; failed; error, for code that raised or did
+# not load; not written, or helper not written for a blank helper of the exercise; blocked by
+# another blank body it calls) and its score; ``--json results.json`` adds each full report,
+# the one read above. Your instructor runs the same grader against minitf's reference.
 #
 # What to remember
 # ----------------

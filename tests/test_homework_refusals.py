@@ -101,10 +101,10 @@ def test_a_missing_file_an_unreadable_one_and_a_zip_in_the_zip_say_what_happened
     inner.parent.mkdir()
     with zipfile.ZipFile(inner, "w") as archive:
         archive.write(key / LINEAR, LINEAR)
-    assert what_it_holds(inner.parent) == ("it holds no .py file, but the zip inner.zip, which "
+    assert what_it_holds(inner.parent) == ("holds no .py file, but the zip inner.zip, which "
                                            "is not unpacked; wanted the files themselves, or "
                                            "one zip of them")
-    assert what_it_holds(empty) == "it holds no .py file"
+    assert what_it_holds(empty) == "holds no .py file"
 
 
 def test_a_byte_order_mark_is_no_edit_outside_the_regions(made, tmp_path):

@@ -46,10 +46,10 @@ def test_a_lone_file_whose_name_two_homework_files_share_is_not_graded_as_either
 def test_a_missing_file_says_what_the_submission_holds(made, tmp_path):
     shutil.copy(made[1] / SOFTMAX, tmp_path / "softmax (1).py")       # a browser's second copy
     report = graded(made, tmp_path)["softmax_backward"].report
-    assert report == f"{SOFTMAX}: missing from the submission (it holds softmax (1).py)"
+    assert report == f"{SOFTMAX}: missing from the submission, which holds softmax (1).py"
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert graded(made, empty)["softmax_backward"].report.endswith("(it holds no .py file)")
+    assert graded(made, empty)["softmax_backward"].report.endswith(", which holds no .py file")
 
 
 def test_a_file_that_is_not_utf8_is_said_so_not_a_syntax_error(made, tmp_path):

@@ -36,8 +36,8 @@ def graded_file(folder: Path, submission, file: str, homework_files=()) -> Path:
     path = root / file if submission is None else find_submitted(root, file, homework_files)
     if path is None or not (path.is_file() or path.is_symlink()):  # a link to nothing: a link
         raise NotGraded(f"{file}: missing" + ("" if submission is None else
-                                               f" from the submission ({what_it_holds(root)})"),
-                        "missing")
+                                               f" from the submission, which "
+                                               f"{what_it_holds(root)}"), "missing")
     _no_link(root, path, file)
     try:
         read_utf8(path, file + ": the submission's")
@@ -101,12 +101,12 @@ def what_it_holds(submission: Path, most: int = 8) -> str:
     files = holds("*.py")
     zips = [] if files else holds("*.zip")
     if zips:
-        return (f"it holds no .py file, but the zip {', '.join(zips[:most])}, which is not "
+        return (f"holds no .py file, but the zip {', '.join(zips[:most])}, which is not "
                 f"unpacked; wanted the files themselves, or one zip of them")
     if not files:
-        return "it holds no .py file"
+        return "holds no .py file"
     more = f", and {len(files) - most} more" if len(files) > most else ""
-    return f"it holds {', '.join(files[:most])}{more}"
+    return f"holds {', '.join(files[:most])}{more}"
 
 
 def not_a_submission(path, got: str) -> ValueError:
