@@ -292,6 +292,9 @@ def _parsed(argv):
     return args
 
 
+PACKAGE = os.path.dirname(os.path.abspath(__file__))     # minitf's own folder
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parsed(argv)
     from minitf.checkpoint import CheckpointError
@@ -299,8 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     # "minitf homework grade", as argparse names it in its own errors
     command = " ".join(filter(None, ("minitf", args.command, getattr(args, "action", None))))
 
-    def one_line(message, category, *where, **_):      # Python's: file:line, then the source
-        print(f"{command}: warning: {message}", file=sys.stderr)
+    def one_line(message, category, filename="", lineno=0, *_, **__):
+        # Python's shows file:line, then the source; here one line, with the place only where
+        # it is not minitf's own (a NumPy warning raised in a learner's exercise file)
+        theirs = filename and not os.path.abspath(filename).startswith(PACKAGE + os.sep)
+        where = f"{os.path.basename(filename)}, line {lineno}: " if theirs else ""
+        print(f"{command}: warning: {where}{message}", file=sys.stderr)
     showwarning, warnings.showwarning = warnings.showwarning, one_line
     try:
         if getattr(args, "backend", None):

@@ -198,3 +198,18 @@ def test_a_case_that_raises_names_the_cases_it_left_unrun(tmp_path):
     assert status == 1 and "in case 'Linear', your linear_backward raised an error" in report
     assert ("\n(not run after it: case 'Linear, no bias'; run the check again once this one "
             "passes)\n") in report, report
+
+
+def test_a_numpy_warning_in_the_learner_s_file_names_its_line(tmp_path, capsys):
+    """"minitf exercise check: warning: divide by zero encountered in divide", printed above the
+    report, named no file and no line."""
+    from minitf import cli
+    text = starter_text(find("relu_backward"), solution=True)
+    body, dividing = "    return dy * positive", "    return dy * positive + 0 * (dy / (dy * 0))"
+    assert body + "\n" in text
+    path = tmp_path / "relu_backward.py"
+    path.write_text(text.replace(body + "\n", dividing + "\n"))
+    line = path.read_text().splitlines().index(dividing) + 1
+    assert cli.main(["exercise", "check", str(path)]) == 1
+    assert (f"minitf exercise check: warning: relu_backward.py, line {line}: divide by zero "
+            f"encountered in divide") in capsys.readouterr().err.splitlines()
