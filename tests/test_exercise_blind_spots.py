@@ -30,6 +30,11 @@ def test_a_grad_assigned_instead_of_added_into_fails():
     assert not result.passed
     assert "param cls: after two backwards without zero_grad() its .grad is not twice" in \
         _hints(result)
+    # its own row, the second backward's, with cls's shape: it read "param cls ()", a third tensor
+    twice, = [row for row in result.rows if not row.passed]
+    assert (twice.check, twice.tensor, twice.shape) == ("ClassToken, backward twice", "param cls",
+                                                        (4,))
+    assert abs(twice.error - 1 / 3) < 1e-9        # |g − 2g| / (|g| + |2g|): assigned, not added
     assert grade(find("ClassToken.backward"), find("ClassToken.backward").reference).passed
 
 

@@ -213,10 +213,11 @@ def reused(moved: list) -> list[str]:
             "model adds up its blocks' gradients after all of them have run)"]
 
 
-def assigned_not_added(name: str, g) -> list[str] | None:
-    """[row name, lines] when a second backward without zero_grad() leaves some .grad other than
-    twice the first's -- the backward assigned it (=) instead of adding into it (+=) -- or None.
-    The checks start every .grad at zero, where the two are the same."""
+def assigned_not_added(name: str, g) -> tuple | None:
+    """(tensor, shape, error, lines) when a second backward without zero_grad() leaves some
+    .grad other than twice the first's -- the backward assigned it (=) instead of adding into it
+    (+=) -- or None: the error is that of the .grad against twice the first. The checks start
+    every .grad at zero, where the two are the same."""
     case = gradcheck_cases.build(name)
     module = case.module
     module.zero_grad()
@@ -228,12 +229,13 @@ def assigned_not_added(name: str, g) -> list[str] | None:
         grads.append({k: to_numpy(p.grad).copy() for k, p in module.named_parameters()})
     once, twice = grads
     for key in once:
-        if relative_error(twice[key], 2 * once[key]) > TOLERANCE:
-            return [f"param {key}", f"param {key}: after two backwards without zero_grad() its "
-                    f".grad is not twice one backward's: the backward assigns it instead of adding "
-                    f"into it", "hint: add a parameter's gradient into its .grad (+=), never "
-                    "assign it (=): .grad adds up over micro-batches and over every use of a "
-                    "shared weight"]
+        error = relative_error(twice[key], 2 * once[key])
+        if error > TOLERANCE:
+            return f"param {key}", once[key].shape, error, [
+                f"param {key}: after two backwards without zero_grad() its .grad is not twice one "
+                f"backward's: the backward assigns it instead of adding into it", "hint: add a "
+                "parameter's gradient into its .grad (+=), never assign it (=): .grad adds up over "
+                "micro-batches and over every use of a shared weight"]
     return None
 
 

@@ -189,9 +189,10 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
                                     or problem))
     if len(result.problems) == failures and getattr(case, "module", None) is not None:
         assigned = assigned_not_added(name, run.g)
-        if assigned:
-            result.rows.append(Row(name, assigned[0], (), float("inf")))
-            result.problems.append((name, assigned[1:]))
+        if assigned:                    # its own row: the .grad after a second backward
+            tensor, shape, error, lines = assigned
+            result.rows.append(Row(f"{name}, backward twice", tensor, tuple(shape), error))
+            result.problems.append((name, lines))
     if len(result.problems) == failures:
         try:
             _grade_in_float32(name, result)
