@@ -199,8 +199,18 @@ def check_probability(p: float, name: str, where: str) -> None:
     def fits(x):
         return 0.0 <= x < 1.0
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not fits(p):
-        raise ValueError(f"{where}: {name} must lie in [0, 1); got {p!r}"
+        raise ValueError(f"{where}: {name} must lie in [0, 1); got {_got(p)}"
                          f"{_numpy_hint(p, name, float, fits)}")
+
+
+def _got(value) -> str:
+    """What a number's check got, in a line: an array (two arguments swapped, say) by its dtype
+    and shape, not its every entry; anything else by its repr, cut short."""
+    if is_array(value) and getattr(value, "ndim", 0) > 0:
+        article = "an" if str(value.dtype)[0] in "aeiou" else "a"
+        return f"{article} {value.dtype} array of shape {tuple(value.shape)}"
+    import reprlib
+    return reprlib.repr(value)
 
 
 def _numpy_hint(value, name: str, plain, fits) -> str:
@@ -223,7 +233,7 @@ def check_int(value, name: str, where: str, low: int = 1, high: int | None = Non
         return n >= low and (high is None or n <= high)
     if isinstance(value, bool) or not isinstance(value, int) or not fits(value):
         raise ValueError(f"{where}: {name} must be {wanted}{', ' + what if what else ''}; "
-                         f"got {value!r}{_numpy_hint(value, name, int, fits)}")
+                         f"got {_got(value)}{_numpy_hint(value, name, int, fits)}")
 
 
 def plain_int(size):
@@ -308,7 +318,7 @@ def check_real(value, name: str, where: str, low: float | None = None,
         return (math.isfinite(x) and (low is None or (x > low if low_open else x >= low))
                 and (high is None or x <= high))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not fits(value):
-        raise ValueError(f"{where}: {name} must be {wanted}; got {value!r}"
+        raise ValueError(f"{where}: {name} must be {wanted}; got {_got(value)}"
                          f"{_numpy_hint(value, name, float, fits)}")
 
 

@@ -294,3 +294,15 @@ def test_bigram_loss_of_a_large_id_counts_only_the_pairs_that_occur(monkeypatch)
 def test_pad_batch_takes_uint64_ids_that_fit_int64():
     out, _ = data.pad_batch([np.array([5, 2 ** 63 - 1], np.uint64)])
     assert out.dtype == np.int64 and out.tolist() == [[5, 2 ** 63 - 1]]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda ids: data.evaluation_windows(4, ids), "evaluation_windows: n must be a positive "
+     "integer, the window's length; got an int64 array of shape (50,)"),
+    (lambda ids: data.bigram_loss(ids, ids, ids.astype(np.float64)), "bigram_loss: vocab_size "
+     "must be a positive integer, the number of tokens; got a float64 array of shape (50,)")])
+def test_an_array_where_a_number_goes_is_said_in_one_line(call, message):
+    """Two arguments swapped: the check printed the whole array, over many lines."""
+    with pytest.raises(ValueError) as refused:
+        call(np.arange(50))
+    assert str(refused.value) == message
