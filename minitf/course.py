@@ -288,15 +288,19 @@ def train_char_lm(train_ids, vocab_size: int, steps: int = 300, seed: int = 2):
 
     Each step is "backprop, then update the parameters": clear the gradients, run the forward
     and the backward, cap the gradients' global norm at 1, set the step's learning rate from a
-    warm-up + cosine schedule, and let AdamW move every parameter.
+    warm-up + cosine schedule (20 steps of warm-up, fewer in a run of under 200), and let AdamW
+    move every parameter.
     """
     from minitf import backend, data, models, optim
+    from minitf.validate import check_int
 
+    check_int(steps, "steps", "train_char_lm", what="the AdamW steps to train")
     backend.seed(seed)
     with backend.precision("float32"):
         lm = models.DecoderLM(vocab_size, d_model=48, n_heads=4, n_layers=2, max_len=256,
                               positional="rope")
-        adamw, schedule = optim.AdamW(lm, lr=1e-2), optim.WarmupCosine(1e-2, 20, steps)
+        warmup = min(20, steps // 10)      # a short run (a quick test) warms up for a tenth
+        adamw, schedule = optim.AdamW(lm, lr=1e-2), optim.WarmupCosine(1e-2, warmup, steps)
         for step in range(1, steps + 1):
             lm.zero_grad()                                 # backward adds into .grad
             _, backward = lm.loss(*data.random_windows(train_ids, 16, 32))

@@ -259,3 +259,16 @@ def test_a_save_with_save_every_0_is_left_to_the_caller():
                       save_every=2)
     trainer.fit(4, progress=False)
     assert saves == [2]                                   # before the last; the last is the caller's
+
+
+def test_the_lessons_character_model_trains_for_a_few_steps_and_refuses_none():
+    """train_char_lm(ids, V, steps=10), a lesson shortened for a quick test, was refused by its
+    schedule, 'wanted 0 ≤ warmup < total; got warmup=20, total=10', naming neither."""
+    import numpy as np
+    from minitf import course
+    ids = np.random.default_rng(0).integers(0, 7, 400)
+    lm = course.train_char_lm(ids, 7, steps=10)
+    assert lm.tok_emb.W.data.dtype == np.float64
+    with pytest.raises(ValueError, match=r"^train_char_lm: steps must be a positive integer, the "
+                                         r"AdamW steps to train; got 0$"):
+        course.train_char_lm(ids, 7, steps=0)
