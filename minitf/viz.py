@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from minitf.validate import check_int, check_real, is_real_number, plain_int
+from minitf.validate import check_flags, check_int, check_real, is_real_number, plain_int
 from minitf.viz_inputs import (as_numbers, check_axes, check_cost_table, check_history, check_labels,
                                check_limits, image_path, refuse_non_finite)
 
@@ -40,6 +40,12 @@ def figure(nrows: int = 1, ncols: int = 1, *, size: tuple | None = None, squeeze
     # checked here: figure("2") failed multiplying a str by 4.2, figure(0) inside gridspec
     check_int(plain_int(nrows), "nrows", "figure", what="the rows of panels")
     check_int(plain_int(ncols), "ncols", "figure", what="the panels in a row")
+    check_flags("figure", squeeze=squeeze)
+    if size is not None:            # else matplotlib's words, or a figure of no pixels at 0
+        if not (isinstance(size, (tuple, list)) and len(size) == 2):
+            raise TypeError(f"figure: size must be (width, height) in inches; got {size!r:.60}")
+        for name, inches in zip(("width", "height"), size):
+            check_real(inches, f"size's {name}", "figure", low=0)
     size = size or (4.2 * ncols, 3.6 * nrows)
     fig = Figure(figsize=size, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=squeeze, **subplot_kw)
@@ -75,6 +81,9 @@ def _shown(path: Path) -> str:
         return f"${FIGURES_ENV}/{path.name}" if os.environ.get(FIGURES_ENV) else str(path)
 
 
+OTHER_IMAGES = (".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".gif", ".tif", ".tiff", ".webp")
+
+
 def save(fig, name: str) -> Path:
     """Save ``fig`` as ``<figures_dir>/<name>.png``, print where, and return the path. A name
     that ends in .png already is that file ("x.png" writes x.png, not x.png.png).
@@ -91,6 +100,10 @@ def save(fig, name: str) -> Path:
     if not isinstance(name, str) or not name or Path(name).name != name:
         raise ValueError(f"save: name must be a file name without folders, such as "
                          f"'01_attention'; got {name!r}")
+    if Path(name).suffix.lower() in OTHER_IMAGES:      # it wrote x.pdf.png, a PNG, unsaid
+        raise ValueError(f"save: name {name!r} ends in {Path(name).suffix!r}, but save writes "
+                         f"PNG; wanted the name without it, or ending in '.png' (for another "
+                         f"format, call fig.savefig yourself)")
     path = image_path(figures_dir() / (name if name.lower().endswith(".png") else f"{name}.png"),
                        "save")
     fig.savefig(path, dpi=_DPI, metadata={"Software": None})
@@ -190,6 +203,14 @@ def attention_grid(probs, *, queries=None, keys=None, title: str = "", row_names
         raise ValueError(f"attention_grid: probs has shape {p.shape}; wanted (n_q, n_k), "
                          f"(h, n_q, n_k) or (layers, h, n_q, n_k), none of them 0")
     refuse_non_finite(p, "probs", "attention_grid")    # indexed in the caller's shape
+    check_flags("attention_grid", hide_zeros=hide_zeros)
+    check_real(panel_size, "panel_size", "attention_grid", low=0)
+    # the scale is fixed to [0, 1]: scores beyond it were drawn clipped, and a 0 drawn empty
+    low, high = float(p.min()), float(p.max())
+    if low < -1e-6 or high > 1 + 1e-6:
+        raise ValueError(f"attention_grid: probs holds values from {low:.4g} to {high:.4g}; "
+                         f"wanted attention weights in [0, 1] (a softmax's output), or, for "
+                         f"scores, viz.heatmap")
     p = p.reshape((1,) * (4 - p.ndim) + p.shape)
     layers, heads, n_q, n_k = p.shape
     check_labels(keys, "keys", n_k, "key", "attention_grid")
@@ -229,6 +250,7 @@ def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = 
     hline: (value, label) draws a dashed horizontal reference line (a tolerance, a baseline).
     """
     check_axes(ax, "curves")
+    check_flags("curves", logx=logx, logy=logy)
     if hline is not None and not (isinstance(hline, (tuple, list)) and len(hline) == 2
                                   and is_real_number(hline[0])):
         raise TypeError(f"curves: hline must be a (value, label) pair, such as (0.5, 'chance'); "
@@ -307,6 +329,8 @@ def plot_history(history: dict, path, baseline: float | None = None, title: str 
     bigram model's held-out loss), saved as an image at ``path`` (.png added to a name without a
     suffix); returns the path of the file written. An existing file of that name is replaced."""
     path = image_path(path, "plot_history")        # checked before anything is drawn
+    if baseline is not None:                       # "1.5" was drawn, and NaN drew no line
+        check_real(baseline, "baseline", "plot_history")
     validated = check_history(history)
     fig, ax = figure(size=(6, 3.5))
     ax.plot(history["step"], history["loss"], lw=0.8, alpha=0.7, label="train")

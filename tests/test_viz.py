@@ -118,6 +118,23 @@ def test_cost_table_draws_every_operation_and_splits_its_colours_at_the_ridge():
      ["curves: ys['loss'] has shape (2,)", "wanted (3,), the shape of x"]),
     (lambda ax: viz.save(ax.figure, "figures/x"), ValueError,
      ["save: name must be a file name without folders", "'figures/x'"]),
+    # what was drawn wrong, or wrote another file, without a word
+    (lambda ax: viz.save(ax.figure, "x.pdf"), ValueError,
+     ["save: name 'x.pdf' ends in '.pdf', but save writes PNG"]),
+    (lambda ax: viz.attention_grid(np.array([[3.0, -2.0], [0.5, 0.5]])), ValueError,
+     ["attention_grid: probs holds values from -2 to 3; wanted attention weights in [0, 1]",
+      "viz.heatmap"]),
+    (lambda ax: viz.attention_grid(np.full((2, 2), 0.5), hide_zeros="no"), ValueError,
+     ["attention_grid: hide_zeros must be True or False", "'no'"]),
+    (lambda ax: viz.attention_grid(np.full((2, 2), 0.5), panel_size=0), ValueError,
+     ["attention_grid: panel_size must be a finite number > 0; got 0"]),
+    (lambda ax: viz.curves(ax, [1, 2, 3], {"a": [1, 2, 3]}, logx="no"), ValueError,
+     ["curves: logx must be True or False", "'no'"]),
+    (lambda ax: viz.figure(size=(-1, 2)), ValueError,
+     ["figure: size's width must be a finite number > 0; got -1"]),
+    (lambda ax: viz.figure(squeeze="no"), ValueError, ["figure: squeeze must be True or False"]),
+    (lambda ax: viz.plot_history({"step": [1], "loss": [2.0]}, "h.png", baseline="1.5"),
+     ValueError, ["plot_history: baseline must be a finite number; got '1.5'"]),
 ])
 def test_a_plotting_helper_refuses_what_it_cannot_draw_in_one_line(draw, error, fragments):
     fig, ax = viz.figure()
