@@ -293,6 +293,16 @@ def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
         similarity(model, tokenizer, [])                                  # pad_batch: …
     losses, _ = fine_tune(classifier, tokenizer, ["a b", "c"], [1, 0], steps=1, batch_size=2)
     assert len(losses) == 1, "labels given as a list are taken"
+    # the encoder inside, or the two swapped: an AttributeError ('BertEncoder' … 'embed')
+    from minitf.pretrained.analysis import attention_maps, format_similarity
+    with raises(TypeError, "similarity: model must be the SentenceEncoder that "
+                "pretrained.load() returns first; got BertEncoder (the encoder inside it"):
+        similarity(model.encoder, tokenizer, ["a", "b"])
+    with raises(TypeError, "attention_maps: model must be the SentenceEncoder", "got "
+                "WordPieceTokenizer (model and tokenizer swapped?)"):
+        attention_maps(tokenizer, model, "a")
+    with raises(ValueError, "format_similarity: matrix has shape (2, 2); wanted (3, 3)"):
+        format_similarity(["a", "b", "c"], np.eye(2))                   # "c" was dropped
 
 
 def test_a_path_that_is_no_path_is_named(tmp_path):
@@ -303,6 +313,9 @@ def test_a_path_that_is_no_path_is_named(tmp_path):
                 call(path)                   # expected str, bytes or os.PathLike object, not int
     with raises(TypeError, "read_safetensors: path must be a path", "got None"):
         pretrained.read_safetensors(None)
+    with raises(FileNotFoundError, f"read_safetensors: {tmp_path / 'nope.st'}: No such file or "
+                "directory; wanted a readable .safetensors file"):    # pathlib's, naming no one
+        pretrained.read_safetensors(tmp_path / "nope.st")
 
 
 def test_weights_that_do_not_fit_name_what_is_missing():

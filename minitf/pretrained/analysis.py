@@ -8,13 +8,30 @@ from __future__ import annotations
 
 from minitf import viz
 from minitf.backend import get_array_module, to_numpy
-from minitf.pretrained.tokenizer import check_texts
+from minitf.pretrained.model import BertEncoder, SentenceEncoder
+from minitf.pretrained.tokenizer import WordPieceTokenizer, check_texts
+from minitf.validate import check_int
 
 NEGATION_PAIR = ("my kid likes this movie", "my kid does not like this movie")
 
 
+def _check_loaded(model, tokenizer, where: str) -> None:
+    """TypeError unless (model, tokenizer) are what pretrained.load() returns, in that order:
+    the encoder inside, or the two swapped, failed with an AttributeError of no argument."""
+    if not isinstance(model, SentenceEncoder):
+        hint = (" (the encoder inside it: pass the SentenceEncoder itself)"
+                if isinstance(model, BertEncoder) else
+                " (model and tokenizer swapped?)" if isinstance(model, WordPieceTokenizer) else "")
+        raise TypeError(f"{where}: model must be the SentenceEncoder that pretrained.load() "
+                        f"returns first; got {type(model).__name__}{hint}")
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise TypeError(f"{where}: tokenizer must be the WordPieceTokenizer that "
+                        f"pretrained.load() returns second; got {type(tokenizer).__name__}")
+
+
 def similarity(model, tokenizer, sentences):
     """(n, n) host array of cosine similarities between ``sentences``, a list of strings."""
+    _check_loaded(model, tokenizer, "similarity")
     sentences = check_texts(sentences, "sentences", "similarity")    # not the tokenizer's words
     vectors = model.embed(tokenizer.batch(sentences))                      # (n, d), unit length
     return to_numpy(vectors @ vectors.T)
@@ -22,6 +39,11 @@ def similarity(model, tokenizer, sentences):
 
 def format_similarity(sentences, matrix, width: int = 40) -> str:
     """The matrix as text: one row per sentence, numbered columns, the sentences as row labels."""
+    check_int(width, "width", "format_similarity", what="the labels' width in characters")
+    shape = getattr(matrix, "shape", None)
+    if shape != (len(sentences), len(sentences)):     # else a sentence was dropped, unsaid
+        raise ValueError(f"format_similarity: matrix has shape {shape}; wanted "
+                         f"({len(sentences)}, {len(sentences)}), one row and column per sentence")
     labels = [s if len(s) <= width else s[:width - 1] + "…" for s in sentences]
     lines = [" " * (width + 5) + "".join(f"{j + 1:>7}" for j in range(len(sentences)))]
     for i, (label, row) in enumerate(zip(labels, matrix)):
@@ -32,6 +54,7 @@ def format_similarity(sentences, matrix, width: int = 40) -> str:
 def attention_maps(model, tokenizer, sentence: str):
     """(probs, tokens): every layer's and head's attention weights for one sentence, as a host
     array (layers, h, n, n) -- queries on axis 2, keys on axis 3 -- and its n token strings."""
+    _check_loaded(model, tokenizer, "attention_maps")
     ids = tokenizer.batch([sentence])                                       # (1, n)
     encoder = model.encoder
     encoder(ids)

@@ -34,7 +34,11 @@ def read_safetensors(path) -> dict:
     if Path(path).is_dir():                    # Python's IsADirectoryError named no function
         raise ValueError(f"read_safetensors: {path} is a folder; wanted a .safetensors file (a "
                          f"model directory's model.safetensors)")
-    data = Path(path).read_bytes()
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:                     # pathlib's own words named no function
+        raise type(err)(f"read_safetensors: {path}: {err.strerror}; wanted a "
+                        f"readable .safetensors file") from None
     if len(data) < 8:
         raise ValueError(f"read_safetensors: {path} has {len(data)} bytes; wanted a safetensors "
                          f"file (an 8-byte header length, a JSON header, the tensors)")
