@@ -144,6 +144,13 @@ def test_the_building_blocks_name_what_they_were_given():
         models.build("gpt", {})
     with raises(ValueError, "build: unknown model kind ['lm']"):        # unhashable, raw
         models.build(["lm"], {})
+    # Python's "RNNLM.__init__() got an unexpected keyword argument 'n_heads'", and "missing 1
+    # required positional argument"
+    with raises(ValueError, "build: config has 'n_heads', 'n_layers', 'd_ff' and 8 more, which "
+                "RNNLM does not take; wanted RNNLM's settings"):
+        models.build("rnn", models.DecoderLM(10, 8, 2, 1).config)
+    with raises(ValueError, "build: config lacks 'n_classes', which EncoderClassifier needs"):
+        models.build("classifier", {"vocab_size": 10})
     with raises(TypeError, "initialize: module is a NoneType"):
         initialize(None, "xavier")
     from minitf.nn.init import xavier_uniform

@@ -2,6 +2,8 @@
 Transformer, an encoder classifier with a CLS token, a Vision Transformer, BERT's masked
 language model, an encoder over sets of vectors, and a recurrent language model (the baseline).
 Each has a hand-written backward through the whole model."""
+import inspect
+
 from minitf.models.base import Model
 from minitf.models.classifier import EncoderClassifier, SetEncoder, VisionTransformer
 from minitf.models.encoder import EncoderLM
@@ -21,7 +23,21 @@ def build(kind: str, config: dict) -> Model:
     if not isinstance(config, dict):
         raise TypeError(f"build: config is a {type(config).__name__}; wanted a dict of the "
                         f"model's settings")
-    return MODELS[kind](**config)
+    # named here: Python's "__init__() got an unexpected keyword argument" names no family
+    model = MODELS[kind]
+    takes = inspect.signature(model).parameters
+    unknown = [key for key in config if key not in takes]
+    missing = [name for name, p in takes.items()
+               if p.default is inspect.Parameter.empty and name not in config]
+    if unknown or missing:
+        keys = unknown or missing
+        named = ", ".join(map(repr, keys[:3])) + (f" and {len(keys) - 3} more" if len(keys) > 3
+                                                  else "")
+        got = (f"has {named}, which {model.__name__} does not take" if unknown else
+               f"lacks {named}, which {model.__name__} needs")
+        raise ValueError(f"build: config {got}; wanted {model.__name__}'s settings (the "
+                         f"model.config of one, or a checkpoint's)")
+    return model(**config)
 
 
 __all__ = ["Model", "DecoderLM", "Transformer", "EncoderClassifier", "VisionTransformer",
