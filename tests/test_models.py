@@ -261,6 +261,13 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match=re.escape(
             "RNNLM: cache holds the state of 1 sequence; ids has 2 rows; wanted new_cache()")):
         rnn(backend.randint(0, 7, (2, 1)), cache=state)
+    # another model's state: NumPy's matmul error, and an LSTM that restarted its cell from 0
+    for other, this in ((RNNLM(7, 8, d_hidden=16), "an RNN of d_hidden=16"),
+                        (RNNLM(7, 8, cell="lstm"), "an LSTM of d_hidden=8")):
+        with pytest.raises(ValueError, match=re.escape(
+                f"RNNLM: cache holds an RNN's state of width 8; this model is {this}; wanted "
+                f"this model's new_cache()")):
+            other(backend.randint(0, 7, (1, 1)), cache=state)
     with pytest.raises(ValueError, match="positional must be one of"):
         DecoderLM(7, positional="absolute")
     with pytest.raises(ValueError, match="tgt"):

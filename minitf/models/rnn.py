@@ -9,7 +9,8 @@ CELLS = {"rnn": RNN, "lstm": LSTM}
 class RNNState:
     """The recurrent "cache" for generation: the last state (h, and c for an LSTM) and how many
     tokens it has read. Unlike a KV cache it does not grow: d_hidden numbers per sequence
-    (2·d_hidden for an LSTM: h and c), whatever the length -- everything the model remembers must fit in it."""
+    (2·d_hidden for an LSTM: h and c), whatever the length -- everything the model remembers
+    must fit in it."""
 
     def __init__(self):
         self.h, self.c, self.length = None, None, 0
@@ -62,6 +63,15 @@ class RNNLM(Model):
             raise ValueError(f"RNNLM: cache holds the state of {held} sequence"
                              f"{'s' * (held != 1)}; ids has {ids.shape[0]} rows; wanted "
                              f"new_cache() for another batch")
+        lstm = not isinstance(self.rnn, RNN)
+        if state.h is not None and (state.h.shape[-1] != self.config["d_hidden"]
+                                    or (state.c is not None) != lstm):
+            # another model's: NumPy's matmul error, or an RNN's state whose cell an LSTM
+            # silently started again from 0
+            cell = "an LSTM's" if state.c is not None else "an RNN's"
+            raise ValueError(f"RNNLM: cache holds {cell} state of width {state.h.shape[-1]}; "
+                             f"this model is {'an LSTM' if lstm else 'an RNN'} of d_hidden="
+                             f"{self.config['d_hidden']}; wanted this model's new_cache()")
         x = self.tok_emb(ids)                                   # (b, n, d_model)
         states = (state.h,) if isinstance(self.rnn, RNN) else (state.h, state.c)
         H = self.rnn(x, *states)                                # (b, n, d_hidden)
