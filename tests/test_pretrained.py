@@ -484,3 +484,18 @@ def test_the_replacement_character_is_cleaned_out_as_bert_does():
     assert tokenizer.words("a\ufffdb") == ["ab"]
     assert tokenizer.words("a\x00b \ufffd") == ["ab"]
     assert tokenizer.encode("a\ufffdb") == [2, 4, 3]
+
+
+def test_a_model_folder_that_cannot_be_built_names_its_file(tmp_path):
+    """config.json's num_attention_heads=7 was refused by "MultiHeadAttention: …", and a vocab.txt
+    without [UNK] by "WordPieceTokenizer: …": neither named the file to fix."""
+    folder = _model_folder(tmp_path / "heads")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "num_attention_heads": 7}))
+    with raises(ValueError, f"load: {folder / 'config.json'} describes a model minitf cannot "
+                "build: MultiHeadAttention: d_model=8 is not divisible by n_heads=7"):
+        pretrained.load(folder)
+    unknown = _model_folder(tmp_path / "unk", vocab=["[PAD]", "[CLS]", "[SEP]", *"abcdefgh"])
+    with raises(ValueError, f"load: {unknown / 'vocab.txt'}: WordPieceTokenizer: the vocabulary "
+                "has no [UNK] token"):
+        pretrained.load(unknown)

@@ -199,7 +199,11 @@ def load(path=None):
         check_path(path, "path", "load")
     folder = find_model_dir(path)
     config = _read_config(folder / "config.json")
-    encoder = encoder_from_config(config)
+    try:
+        encoder = encoder_from_config(config)
+    except ValueError as err:         # "MultiHeadAttention: …" named a layer, not the file
+        raise ValueError(f"load: {folder / 'config.json'} describes a model minitf cannot "
+                         f"build: {err}") from None
     tensors = read_safetensors(folder / "model.safetensors")
     held = _blocks_held({name.removeprefix("bert."): array for name, array in tensors.items()})
     if held > config["num_hidden_layers"]:     # the first ones would run, the rest unread, silently
@@ -207,8 +211,13 @@ def load(path=None):
                          f"config.json's num_hidden_layers is {config['num_hidden_layers']}: "
                          f"wanted the same")
     load_weights(encoder, tensors)
-    tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
-                                             max_len=_max_seq_length(folder, config))
+    try:
+        tokenizer = WordPieceTokenizer.from_file(folder / "vocab.txt",
+                                                 max_len=_max_seq_length(folder, config))
+    except ValueError as err:         # "the vocabulary has no [UNK] token" named no file
+        message = str(err)
+        raise ValueError(message if str(folder) in message else
+                         f"load: {folder / 'vocab.txt'}: {message}") from None
     # the tokenizer pads with its [PAD] id and the model masks its pad_token_id: were they two
     # ids, a padded sentence would attend to its padding and embed differently from itself alone
     pad_id = config.get("pad_token_id", 0)
