@@ -301,8 +301,33 @@ def test_a_wrong_body_fails_with_its_hint_and_an_edit_outside_is_reported(hw1, t
     outcome = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
     assert outcome.score == 0.0 and not outcome.edited
     assert "hint: perhaps the classic mistake here: μ or σ treated as constants" in outcome.report
-    path.write_text(path.read_text(encoding="utf-8") + "# a note\n", encoding="utf-8")
-    assert {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].edited
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + "# a note\n", encoding="utf-8")
+    edited = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
+    end = len(text.splitlines()) + 1
+    assert edited.edited and edited.edited_at == f"line {end}"
+    # told where: a student cannot undo an edit that nothing locates
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("def layer_norm(")) + 1
+    path.write_text("".join(lines[:at - 1] + ["\n", "import os\n"] + lines[at - 1:]),
+                    encoding="utf-8")
+    edited = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
+    assert edited.edited_at == f"line {at + 1}", edited.edited_at      # the import, not the blank
+    assert f"(file edited outside its regions, first at line {at + 1})" in homework.table([edited])
+    from minitf.homework.results import gradescope_test
+    assert gradescope_test(edited)["output"].endswith(
+        f"this file was edited outside its solution regions, first at line {at + 1}")
+    del_at = next(i for i, line in enumerate(lines) if line.startswith("from ")) + 1
+    path.write_text("".join(lines[:del_at - 1] + lines[del_at:]), encoding="utf-8")
+    removed = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"].edited_at
+    assert removed == f"line {del_at} (lines removed before it)", removed
+    # a homework made before each frame line had its fingerprint: an edit, not where
+    manifest = json.loads((folder / "homework.json").read_text(encoding="utf-8"))
+    del manifest["frame_lines"]
+    (folder / "homework.json").write_text(json.dumps(manifest), encoding="utf-8")
+    old = {o.name: o for o in homework.grade(folder)}["layer_norm_backward"]
+    assert old.edited and old.edited_at == ""
+    assert "(file edited outside its regions)" in homework.table([old])
 
 
 def test_an_answer_that_does_not_parse_is_not_called_an_edit_outside(hw1, tmp_path):

@@ -78,6 +78,7 @@ class Outcome:
     file_verdict: str = ""  # why its file was not graded, in a word: NotGraded.verdict
     points: float = 1.0     # what it is worth (homework.json's "points"), all or nothing
     warned: str = ""        # what its code wrote to standard error (warnings), as `printed`
+    edited_at: str = ""     # where it was first edited outside its regions: "line 12"
 
     @property
     def score(self) -> float:
@@ -322,13 +323,24 @@ def _outcome(entry: dict, folder: Path, submission, data: dict, budget: Budget,
                 result, text = _grade_one(entry, graded, budget, solutions, fixed, failed)
         except _RegionsChanged as err:
             result, text = Result(stopped=str(err)), ""
-        try:            # a byte-order mark (Windows' Notepad) is no edit: Python skips it
-            edited = R.frame(path.read_text(encoding="utf-8-sig"), path.name) \
-                != data["frames"].get(entry["file"])
-        except ValueError:          # a fence moved or removed: the frame is broken
-            edited = True
+        edited, edited_at = _edited(path, entry["file"], data)
     return Outcome(entry["name"], result, text or result.stopped, time.perf_counter() - start,
-                   edited, printed.shown(), file_verdict, points_of(entry, folder), warned.shown())
+                   edited, printed.shown(), file_verdict, points_of(entry, folder), warned.shown(),
+                   edited_at if edited else "")
+
+
+def _edited(path: Path, file: str, data: dict) -> tuple[bool, str]:
+    """(whether the file graded as ``file`` was edited outside its regions, and where first:
+    "line 12", or "" where homework.json, made before it kept each line's fingerprint, cannot
+    tell). A byte-order mark (Windows' Notepad) is no edit: Python skips it."""
+    text = path.read_text(encoding="utf-8-sig")
+    try:
+        if R.frame(text, path.name) == data["frames"].get(file):
+            return False, ""
+        stored = data.get("frame_lines", {}).get(file)
+        return True, R.first_edit(stored, text, path.name) if isinstance(stored, list) else ""
+    except ValueError:          # a fence moved or removed: the frame is broken
+        return True, ""
 
 
 def _failed(outcomes: list[Outcome], data: dict) -> list:

@@ -193,7 +193,7 @@ def _readme(entries: list, solutions: bool) -> str:
     regions = textwrap.fill(
         "Each body sits between a `# BEGIN SOLUTION` and an `# END SOLUTION` line. Keep those "
         "two lines as they are and change nothing outside them: the grader reads them, and "
-        "reports a file edited elsewhere. " +
+        "reports a file edited elsewhere, and the line where it was first changed. " +
         ("The docstring above each body says what comes in and what must come out." if not own
          else "The docstring above each body, where there is one, and your instructor say what "
               "comes in and what must come out."), width=99)
@@ -348,8 +348,11 @@ def make(out, exercises=(), files=(), solutions=False, points=None) -> Path:
         for entry in entries:
             entry["points"] = worth[entry["name"]]
         (out / "README.md").write_text(_readme(entries, solutions), encoding="utf-8")
+        # each frame line's own fingerprint too: a file edited outside its regions is told where
+        lines = {file: R.frame_lines((out / file).read_text(encoding="utf-8"), Path(file).name)
+                 for file in sorted(frames)}
         manifest = {"minitf homework": 1, "exercises": entries, graded_by.KEY: graded_by_cases,
-                    "frames": dict(sorted(frames.items()))}
+                    "frames": dict(sorted(frames.items())), "frame_lines": lines}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                     encoding="utf-8")
     return out

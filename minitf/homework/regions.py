@@ -20,6 +20,7 @@ reference's text, the starter's text), so the reference comes back by undoing th
 from __future__ import annotations
 
 import ast
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -162,10 +163,45 @@ def splice(ours: str, theirs: str, where: str) -> str | None:
     return "".join(spliced + our_lines[cursor:])
 
 
+def _frame_lines(text: str, where: str) -> list[tuple[int, str]]:
+    """(line number, line) of everything outside the regions' insides, fences included. The
+    markers alone find them: an answer that does not parse has not moved the frame."""
+    lines = text.splitlines(keepends=True)
+    inside = {i for begin, end in _fences(lines, where) for i in range(begin + 1, end)}
+    return [(i + 1, line) for i, line in enumerate(lines) if i not in inside]
+
+
 def frame(text: str, where: str) -> str:
     """A fingerprint of everything outside the regions, fences included: unchanged as long as
     only the regions' insides are edited."""
-    lines = text.splitlines(keepends=True)
-    for begin, end in reversed(_fences(lines, where)):   # the markers only: an answer that does
-        del lines[begin + 1:end]                          # not parse has not moved the frame
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+    return hashlib.sha256("".join(line for _, line in _frame_lines(text, where))
+                          .encode("utf-8")).hexdigest()
+
+
+def _short(line: str) -> str:
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()[:8]
+
+
+def frame_lines(text: str, where: str) -> list[str]:
+    """A short fingerprint of each line of the frame, in order: what first_edit compares."""
+    return [_short(line) for _, line in _frame_lines(text, where)]
+
+
+def first_edit(stored: list, text: str, where: str) -> str:
+    """Where ``text``'s frame first departs from the one whose line fingerprints are ``stored``
+    (frame_lines of the homework as it was made): "line N", or "" where none does."""
+    numbered = _frame_lines(text, where)
+    now = [_short(line) for _, line in numbered]
+    for tag, _, _, start, stop in difflib.SequenceMatcher(None, stored, now,
+                                                          autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if start == len(numbered):
+            return "at its end (lines removed)"
+        if tag == "delete":
+            return f"line {numbered[start][0]} (lines removed before it)"
+        # the first line of the change that is not blank: where the alignment puts an added
+        # blank line is arbitrary, the added code is not
+        shown = next((i for i in range(start, stop) if numbered[i][1].strip()), start)
+        return f"line {numbered[shown][0]}"
+    return ""

@@ -17,11 +17,16 @@ def _verdict(outcome: Outcome) -> str:
     return "error" if result.stopped and not result.rows else "failed"
 
 
+def _at(outcome: Outcome) -> str:
+    """", first at line 12" for a file edited outside its regions, where that is known."""
+    return f", first at {outcome.edited_at}" if outcome.edited_at else ""
+
+
 def table(outcomes: list[Outcome]) -> str:
     """One row per exercise: tensors within tolerance, verdict, score, seconds; then the total."""
     header = ("exercise", "tensors ok", "result", "score", "seconds")
     rows = [(o.name, f"{sum(r.passed for r in o.result.rows)}/{len(o.result.rows)}",
-             _verdict(o) + (" (file edited outside its regions)" if o.edited else ""),
+             _verdict(o) + (f" (file edited outside its regions{_at(o)})" if o.edited else ""),
              f"{o.score:g}/{o.points:g}", f"{o.seconds:.1f}") for o in outcomes]
     widths = [max(len(c) for c in column) for column in zip(header, *rows)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
@@ -44,8 +49,8 @@ def gradescope_test(outcome: Outcome) -> dict:
     o = outcome
     return {"name": o.name, "score": o.score, "max_score": o.points,
             "status": "passed" if o.result.passed else "failed",
-            "output": o.report + ("\n\nthis file was edited outside its solution regions"
-                                  if o.edited else "") +
+            "output": o.report + (f"\n\nthis file was edited outside its solution "
+                                  f"regions{_at(o)}" if o.edited else "") +
             (f"\n\nyour code printed, while it was graded:\n{o.printed}" if o.printed else "") +
             (f"\n\nyour code wrote to standard error (warnings among it), while it was graded:"
              f"\n{o.warned}" if o.warned else "")}
