@@ -14,6 +14,15 @@ def test_scatter_add_adds_every_repeated_index(backend_name):
         target = xp.zeros((4, 2), dtype=dtype)
         array_ops.scatter_add(target, xp.asarray([1, 3, 1, 1]), xp.ones((4, 2), dtype=dtype))
         assert backend.to_numpy(target)[:, 0].tolist() == [0, 3, 0, 1]
+        # rows of their own values, unsorted ids, many repeats: each row lands on its own id
+        # (with ones, rows added in another order than their ids gave the same sums)
+        rng = np.random.default_rng(0)
+        ids, values = rng.integers(0, 5, 40), rng.normal(size=(40, 3)).astype(dtype)
+        target = xp.zeros((5, 3), dtype=dtype)
+        array_ops.scatter_add(target, xp.asarray(ids), xp.asarray(values))
+        wanted = np.zeros((5, 3))
+        np.add.at(wanted, ids, values.astype(np.float64))
+        np.testing.assert_allclose(backend.to_numpy(target), wanted, rtol=1e-5, atol=1e-5)
 
 
 def test_sum_to_shape_undoes_broadcasting(backend_name):

@@ -84,6 +84,19 @@ def test_random_windows_are_shifted_by_one(backend_name):
     assert (y == x + 1).all()                                     # Y = text[:, 1:] of each window
 
 
+def test_random_windows_start_anywhere_in_the_text_about_evenly():
+    """Windows drawn from the first one only, or from the first half of the text, passed every
+    test here: a window's first token is its start, so the starts can be counted."""
+    backend.seed(0)
+    x, _ = data.random_windows(np.arange(30), 6000, 5)
+    counts = np.bincount(backend.to_numpy(x)[:, 0], minlength=30)
+    drawn = np.flatnonzero(counts)
+    assert drawn[0] == 0 and drawn[-1] >= 30 - 5 - 2              # from the first window on
+    assert drawn[-1] <= 30 - 5 - 1                                # (the last whole one at most)
+    share = counts[drawn] / counts.sum()
+    assert share.min() > 0.5 / len(drawn) and share.max() < 1.5 / len(drawn)    # 240 each
+
+
 def test_evaluation_windows_cover_the_text_in_order():
     x, y = data.evaluation_windows(np.arange(25), 6)
     assert x.shape == (4, 6) and (x.reshape(-1) == np.arange(24)).all() and (y == x + 1).all()

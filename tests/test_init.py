@@ -83,6 +83,11 @@ def test_normal_is_the_default_and_draws_what_it_always_drew():
     assert default.config["init"] == "normal"
     for (name, a), (_, b) in zip(default.named_parameters(), normal.named_parameters()):
         assert np.array_equal(backend.to_numpy(a.data), backend.to_numpy(b.data)), name
+    # and what that is: a Linear's W of std 1/√d_in, so x W keeps unit-variance inputs at unit
+    # variance (the two models above are one code path; this is the number itself)
+    backend.seed(3)
+    W = backend.to_numpy(nn.Linear(400, 300).W.data)
+    assert abs(W.std() * np.sqrt(400) - 1) < 0.01 and abs(W.mean()) < 0.002   # 5 standard errors
 
 
 def test_a_config_saved_before_init_existed_still_builds():

@@ -59,6 +59,17 @@ def test_adamw_skips_biases_norms_and_embeddings_by_default():
                        "blocks.blocks.0.self_attn.layer.W_o.W",
                        "blocks.blocks.0.ffn.layer.W_1.W", "blocks.blocks.0.ffn.layer.W_2.W",
                        "head.W"}
+    # and a step decays those alone: with every gradient 0 the Adam step moves nothing, so each
+    # decayed W becomes (1 − lr·λ) W and the rest stay as they were (a list of which to decay
+    # was checked, not what the step did with it)
+    before = {name: backend.to_numpy(p.data).copy() for name, p in model.named_parameters()}
+    model.zero_grad()
+    opt.lr = 0.5
+    opt.step()
+    for name, p in model.named_parameters():
+        factor = 1 - 0.5 * 0.1 if name in decayed else 1.0
+        assert np.allclose(backend.to_numpy(p.data), factor * before[name], rtol=1e-6,
+                           atol=0), name
 
 
 def test_clip_grad_norm_matches_torch():

@@ -102,6 +102,22 @@ def test_history_records_every_step():
     assert history["val_step"] == [3, 4]
 
 
+def test_each_step_moves_the_weights_at_its_own_scheduled_rate():
+    """The lr set after optimizer.step() ran every step at the previous step's rate (step 1 at
+    the full one: no warm-up), and the history, which records the rate set, said nothing."""
+    backend.seed(0)
+    trainer = _trainer()
+    used, step = [], trainer.optimizer.step
+
+    def recording():
+        used.append(trainer.optimizer.lr)              # the rate the update is made with
+        step()
+    trainer.optimizer.step = recording
+    trainer.fit(4, progress=False)
+    assert used == pytest.approx([WarmupCosine(1e-2, 2, 10)(t) for t in (1, 2, 3, 4)])
+    assert used == pytest.approx(trainer.history["lr"])
+
+
 def _saved(tmp_path):
     """A run directory holding one checkpoint. -> the step directory of that checkpoint"""
     backend.seed(0)

@@ -36,11 +36,14 @@ def test_a_lesson_script_saves_beside_lessons(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("shape, panels", [((5, 5), 1), ((3, 5, 6), 3), ((2, 3, 5, 6), 6)])
 def test_attention_grid_draws_one_panel_per_head_and_layer(shape, panels):
-    probs = np.full(shape, 0.2)
+    # each panel its own weights (a constant drew any head in every panel and passed)
+    probs = np.random.default_rng(0).uniform(0.1, 0.9, shape)
     fig = viz.attention_grid(probs, keys=list("abcdef")[:shape[-1]])
     heatmaps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
     assert len(heatmaps) == panels
     assert all(ax.images[0].get_clim() == (0.0, 1.0) for ax in heatmaps), "one fixed [0, 1] scale"
+    drawn = np.stack([np.asarray(ax.images[0].get_array()) for ax in heatmaps])  # row by row
+    assert np.array_equal(drawn, probs.reshape(panels, *shape[-2:])), "panel i is head i"
 
 
 def test_attention_grid_labels_keys_once_per_column_and_keeps_many_labels_apart():
