@@ -135,9 +135,19 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     if matrix.ndim != 2 or matrix.size == 0:
         raise ValueError(f"heatmap: matrix has shape {matrix.shape}; wanted (rows, columns), "
                          f"at least one of each")
-    if hide is not None and np.shape(hide) != matrix.shape:
-        raise ValueError(f"heatmap: hide has shape {np.shape(hide)}; wanted {matrix.shape}, "
-                         f"the shape of matrix")
+    if hide is not None:
+        # ragged rows failed in NumPy's words, and 0.5s or strings were cast to True unsaid
+        try:
+            hide = np.asarray(to_numpy(hide) if is_array(hide) else hide)
+        except ValueError:
+            raise ValueError("heatmap: hide has rows of different lengths; wanted a boolean "
+                             f"array of shape {matrix.shape}, the shape of matrix") from None
+        if hide.shape != matrix.shape:
+            raise ValueError(f"heatmap: hide has shape {hide.shape}; wanted {matrix.shape}, "
+                             f"the shape of matrix")
+        if hide.dtype != bool:
+            raise ValueError(f"heatmap: hide has dtype {hide.dtype}; wanted bool (True = the "
+                             f"cell drawn empty), e.g. matrix == 0")
     n_rows, n_cols = matrix.shape
     check_labels(x_labels, "x_labels", n_cols, "column", "heatmap")
     check_labels(y_labels, "y_labels", n_rows, "row", "heatmap")
@@ -151,8 +161,7 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
         except (TypeError, ValueError):
             raise ValueError(f"heatmap: annotate must be a format for fractional numbers, such "
                              f"as '.2f' or '.0f'; got {annotate!r}") from None
-    hidden = np.zeros(matrix.shape, bool) if hide is None else \
-        np.asarray(to_numpy(hide) if is_array(hide) else hide, dtype=bool)
+    hidden = np.zeros(matrix.shape, bool) if hide is None else hide
     refuse_non_finite(matrix, "matrix", "heatmap", hidden)
     shown = np.ma.masked_array(matrix, mask=hidden)
     palette = colormaps[cmap].with_extremes(bad="white")

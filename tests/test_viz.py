@@ -113,6 +113,10 @@ def test_cost_table_draws_every_operation_and_splits_its_colours_at_the_ridge():
      ["heatmap: x_labels has 1 label;", "wanted 3, one per column"]),
     (lambda ax: viz.heatmap(ax, np.zeros((2, 3)), hide=np.zeros((3, 2), bool)), ValueError,
      ["heatmap: hide has shape (3, 2)", "wanted (2, 3)"]),
+    (lambda ax: viz.heatmap(ax, np.zeros((2, 2)), hide=[[1], [0, 1]]), ValueError,
+     ["heatmap: hide has rows of different lengths"]),                  # NumPy's inhomogeneous
+    (lambda ax: viz.heatmap(ax, np.zeros((2, 2)), hide=np.full((2, 2), 0.5)), ValueError,
+     ["heatmap: hide has dtype float64; wanted bool"]),                 # every cell hidden
     (lambda ax: viz.attention_grid(np.full((3, 3), 1 / 3), queries=list("ab")), ValueError,
      ["attention_grid: queries has 2 labels;", "wanted 3, one per query"]),
     (lambda ax: viz.curves(ax, [1, 2, 3], [1, 2, 3]), TypeError,
