@@ -64,6 +64,25 @@ def test_code_that_opens_the_reference_s_solutions_scores_0_and_sees_nothing(mad
     assert outcomes["layer_norm_backward"].result.passed                 # the others as they are
 
 
+def test_a_traceback_the_student_prints_is_no_read_and_shows_no_solution(made, tmp_path, capsys):
+    """Its lines are looked up in the hidden cache, then in the file, which is refused: scored 0
+    for reading, the student who printed an error they caught lost the exercise."""
+    hw, key = made
+    body = """import sys, traceback, minitf.functional.softmax
+    mine = sys.modules["minitf.functional.softmax"]
+    try:
+        mine.softmax("not an array")          # raises in the reference's softmax.py
+    except Exception:
+        traceback.print_exc()
+    import linecache
+    assert mine.__file__ not in linecache.cache.copy(), "its lines shown"
+    """ + RIGHT
+    outcome = {o.name: o for o in homework.grade(hw, _submission(key, tmp_path, body))}
+    assert outcome["softmax_backward"].result.passed, outcome["softmax_backward"].report
+    assert "tried to read" not in outcome["softmax_backward"].report
+    assert RIGHT not in outcome["softmax_backward"].printed + capsys.readouterr().out
+
+
 def test_the_grader_s_own_reads_and_a_right_answer_go_through(made, tmp_path):
     """A traceback's source lines are read by the grader, after the student's code returned."""
     hw, key = made

@@ -12,9 +12,10 @@ refuses those whose call stack holds a frame of the student's file: the grader's
 traceback's source lines, after the student's code has returned) go through. What the grader
 read is then in ``linecache``, where ``inspect.getsource`` found it without opening anything:
 while the block runs, that cache hides a solution file's lines from the student's code, which
-must open the file, and is refused. It narrows the way
-in, it does not close it: the code runs in the grader's process, beside the reference's
-functions in memory (the README says so)."""
+must then open the file, and is refused. Only asking for the source (``inspect.getsource``)
+counts as reading it: a traceback the student prints looks its lines up too, and is given
+none, unscored. It narrows the way in, it does not close it: the code runs in the grader's
+process, beside the reference's functions in memory (the README says so)."""
 from __future__ import annotations
 
 import linecache
@@ -51,6 +52,25 @@ def _student_is_calling() -> bool:
     return False
 
 
+# inspect's ways of asking for a file's source (not findsource alone, which inspect.stack's
+# context lines go through too); linecache's other readers, a traceback's lines, show a line
+# here and there of what ran, and are not reading
+_ASKING_FOR_SOURCE = ("getsource", "getsourcelines", "getcomments")
+
+
+def _a_lookup_of_lines() -> bool:
+    """Whether this open is linecache fetching a file's lines for a traceback or a frame's
+    context, not for inspect.getsource and its kin."""
+    frame, lookup = sys._getframe(2), False
+    while frame is not None:
+        name = os.path.basename(frame.f_code.co_filename)
+        if name == "inspect.py" and frame.f_code.co_name in _ASKING_FOR_SOURCE:
+            return False
+        lookup = lookup or name == "linecache.py"
+        frame = frame.f_back
+    return lookup
+
+
 def _refuse(event: str, args: tuple) -> None:
     if event != "open" or _watching["student"] is None:
         return
@@ -59,7 +79,8 @@ def _refuse(event: str, args: tuple) -> None:
         return                                      # a file descriptor: nothing named
     solution = _a_solution(os.fsdecode(path))
     if solution is not None and _student_is_calling():
-        _watching["read"].append(solution)
+        if not _a_lookup_of_lines():                # a traceback printed: no lines, no 0
+            _watching["read"].append(solution)
         raise PermissionError(f"{solution.name} holds minitf's own solutions, which the "
                               f"code being graded may not read")
 
@@ -83,6 +104,22 @@ class _LinesHidden(dict):
 
     def get(self, filename, default=None):
         return default if self._hidden(filename) else dict.get(self, filename, default)
+
+    def _shown(self) -> dict:
+        """The entries the caller may see: all of them but the solutions' for the student."""
+        if not _student_is_calling():
+            return dict(dict.items(self))
+        return {k: v for k, v in dict.items(self)
+                if not (isinstance(k, str) and _a_solution(k) is not None)}
+
+    def items(self):
+        return self._shown().items()
+
+    def values(self):
+        return self._shown().values()
+
+    def copy(self):
+        return self._shown()
 
 
 def _same_file(a, b) -> bool:
