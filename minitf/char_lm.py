@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from minitf.optim import AdamW, WarmupCosine
 from minitf.resume_checks import (check_resume, check_same_characters,
                                   refuse_a_folder_of_other_files, refuse_a_step_directory,
                                   refuse_to_overwrite)
-from minitf.train import STOPPING_SIGNALS, Trainer, stop_on_signals
+from minitf.train import STOPPING_SIGNALS, StoppedAtOnce, Trainer, stop_on_signals
 from minitf.validate import check_int, check_path, check_probability, check_real
 
 DEFAULT_OUT = "runs/lm"
@@ -87,7 +88,8 @@ class RunConfig:
                 check_int(value, name, where, low=low)
         for name, low, low_open in (("lr", 0, True), ("weight_decay", 0, False),
                                     ("clip", 0, True)):
-            check_real(getattr(self, name), name, where, low=low, low_open=low_open)
+            if not (name == "clip" and self.clip is None):       # None: no clipping (Trainer)
+                check_real(getattr(self, name), name, where, low=low, low_open=low_open)
         check_probability(self.dropout, "dropout", where)
         for name in ("text", "out", "resume"):
             if getattr(self, name) is not None:
@@ -163,6 +165,24 @@ def _save(out: Path, model, trainer, tokenizer, extra: dict) -> None:
         raise rundir.RunDirectoryError(
             f"the run directory {out} (--out): could not save the checkpoint of step "
             f"{trainer.step} ({err.strerror}); any earlier checkpoint there is untouched") from None
+
+
+@contextmanager
+def _saying_what_was_saved(out: Path):
+    """A second Ctrl-C or SIGTERM stops at once, whatever ran (a step, the held-out loss, the
+    last save): its line says which checkpoint is the run's now (it said "interrupted")."""
+    try:
+        yield
+    except StoppedAtOnce as err:
+        try:
+            step = checkpoint.read_meta(out)["step"]
+            saved = (f"the last checkpoint saved is step {step}'s, in {out}/ (to continue: "
+                     f"minitf train --resume {shlex.quote(str(out))})")
+        except (checkpoint.CheckpointError, OSError, KeyError):
+            saved = f"no checkpoint was saved in {out}/"
+        stopped = KeyboardInterrupt(f"{err}; {saved}")
+        stopped.signum = err.signum
+        raise stopped from None
 
 
 def _stopped(trainer, when: str, out: Path, hint: str) -> KeyboardInterrupt:
@@ -250,7 +270,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     # signals) until the last checkpoint is saved: a SIGTERM while the held-out loss was measured
     # (a second or two) killed the run with its steps since a periodic save unsaved. One then
     # waits for that checkpoint, and the report and samples are skipped.
-    with stop_on_signals(trainer):
+    with _saying_what_was_saved(out), stop_on_signals(trainer):
         log(f"model: {_describe(model)}, on {backend_name()}")
         # said once, so that the progress's val and the held-out loss at the end are not taken
         # for one number that moved (they differ by up to about 0.06)

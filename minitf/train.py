@@ -280,6 +280,16 @@ class Trainer:
 STOPPING_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 
+class StoppedAtOnce(KeyboardInterrupt):
+    """A second Ctrl-C or SIGTERM: the step under way, or whatever ran, is abandoned. ``signum``
+    is the signal's number (the exit status is 128 + it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"interrupted ({STOPPING_SIGNALS.get(signum, signum)}) a second time: "
+                         f"stopped at once")
+        self.signum = signum
+
+
 @contextmanager
 def stop_on_signals(trainer: Trainer):
     """Ctrl-C (SIGINT), or the SIGTERM that timeout, docker stop and Slurm send, asks the trainer
@@ -288,7 +298,7 @@ def stop_on_signals(trainer: Trainer):
     nothing to catch."""
     def request_stop(signum, frame):
         if trainer.stop_requested:
-            raise KeyboardInterrupt
+            raise StoppedAtOnce(signum)
         trainer.stop_requested = signum
     previous = {}
     try:

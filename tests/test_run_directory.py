@@ -425,19 +425,36 @@ def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tm
     assert not (run / "lock").exists()
 
 
-def test_a_sigterm_while_the_held_out_loss_is_measured_waits_for_the_last_checkpoint(
-        text, tmp_path, monkeypatch, capsys):
-    """After the last step, the held-out loss takes a second or two: a SIGTERM there killed the
-    run, and the steps since its last periodic save were lost."""
-    held_out_loss = char_lm._held_out_loss
-    calls = []
+@pytest.fixture
+def sigterm_reaches_the_test():
+    """SIGTERM, sent by a test to its own process, raises here unless minitf train catches it:
+    Python's default would end the whole test session (as it did, a fix reverted)."""
+    def uncaught(signum, frame):
+        raise AssertionError("a SIGTERM reached the test: minitf train did not catch it")
+    previous = signal.signal(signal.SIGTERM, uncaught)
+    yield
+    signal.signal(signal.SIGTERM, previous)
 
-    def sigterm_at_the_end(model, x, y):
+
+def _sigterms_at_the_end(monkeypatch, count: int) -> list:
+    """``count`` SIGTERMs as the held-out loss of all 70 windows is measured, after the last step
+    (the progress's are of 64). -> the sizes the held-out loss was called with"""
+    held_out_loss, calls = char_lm._held_out_loss, []
+
+    def sigterms(model, x, y):
         calls.append(len(x))
-        if len(x) > 64:                   # all 70 windows: the end's (the progress's are 64)
+        for _ in range(count if len(x) > 64 else 0):
             os.kill(os.getpid(), signal.SIGTERM)
         return held_out_loss(model, x, y)
-    monkeypatch.setattr(char_lm, "_held_out_loss", sigterm_at_the_end)
+    monkeypatch.setattr(char_lm, "_held_out_loss", sigterms)
+    return calls
+
+
+def test_a_sigterm_while_the_held_out_loss_is_measured_waits_for_the_last_checkpoint(
+        text, tmp_path, monkeypatch, capsys, sigterm_reaches_the_test):
+    """After the last step, the held-out loss takes a second or two: a SIGTERM there killed the
+    run, and the steps since its last periodic save were lost."""
+    calls = _sigterms_at_the_end(monkeypatch, 1)
     run = tmp_path / "run"
     assert train(text, "--steps", "25", "--save-every", "10", "--out", str(run)) == 128 + 15
     assert calls[-1] == 70 and calls.count(70) == 1
@@ -449,6 +466,34 @@ def test_a_sigterm_while_the_held_out_loss_is_measured_waits_for_the_last_checkp
         f"minitf train: interrupted (SIGTERM) after its last step (25 of 25), with a held-out "
         f"loss of {saved['extra']['figures']['val_loss']:.3f}; checkpoint saved to {run}/; to "
         f"sample it: minitf generate --checkpoint {run}")
+
+
+def test_a_second_sigterm_stops_at_once_and_names_the_checkpoint_that_is_left(
+        text, tmp_path, monkeypatch, capsys, sigterm_reaches_the_test):
+    """It ended in a bare "minitf train: interrupted", status 130 for a SIGTERM, the steps since
+    the last periodic save gone and the checkpoint that was left unnamed."""
+    _sigterms_at_the_end(monkeypatch, 2)
+    run = tmp_path / "run"
+    assert train(text, "--steps", "25", "--save-every", "10", "--out", str(run)) == 128 + 15
+    assert checkpoint.read_meta(run)["step"] == 20
+    assert one_line(capsys) == (
+        f"minitf train: interrupted (SIGTERM) a second time: stopped at once; the last "
+        f"checkpoint saved is step 20's, in {run}/ (to continue: minitf train --resume {run})")
+
+
+def test_a_sigterm_as_model_is_printed_is_caught(text, tmp_path, sigterm_reaches_the_test):
+    """A script waits for "model:" before it signals; the handlers were set after it, and one
+    sent just then killed the run without a word."""
+    def log(line):
+        if line.startswith("model:"):
+            os.kill(os.getpid(), signal.SIGTERM)
+    config = char_lm.RunConfig(text=text, steps=30, d_model=16, n_heads=2, n_layers=1,
+                               context=16, batch_size=4, progress=False, out=str(tmp_path / "r"))
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        char_lm.run(config, log=log)
+    assert str(stopped.value).startswith("interrupted (SIGTERM) at step 0 of 30; checkpoint "
+                                         f"saved to {tmp_path / 'r'}/")
+    assert stopped.value.signum == signal.SIGTERM
 
 
 def test_a_run_stopped_while_its_samples_print_has_its_plot(text, tmp_path, monkeypatch):
