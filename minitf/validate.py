@@ -207,7 +207,7 @@ def _got(value) -> str:
     """What a number's check got, in a line: an array (two arguments swapped, say) by its dtype
     and shape, not its every entry; anything else by its repr, cut short."""
     if is_array(value) and getattr(value, "ndim", 0) > 0:
-        article = "an" if str(value.dtype)[0] in "aeiou" else "a"
+        article = "an" if str(value.dtype)[0] in "aeio" else "a"      # a uint8, an int64
         return f"{article} {value.dtype} array of shape {tuple(value.shape)}"
     import reprlib
     return reprlib.repr(value)

@@ -300,7 +300,9 @@ def test_pad_batch_takes_uint64_ids_that_fit_int64():
     (lambda ids: data.evaluation_windows(4, ids), "evaluation_windows: n must be a positive "
      "integer, the window's length; got an int64 array of shape (50,)"),
     (lambda ids: data.bigram_loss(ids, ids, ids.astype(np.float64)), "bigram_loss: vocab_size "
-     "must be a positive integer, the number of tokens; got a float64 array of shape (50,)")])
+     "must be a positive integer, the number of tokens; got a float64 array of shape (50,)"),
+    (lambda ids: data.bigram_loss(ids, ids, ids.astype(np.uint8)), "bigram_loss: vocab_size "
+     "must be a positive integer, the number of tokens; got a uint8 array of shape (50,)")])
 def test_an_array_where_a_number_goes_is_said_in_one_line(call, message):
     """Two arguments swapped: the check printed the whole array, over many lines."""
     with pytest.raises(ValueError) as refused:

@@ -228,3 +228,4 @@ def test_a_run_config_from_python_is_checked_field_by_field_when_made(field, val
         char_lm.RunConfig(**{field: value})
     assert str(refused.value).startswith(f"RunConfig: {field} must ")
     assert wanted in str(refused.value) and repr(value) in str(refused.value)
+    char_lm.RunConfig(clip=None, d_ff=None, warmup=None)     # None means: none, 4·d, a tenth

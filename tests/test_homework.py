@@ -468,3 +468,14 @@ def test_bad_input_is_one_line_and_exit_2(hw1, tmp_path, capsys):
                                                          capsys)
     assert "--file missing.py: no such file" in _one_line_error(
         ["homework", "make", "--file", "missing.py", "--out", str(tmp_path / "y")], capsys)
+
+
+def test_where_a_frame_was_first_edited_counts_lines_as_an_editor_does():
+    """str.splitlines also ends a line at a form feed or U+2028: the line numbers drifted. And
+    lines cut from the end read "first at at its end"."""
+    from minitf.homework import regions as R
+    text = "# page one\x0c\nx = '''a\u2028b'''\n# BEGIN SOLUTION\npass\n# END SOLUTION\ny = 1\nz = 2\n"
+    stored = R.frame_lines(text, "f.py")
+    assert R.first_edit(stored, text.replace("y = 1", "y = 3"), "f.py") == "line 6"
+    assert R.first_edit(stored, text.replace("pass", "return 2"), "f.py") == ""   # inside
+    assert R.first_edit(stored, text.replace("z = 2\n", ""), "f.py") == "its end (lines removed)"

@@ -303,6 +303,8 @@ def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
         attention_maps(tokenizer, model, "a")
     with raises(ValueError, "format_similarity: matrix has shape (2, 2); wanted (3, 3)"):
         format_similarity(["a", "b", "c"], np.eye(2))                   # "c" was dropped
+    assert format_similarity(["a", "b"], np.eye(2).tolist()) == format_similarity(["a", "b"],
+                                                                                  np.eye(2))
 
 
 def test_a_path_that_is_no_path_is_named(tmp_path):
@@ -494,6 +496,10 @@ def test_a_model_folder_that_cannot_be_built_names_its_file(tmp_path):
     (folder / "config.json").write_text(json.dumps({**config, "num_attention_heads": 7}))
     with raises(ValueError, f"load: {folder / 'config.json'} describes a model minitf cannot "
                 "build: MultiHeadAttention: d_model=8 is not divisible by n_heads=7"):
+        pretrained.load(folder)
+    (folder / "config.json").write_text(json.dumps({**config, "hidden_act": "relu"}))
+    with raises(ValueError, f"load: {folder / 'config.json'} describes a model minitf cannot "
+                "build: hidden_act='relu', "):                  # the file named once, not twice
         pretrained.load(folder)
     unknown = _model_folder(tmp_path / "unk", vocab=["[PAD]", "[CLS]", "[SEP]", *"abcdefgh"])
     with raises(ValueError, f"load: {unknown / 'vocab.txt'}: WordPieceTokenizer: the vocabulary "

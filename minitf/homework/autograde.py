@@ -333,8 +333,8 @@ def _edited(path: Path, file: str, data: dict) -> tuple[bool, str]:
     """(whether the file graded as ``file`` was edited outside its regions, and where first:
     "line 12", or "" where homework.json, made before it kept each line's fingerprint, cannot
     tell). A byte-order mark (Windows' Notepad) is no edit: Python skips it."""
-    text = path.read_text(encoding="utf-8-sig")
-    try:
+    try:                        # (a file its own code rewrote as no UTF-8: an edit too)
+        text = path.read_text(encoding="utf-8-sig")
         if R.frame(text, path.name) == data["frames"].get(file):
             return False, ""
         stored = data.get("frame_lines", {}).get(file)

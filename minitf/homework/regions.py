@@ -165,8 +165,11 @@ def splice(ours: str, theirs: str, where: str) -> str | None:
 
 def _frame_lines(text: str, where: str) -> list[tuple[int, str]]:
     """(line number, line) of everything outside the regions' insides, fences included. The
-    markers alone find them: an answer that does not parse has not moved the frame."""
-    lines = text.splitlines(keepends=True)
+    markers alone find them: an answer that does not parse has not moved the frame. Lines end
+    at a newline only, as an editor counts them (str.splitlines also ends one at a form feed
+    or U+2028, and the line numbers drifted)."""
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     inside = {i for begin, end in _fences(lines, where) for i in range(begin + 1, end)}
     return [(i + 1, line) for i, line in enumerate(lines) if i not in inside]
 
@@ -197,7 +200,7 @@ def first_edit(stored: list, text: str, where: str) -> str:
         if tag == "equal":
             continue
         if start == len(numbered):
-            return "at its end (lines removed)"
+            return "its end (lines removed)"
         if tag == "delete":
             return f"line {numbered[start][0]} (lines removed before it)"
         # the first line of the change that is not blank: where the alignment puts an added

@@ -40,7 +40,8 @@ def similarity(model, tokenizer, sentences):
 def format_similarity(sentences, matrix, width: int = 40) -> str:
     """The matrix as text: one row per sentence, numbered columns, the sentences as row labels."""
     check_int(width, "width", "format_similarity", what="the labels' width in characters")
-    shape = getattr(matrix, "shape", None)
+    import numpy as np
+    shape = np.shape(matrix)                       # a list of lists as well as an array
     if shape != (len(sentences), len(sentences)):     # else a sentence was dropped, unsaid
         raise ValueError(f"format_similarity: matrix has shape {shape}; wanted "
                          f"({len(sentences)}, {len(sentences)}), one row and column per sentence")

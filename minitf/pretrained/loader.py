@@ -202,8 +202,9 @@ def load(path=None):
     try:
         encoder = encoder_from_config(config)
     except ValueError as err:         # "MultiHeadAttention: …" named a layer, not the file
+        why = str(err).removeprefix("config.json: ")            # (said once, in the prefix)
         raise ValueError(f"load: {folder / 'config.json'} describes a model minitf cannot "
-                         f"build: {err}") from None
+                         f"build: {why}") from None
     tensors = read_safetensors(folder / "model.safetensors")
     held = _blocks_held({name.removeprefix("bert."): array for name, array in tensors.items()})
     if held > config["num_hidden_layers"]:     # the first ones would run, the rest unread, silently
