@@ -418,3 +418,34 @@ def test_a_trainer_whose_lr_is_zero_saves_and_resumes(tmp_path):
     again = Trainer(saved.model, AdamW(saved.model, 1e-3), batches=None)
     checkpoint.resume(saved, again)
     assert again.step == 4 and again.optimizer.lr == 0.0
+
+
+def test_a_listed_checkpoint_holding_a_file_of_yours_outlives_the_pruning(tmp_path):
+    """Past KEEP a save removes the oldest listed step directory: one that holds a notes.txt of
+    the user's besides the checkpoint is kept, file and all (with the check of what a folder
+    holds gone, it was removed whole, and no test saw it)."""
+    directory = tmp_path / "run"
+    trainer = _small()
+    _save_step(directory, trainer, 1)
+    (directory / "step-000001" / "notes.txt").write_text("mine")
+    for step in (2, 3, 4, 5):
+        _save_step(directory, trainer, step)
+    assert (directory / "checkpoints.txt").read_text().split() == [
+        "step-000005", "step-000004", "step-000003"]
+    assert (directory / "step-000001" / "notes.txt").read_text() == "mine"
+    assert _intact_step(directory / "step-000001") == 1
+    assert not (directory / "step-000002").exists()                # the plain one went
+
+
+def test_a_stale_temporary_naming_a_listed_checkpoint_removes_nothing(tmp_path):
+    """A leftover .checkpoints.txt.<pid>.tmp whose first line names a step directory that
+    checkpoints.txt lists (the current one, here): clean must not take it for a save's
+    never-current rename."""
+    directory = tmp_path / "run"
+    trainer = _small()
+    for step in (1, 2):
+        _save_step(directory, trainer, step)
+    (directory / ".checkpoints.txt.4242.tmp").write_text("step-000002\nstep-000001\n")
+    checkpoint.clean(directory)
+    assert _intact_step(directory) == 2 and _intact_step(directory / "step-000001") == 1
+    assert not (directory / ".checkpoints.txt.4242.tmp").exists()

@@ -83,6 +83,23 @@ def fast_run(tmp_path_factory):
     return out, result.stdout
 
 
+def test_generate_without_flags_is_generate_with_the_defaults_its_help_states(fast_run, capsys):
+    """--max-new-tokens 30 or --seed 1 as the defaults, the help still saying 300 and 0, passed
+    every test (the help's defaults were checked for train only)."""
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.choices and "generate" in a.choices)
+    helps = {a.dest: a.help for a in commands.choices["generate"]._actions}
+    stated = {flag: re.search(r"\(([0-9.]+)[;)]", helps[flag]).group(1)
+              for flag in ("max_new_tokens", "temperature", "seed")}
+    assert stated == {"max_new_tokens": "300", "temperature": "0.8", "seed": "0"}, stated
+    run = ["generate", "--checkpoint", str(fast_run[0]), "--prompt", "The "]
+    assert cli.main(run) == 0
+    plain = capsys.readouterr().out
+    assert cli.main([*run, *(f"--{flag.replace('_', '-')}={value}"
+                             for flag, value in stated.items())]) == 0
+    assert capsys.readouterr().out == plain and len(plain.rstrip("\n")) >= 300
+
+
 def test_train_fast_reports_against_the_bigram_and_saves(fast_run):
     out, stdout = fast_run
     assert "held-out loss" in stdout and "bigram" in stdout and "--- sample 1" in stdout
@@ -146,6 +163,7 @@ def test_info_prints_the_cost_model(capsys, fast_run):
     assert cli.main(["info", "--d-model", "64", "--n-layers", "2", "--context", "32"]) == 0
     out = capsys.readouterr().out
     assert "parameters (exact)" in out and "KV cache" in out and "2·L·b·n·d = 8,192" in out
+    assert "KV cache at full context           32.77kB" in out, out    # 4 bytes (float32) each
     assert cli.main(["info", "--checkpoint", str(fast_run[0])]) == 0
 
 

@@ -158,3 +158,13 @@ def test_a_config_may_leave_d_ff_to_the_model_but_not_misname_a_key():
     assert lm_cost_of(dict(LM, d_ff=None)) == lm_cost(50, 16, 1, None, context=12, n_heads=2)
     with raises(ValueError, "config has 'hidden'", "DecoderLM does not take"):
         lm_cost_of(dict(LM, hidden=40))
+
+
+def test_training_is_three_forwards_and_an_untied_head_is_an_embedding_parameter():
+    """2 × forward passed (minitf info's label says ≈ 3 ×), and an untied output layer left out
+    of the embedding parameters too."""
+    V, d, L, n, b = 50, 16, 2, 12, 4
+    cost = lm_cost(V, d, L, 40, context=n, batch_size=b, positional="learned",
+                   tie_weights=False, n_heads=2)
+    assert cost["training_flops_per_step"] == 3 * cost["forward_flops_per_token"] * b * n
+    assert cost["embedding_parameters"] == V * d + n * d + d * V       # E, P and the head

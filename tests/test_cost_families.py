@@ -157,3 +157,28 @@ def test_bad_input_to_the_family_costs_is_one_line(call, error, fragments):
 def test_a_classifier_with_segments_counts_its_segment_table():
     model = EncoderClassifier(13, 3, d_model=8, n_heads=2, n_layers=1, max_len=6, n_segments=2)
     assert f"{model.num_parameters():,}" in describe_cost("classifier", model.config)
+
+
+@pytest.mark.parametrize("cell, gates", [("rnn", 1), ("lstm", 4)])
+def test_the_recurrent_flops_are_two_per_multiply_add_of_each_product(cell, gates):
+    """Halved, or with the batch left out, no test saw it, and minitf info printed it."""
+    V, d, d_h, n, b = 23, 8, 11, 9, 3
+    cost = rnn_cost(V, d, d_h, cell, context=n, batch_size=b)
+    # a token: x_t W_x (d × g·d_h), h_{t−1} W_h (d_h × g·d_h), the head h_t W (d_h × V)
+    per_token = 2 * d * gates * d_h + 2 * d_h * gates * d_h + 2 * d_h * V
+    assert cost["forward_flops_per_token"] == per_token
+    assert cost["training_flops_per_step"] == 3 * per_token * b * n    # the backward: twice
+    assert cost["decode_flops"] == b * per_token                        # one token a sequence
+    one = rnn_cost(V, d, d_h, cell, context=n, batch_size=1)
+    assert cost["training_flops_per_step"] == b * one["training_flops_per_step"]
+
+
+def test_the_encoder_decoder_forward_flops_count_every_product_once():
+    """Cross-attention's k and v of the memory (N·2d² per layer) were left out unseen."""
+    b, N, M, d, L, d_ff, V = 2, 7, 4, 8, 2, 12, 9
+    cost = seq2seq_cost(N, M, 9, V, d, 2, L, d_ff, batch_size=b)
+    encoder = N * (2 * 4 * d * d + 2 * 2 * d * d_ff + 4 * N * d)     # q k v o, the FFN, scores
+    decoder = M * (2 * 4 * d * d + 2 * 2 * d * d + 2 * 2 * d * d_ff   # self q k v o, cross q o
+                   + 4 * M * d + 4 * N * d)                           # self and cross scores
+    memory = N * 2 * 2 * d * d                                        # cross k, v of N tokens
+    assert cost["forward_flops"] == b * (L * (encoder + decoder + memory) + M * 2 * d * V)

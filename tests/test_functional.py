@@ -224,6 +224,11 @@ def test_sinusoidal_table_formula(float64):
     assert table[p, 2 * i + 1] == pytest.approx(math.cos(p / 10000 ** (2 * i / 6)))
     np.testing.assert_allclose(host(F.sinusoidal_table(3, 6, offset=4)), table[4:7])
     assert F.sinusoidal_table(4, 5).shape == (4, 5)                 # odd widths work too
+    # and the layer adds that table, of base 10000 (its default is every such model's: 1000
+    # there went unseen but by lesson 08)
+    from minitf.nn import SinusoidalPositionalEncoding
+    added = host(SinusoidalPositionalEncoding(6)(backend.to_device(np.zeros((2, 7, 6)))))
+    np.testing.assert_allclose(added, np.broadcast_to(table, (2, 7, 6)), atol=1e-12)
 
 
 def test_rope_scores_depend_only_on_relative_position(float64):

@@ -128,6 +128,25 @@ def test_the_optimizer_is_adamw_with_betas_0_9_and_0_95(tiny_run):
     optimizer = tiny_run["trainer"].optimizer
     assert type(optimizer).__name__ == "AdamW" and optimizer.betas == (0.9, 0.95)
     assert optimizer.weight_decay == 0.1
+    assert tiny_run["trainer"].clip == 1.0        # no flag sets it: only a test sees it change
+
+
+def test_the_samples_at_the_end_are_drawn_at_the_temperature_they_print(tmp_path, monkeypatch):
+    """The README and the sample's header say 0.8; the call could say another."""
+    from minitf import char_lm
+    drawn, lines = [], []
+
+    def recording(*args, **kwargs):
+        drawn.append(kwargs.get("temperature"))
+        return generate(*args, **kwargs)
+    generate = char_lm.generate
+    monkeypatch.setattr(char_lm, "generate", recording)
+    text = tmp_path / "t.txt"
+    text.write_text("the cat sat on the mat. " * 60)
+    char_lm.run(char_lm.RunConfig.fast(text=str(text), out=str(tmp_path / "r"), steps=4,
+                                       progress=False), log=lines.append)
+    headers = [line for line in lines if "--- sample" in line]
+    assert drawn == [0.8] and len(headers) == 1 and "temperature 0.8)" in headers[0]
 
 
 def test_the_train_loss_is_the_mean_of_the_last_20_steps(tiny_run):

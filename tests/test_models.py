@@ -147,6 +147,11 @@ def test_sampling_rules(seeded):
     assert np.abs(counts - [0.5, 0.3, 0.15, 0.05]).max() < 0.05
     cold = np.bincount(backend.to_numpy(sample_next(logits, temperature=0.1)), minlength=4)
     assert cold[0] > 1960                   # p1/p0 = 0.6^10 ≈ 0.006
+    # τ = 2 flattens: p ∝ p^(1/2), [0.5, 0.3, 0.15, 0.05] → [0.40, 0.31, 0.22, 0.13] (a τ taken
+    # as min(τ, 1) left it at τ = 1, and only lesson 12 saw it)
+    hot = np.bincount(backend.to_numpy(sample_next(logits, temperature=2.0)), minlength=4) / 2000
+    flat = np.sqrt([0.5, 0.3, 0.15, 0.05]) / np.sqrt([0.5, 0.3, 0.15, 0.05]).sum()
+    assert np.abs(hot - flat).max() < 0.04 and np.abs(counts - flat).max() > 0.08
     with pytest.raises(ValueError, match="temperature"):
         sample_next(logits, temperature=0)
 

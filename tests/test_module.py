@@ -139,6 +139,21 @@ def test_attention_keeps_q_k_and_v_and_nothing_around_them(backend_name, positio
     assert sum(held.values()) == q.nbytes + k.nbytes + v.nbytes
 
 
+def test_a_rope_layer_turns_q_and_k_by_the_angles_of_base_10000(backend_name):
+    """No model sets rope_base, and no config keeps it: the layer's default is every RoPE
+    model's angles (minitf train's, and each saved checkpoint's). 1000 passed every test."""
+    with backend.precision("float64"):
+        attention = nn.MultiHeadAttention(8, 2, causal=True, positional="rope")
+        x = backend.randn(2, 5, 8)
+        attention(x)
+        q_turned, k_turned = attention._cache[0][:2]
+        q, k, _ = attention._project(x, None, None)                 # (2, 2, 5, 4) each
+        cos, sin = F.rope_angles(5, 4)                               # θ = p / 10000^(2i/d_head)
+        for turned, plain in ((q_turned, q), (k_turned, k)):
+            np.testing.assert_allclose(backend.to_numpy(turned),
+                                       backend.to_numpy(F.rope(plain, cos, sin)[0]), atol=1e-12)
+
+
 def test_free_head_sizes_set_the_projection_widths(backend_name):
     """d_head and d_v chosen freely (10 is not divisible by 3: fine once d_head is given)."""
     attention = nn.MultiHeadAttention(10, 3, d_head=4, d_v=6)

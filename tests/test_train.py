@@ -10,7 +10,7 @@ import pytest
 
 from minitf import backend, checkpoint, data
 from minitf.models import DecoderLM
-from minitf.optim import SGD, AdamW, WarmupCosine, grad_norm
+from minitf.optim import SGD, AdamW, WarmupCosine, clip_grad_norm, grad_norm
 from minitf.train import Trainer, TrainingDiverged, stop_on_signals
 
 TEXT = np.arange(400) % 17
@@ -281,3 +281,23 @@ def test_validation_runs_in_eval_mode():
     model.eval()
     assert first == second == model.loss(x, y)[0]
     assert trainer.history["val_loss"] == [first, second]
+
+
+def test_a_trainer_clips_the_gradients_norm_at_1_unless_told(monkeypatch):
+    """Trainer(clip=None) by default passed every test: only clip=1e-3, given, was tested."""
+    import minitf.train as train
+    seen = []
+
+    def recording(model, max_norm):
+        seen.append((grad_norm(model), max_norm))                # before the clipping
+        return clip_grad_norm(model, max_norm)
+    monkeypatch.setattr(train, "clip_grad_norm", recording)
+    backend.seed(0)
+    model = DecoderLM(17, 16, 2, 2, max_len=8)
+    updates = []
+    optimizer = SGD(model, lr=0.0)
+    step = optimizer.step
+    optimizer.step = lambda: (updates.append(grad_norm(model)), step())
+    Trainer(model, optimizer, lambda: data.random_windows(TEXT, 4, 8)).train_step()
+    (raw, max_norm), = seen
+    assert max_norm == 1.0 and raw > 1.0 and updates[0] == pytest.approx(1.0, rel=1e-5)
