@@ -40,11 +40,14 @@ def similarity(model, tokenizer, sentences):
 def format_similarity(sentences, matrix, width: int = 40) -> str:
     """The matrix as text: one row per sentence, numbered columns, the sentences as row labels."""
     check_int(width, "width", "format_similarity", what="the labels' width in characters")
-    import numpy as np
-    shape = np.shape(matrix)                       # a list of lists as well as an array
-    if shape != (len(sentences), len(sentences)):     # else a sentence was dropped, unsaid
-        raise ValueError(f"format_similarity: matrix has shape {shape}; wanted "
-                         f"({len(sentences)}, {len(sentences)}), one row and column per sentence")
+    n = len(sentences)
+    try:
+        got = f"shape {to_numpy(matrix).shape}"  # a list of lists as well as an array
+    except ValueError:
+        got = "rows of different lengths"
+    if got != f"shape {(n, n)}":                  # else a sentence was dropped, unsaid
+        raise ValueError(f"format_similarity: matrix has {got}; wanted ({n}, {n}), one row "
+                         f"and column per sentence")
     labels = [s if len(s) <= width else s[:width - 1] + "…" for s in sentences]
     lines = [" " * (width + 5) + "".join(f"{j + 1:>7}" for j in range(len(sentences)))]
     for i, (label, row) in enumerate(zip(labels, matrix)):
