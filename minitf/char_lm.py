@@ -297,15 +297,15 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         # Saved before the samples draw from the random generator: the state in the checkpoint is
         # the one the training loop left, which a run continued with --resume must start from.
         _save(out, model, trainer, tokenizer, extra={"run": settings, "figures": figures})
+    try:               # before the samples: a run stopped as they print has its plot too,
+        from minitf.viz import plot_history        # and one stopped as its loss was measured
+        plot_history(trainer.history, out / "loss.png", baseline=bigram, title="character LM")
+    except ImportError:
+        pass
     if trainer.stop_requested:                  # asked for while the held-out loss was measured
         raise _stopped(trainer, f"after its last step ({trainer.step} of {config.steps}), with a "
                        f"held-out loss of {val_loss:.3f}", out,
                        f"to sample it: minitf generate --checkpoint {shlex.quote(str(out))}")
-    try:               # before the samples: a run stopped as they print has its plot too
-        from minitf.viz import plot_history
-        plot_history(trainer.history, out / "loss.png", baseline=bigram, title="character LM")
-    except ImportError:
-        pass
     _report(config, figures, model, tokenizer, text[len(text) - len(val_ids):], val_x.size, log)
     # a prompt the model knows every character of: 'def ' for Python's docs, else the text's
     # first word (the text may lack d, e or f: the hint then failed as printed)

@@ -462,6 +462,7 @@ def test_a_sigterm_while_the_held_out_loss_is_measured_waits_for_the_last_checkp
     assert saved["step"] == 25 and saved["extra"]["figures"]["steps"] == 25
     out, err = capsys.readouterr()
     assert "sample 1" not in out and not (run / "lock").exists()
+    assert (run / "loss.png").is_file()                 # drawn, as a run stopped in its samples
     assert err.strip() == (
         f"minitf train: interrupted (SIGTERM) after its last step (25 of 25), with a held-out "
         f"loss of {saved['extra']['figures']['val_loss']:.3f}; checkpoint saved to {run}/; to "
