@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 
-from minitf.models import MODELS
+from minitf.models import MODELS, check_settings
 from minitf.models.lm import POSITIONAL
 from minitf.models.rnn import CELLS
 from minitf.validate import (check_flags, check_heads, check_int, check_rope_width, check_sizes,
@@ -51,11 +51,8 @@ def _check_config(config, kind: str, keys: tuple, where: str) -> None:
     sizes, needed = keys[0].split(), keys[0].split() + keys[1].split()
     _check_keys(config, needed, "config", where, f"the settings of a {model.__name__} "
                                                  f"(model.config)")
+    check_settings(model, config, where, complete=False)     # its own lacks said just above
     takes = inspect.signature(model).parameters
-    unknown = [key for key in config if key not in takes]
-    if unknown:
-        raise ValueError(f"{where}: config has {', '.join(map(repr, unknown))}, which "
-                         f"{model.__name__} does not take; wanted its settings (model.config)")
     for key in sizes:
         if config[key] is not None or takes[key].default is not None:
             check_int(config[key], f"config[{key!r}]", where, low=0 if key == "n_layers" else 1)

@@ -128,7 +128,7 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     import numpy as np
     from matplotlib import colormaps
 
-    from minitf.backend import is_array, to_numpy
+    from minitf.backend import to_numpy
 
     check_axes(ax, "heatmap")
     matrix = as_numbers(matrix, "matrix", "heatmap")
@@ -138,7 +138,7 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     if hide is not None:
         # ragged rows failed in NumPy's words, and 0.5s or strings were cast to True unsaid
         try:
-            hide = np.asarray(to_numpy(hide) if is_array(hide) else hide)
+            hide = to_numpy(hide)                  # any backend's array, or a list
         except ValueError:
             raise ValueError("heatmap: hide has rows of different lengths; wanted a boolean "
                              f"array of shape {matrix.shape}, the shape of matrix") from None

@@ -11,7 +11,7 @@ import pytest
 from minitf import backend, checkpoint, data
 from minitf.models import DecoderLM
 from minitf.optim import SGD, AdamW, WarmupCosine, clip_grad_norm, grad_norm
-from minitf.train import Trainer, TrainingDiverged, stop_on_signals
+from minitf.train import StoppedAtOnce, Trainer, TrainingDiverged, stop_on_signals
 
 TEXT = np.arange(400) % 17
 
@@ -301,3 +301,17 @@ def test_a_trainer_clips_the_gradients_norm_at_1_unless_told(monkeypatch):
     Trainer(model, optimizer, lambda: data.random_windows(TEXT, 4, 8)).train_step()
     (raw, max_norm), = seen
     assert max_norm == 1.0 and raw > 1.0 and updates[0] == pytest.approx(1.0, rel=1e-5)
+
+
+def test_a_second_signal_stops_at_once_naming_itself():
+    """The first asks for a stop after the step under way; the second raises StoppedAtOnce, a
+    KeyboardInterrupt that names the signal and carries its number (the exit status is 128 + it):
+    it was a bare KeyboardInterrupt, "interrupted" and 130 even for a SIGTERM."""
+    trainer = _trainer()
+    with stop_on_signals(trainer):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert trainer.stop_requested == signal.SIGTERM
+        with pytest.raises(KeyboardInterrupt) as stopped:      # caught, whatever its kind
+            os.kill(os.getpid(), signal.SIGTERM)
+    assert type(stopped.value) is StoppedAtOnce and stopped.value.signum == signal.SIGTERM
+    assert str(stopped.value) == "interrupted (SIGTERM) a second time: stopped at once"

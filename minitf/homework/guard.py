@@ -85,14 +85,17 @@ def _refuse(event: str, args: tuple) -> None:
                               f"code being graded may not read")
 
 
+def _names_a_solution(filename) -> bool:
+    return isinstance(filename, str) and _a_solution(filename) is not None
+
+
 class _LinesHidden(dict):
     """linecache.cache while a student's file runs: a solution file's lines are not there for
     the student's code (linecache then opens the file, which _refuse refuses), and are for the
     grader's."""
 
     def _hidden(self, filename) -> bool:
-        return (isinstance(filename, str) and _a_solution(filename) is not None
-                and _student_is_calling())
+        return _names_a_solution(filename) and _student_is_calling()
 
     def __contains__(self, filename):
         return not self._hidden(filename) and dict.__contains__(self, filename)
@@ -109,8 +112,7 @@ class _LinesHidden(dict):
         """The entries the caller may see: all of them but the solutions' for the student."""
         if not _student_is_calling():
             return dict(dict.items(self))
-        return {k: v for k, v in dict.items(self)
-                if not (isinstance(k, str) and _a_solution(k) is not None)}
+        return {k: v for k, v in dict.items(self) if not _names_a_solution(k)}
 
     def items(self):
         return self._shown().items()
