@@ -242,13 +242,14 @@ def test_large_vocabularies_and_what_callers_pass_go_through(backend_name):
 
 
 def test_a_stream_too_short_for_a_random_window_says_how_long_it_must_be():
-    """It said '200 tokens cannot give windows of n + 1 = 200': true of a random start, and read
-    as a contradiction."""
-    with raises(ValueError, "random_windows: 200 tokens are too few for random windows of n + 1 = "
-                            "200; wanted at least n + 2 = 201"):
-        data.random_windows(np.arange(200) % 7, 4, 199)
-    x, y = data.random_windows(np.arange(201) % 7, 4, 199)
+    """It said '200 tokens cannot give windows of n + 1 = 200' and wanted 201: a stream of
+    exactly one window was refused, its one window never drawn."""
+    with raises(ValueError, "random_windows: 199 tokens are too few for a window of n + 1 = "
+                            "200; wanted at least 200"):
+        data.random_windows(np.arange(199) % 7, 4, 199)
+    x, y = data.random_windows(np.arange(200) % 7, 4, 199)
     assert x.shape == y.shape == (4, 199)
+    assert (backend.to_numpy(x) == np.arange(199) % 7).all()       # the one window there is
 
 
 def test_load_names_a_file_whose_characters_repeat(tmp_path):

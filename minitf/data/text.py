@@ -244,11 +244,13 @@ def random_windows(ids, batch_size: int, n: int):
     check_int(batch_size, "batch_size", "random_windows", what="the number of windows")
     check_int(n, "n", "random_windows", what="the window's length")
     _check_stream(ids, "random_windows")
-    if len(ids) < n + 2:
-        raise ValueError(f"random_windows: {len(ids)} tokens are too few for random windows of "
-                         f"n + 1 = {n + 1}; wanted at least n + 2 = {n + 2} (a shorter context, "
+    if len(ids) < n + 1:
+        raise ValueError(f"random_windows: {len(ids)} tokens are too few for a window of "
+                         f"n + 1 = {n + 1}; wanted at least {n + 1} (a shorter context, "
                          f"or more text)")
-    starts = randint(0, len(ids) - n - 1, (batch_size,), like=ids)   # on the host, like ids
+    # A window starts at s = 0 … N − (n + 1), its last token ids[s + n] being the stream's last
+    # at most: N − n starts in all, randint's high being exclusive.
+    starts = randint(0, len(ids) - n, (batch_size,), like=ids)       # on the host, like ids
     windows = np.stack([ids[s:s + n + 1] for s in starts])       # (b, n + 1)
     return to_device(windows[:, :-1]), to_device(windows[:, 1:])
 
