@@ -38,9 +38,8 @@ backend.seed(0)
 #     Y = text[:, 1:]       cat sat on  the mat </s>         what each position must predict
 #
 # Position t reads X_0 … X_t and is scored on Y_t, the token that follows in the text. At every
-# position but the last that token is the next input, Y_t = X_(t+1); at the last position it is
-# the text's final token, which X leaves out. The end-of-sequence token </s> is a target like
-# any other, so the model also learns when a text stops.
+# position but the last that token is the next input, Y_t = X_(t+1); at the last it is the text's
+# final token, which X leaves out. </s>, the end, is a target like any other: a model learns to stop.
 
 # %%
 vocab = data.WordVocabulary(["the cat sat on the mat </s>"])
@@ -67,9 +66,9 @@ print("✓ X = text[:, :-1], Y = text[:, 1:]: every position has a target, no la
 # A distribution and a loss at every position
 # -------------------------------------------
 #
-# The model maps the (b, n) input ids to (b, n, V) logits: one score per vocabulary entry at
-# every position. A softmax over the last axis turns each row into a distribution over the
-# next token, and each position pays its own cross-entropy::
+# The model maps the (b, n) input ids to (b, n, V) logits: one score per vocabulary entry at every
+# position. A softmax over the last axis turns each row into a distribution over the next token,
+# and each position pays its own cross-entropy::
 #
 #     L_t = −log p_t(Y_t)                the surprise of position t at the true next token
 #
@@ -142,19 +141,19 @@ print("✓ the quiz: answers 2 (W_K, W_V inside W_qkv) and 5 (tok_emb.W); not X,
 # log 16 = 2.773 nats. The stream has 100,000 tokens; training draws its windows from the first
 # 90,000, and every loss below is measured on 64 windows cut from the last 10,000, which no
 # training batch contains. We train the same small model twice, once causal and once with
-# ``causal=False``, and score the leaky one two ways:
+# ``causal=False``, and score the leaky one two ways (the causal one sees X_0 … X_t at position t
+# either way, so it has one curve):
 #
 # * **teacher-forced**: the whole window at once, as in training (the future is in view);
 # * **prefix-only**: position t sees only X_0 … X_t, as at generation time, when the next token
 #   does not exist yet.
 #
 # Each training step in ``train_on_noise`` is the lectures' "backprop, then update the parameters",
-# in four calls. ``zero_grad()`` clears every parameter's ``.grad`` (a backward adds into it).
-# ``loss(x, y)`` runs the forward and returns the loss with a function that runs its backward.
-# ``backward()`` sends ∂L/∂logits back through each layer's hand-written backward (lesson 05 checks
-# them), leaving ∂L/∂θ in every ``.grad``. ``step()`` moves each parameter against its gradient
-# (AdamW: lr times the gradient's running average over the root of its square's, plus a pull of the
-# weights towards 0).
+# in four calls: ``zero_grad()`` clears every ``.grad`` (a backward adds into it); ``loss(x, y)``
+# runs the forward and returns the loss with a function that runs its backward; ``backward()``
+# sends ∂L/∂logits back through each layer's hand-written backward (lesson 05 checks them), leaving
+# ∂L/∂θ in every ``.grad``; ``step()`` moves each parameter against its gradient (AdamW: lr times
+# the gradient's running average over the root of its square's, plus a pull of the weights to 0).
 #
 # How close to log 16 must the causal model stay? The test tokens are independent of all it
 # has seen, so its expected loss is log 16 plus a KL divergence (≥ 0) of its guesses from
@@ -166,8 +165,7 @@ V, n, STEPS, EVERY = 16, 16, 200, 20
 noise = backend.to_numpy(backend.randint(0, V, (100_000,)))       # i.i.d. uniform tokens
 noise_train, noise_test = data.split(noise)                       # the first 90 %, the last 10 %
 test_x, test_y = data.evaluation_windows(noise_test, n, max_windows=64)   # (64, 16), held out
-assert (len(noise_train), len(noise_test)) == (90_000, 10_000), \
-    "training windows come from the first 90,000 tokens, the test windows from the last 10,000"
+assert (len(noise_train), len(noise_test)) == (90_000, 10_000), "90,000 to train, 10,000 to test"
 
 
 def position_losses(model, x, y):
@@ -212,7 +210,7 @@ assert math.log(V) - 4 * sem < causal_loss < math.log(V) + 0.05, \
     "on noise the causal model stays at log 16: no better than chance, hardly worse"
 assert leaky_forced < 0.5 * math.log(V), "without the mask the training loss collapses (copying)"
 assert leaky_prefix.mean() > math.log(V), \
-    "the leaky model, denied the future, is worse than a uniform guess: it learned nothing useful"
+    "the leaky model, denied the future, is worse than a uniform guess: all it learned was to copy"
 print("✓ leakage: a near-perfect training loss on pure noise, worse than chance at generation")
 
 steps = np.arange(EVERY, STEPS + 1, EVERY)
@@ -259,7 +257,7 @@ print("✓ the leak is X_(t+1) in view: all positions but the last are free")
 # context, and the loss falls.
 
 # %%
-char_lm = course.train_char_lm(train_ids, tok.vocab_size)     # 300 steps, seed 2; in float64
+char_lm = course.train_char_lm(train_ids, tok.vocab_size)   # 300 float32 steps, seed 2; float64
 val_x, val_y = data.evaluation_windows(val_ids, 32, max_windows=512)        # (512, 32) each
 char_by_position = position_losses(char_lm, val_x, val_y)                     # (32,)
 held_out = char_by_position.mean()
@@ -288,7 +286,7 @@ print("✓ the character model beats the bigram, and its loss falls with the con
 # Before attention, neural language models were recurrent. One reads the text a position at a
 # time and carries a state h_t, of width d_h, from each step to the next::
 #
-#     h_t = tanh(x_t W_x + h_(t−1) W_h + b)          logits_t = h_t W_out
+#     h_t = tanh(x_t W_x + h_(t−1) W_h + b)          logits_t = h_t W_out + b_out
 #
 # with x_t the embedding of token t. h_t has read tokens ≤ t only, so the model is causal by
 # construction, and it needs no positional encoding: order lives in the recurrence.
@@ -334,7 +332,7 @@ print(f"✓ same data, same loop, similar size: both learn; the RNN's {n_chars} 
 # %% [markdown]
 # At this size the recurrence is no handicap, and on this CPU the RNN's step is even the
 # quicker. The stopwatch times a whole training step: forward and backward through the
-# Transformer's embedding, projections, attention, feed-forward and two LayerNorms, more
+# Transformer's embedding, projections, attention, feed-forward and three LayerNorms, more
 # arithmetic than the RNN's (counted above), against 64 recurrent steps that each multiply a
 # batch of 16 states, (16, 96) · (96, 96), and back: a short chain of fair-sized products.
 # Lesson 13 races one layer of each on a single sequence, where each of 256 recurrent steps is a
@@ -355,8 +353,9 @@ reach = {}
 with backend.precision("float32"):
     for name, run in runs.items():
         lm = run["model"].eval()
-        layer = lm.rnn if name == "RNN" else lm.blocks
-        x = lm.tok_emb(window)                             # (1, n, d): the layer's input
+        x = lm.tok_emb(window)                             # (1, n, d): the token embeddings
+        # the layer, and its input as in training: the Transformer's blocks see positions too
+        layer, x = (lm.rnn, x) if name == "RNN" else (lm.blocks, lm.pos_emb(x))
         y = layer(x)
         dy = np.zeros_like(y)
         dy[:, -1] = backend.randn(y.shape[-1])             # a gradient at the last position only

@@ -53,8 +53,9 @@ def best_times(fns, rounds=5):
 # formula leaves out the biases and the two LayerNorms (γ and β); ``block_parameters`` gives
 # both numbers, and a real ``nn.EncoderBlock`` settles which one is exact.
 #
-# None of these counts contains n or b: the same weights process a sequence of any length,
-# one sentence or a batch of a thousand.
+# None of these counts contains n or b: the same weights take a batch of one sentence or of a
+# thousand, and a sequence of any length (a learned position table stops at its max_len, and
+# whether a model *works* past its training length is another matter: lesson 10).
 
 # %%
 d, d_ff, h = 512, 2048, 8                               # the base configuration of the lectures
@@ -217,8 +218,10 @@ for name, table in (("whole sequence", full), ("next token", step)):
     assert n2 * 6 * d == d2 * n, "4·n·d against 24·d² a token: the n² terms are n/6d of the d² ones"
 at_6d = n2_and_d2(cost.attention_table(b, 6 * d, d, h, d_ff))
 assert at_6d[0] == at_6d[1], "bottleneck #1: the n² terms catch up at n = 6d; past it they lead"
-assert full["attention_numbers"] == h * n // d * (b * n * d), \
-    "memory turns at n = d/h: at n = 1024 the weights hold h·n/d = 16 activations' worth"
+q = k = v = backend.randn(b, h, d // h, d // h)            # n = d/h = 64 tokens, in h heads
+_, kept = F.attention(q, k, v)                            # the cache a backward would read
+assert kept.probs.size == b * (d // h) * d == cost.attention_table(b, d // h, d, h, d_ff)[
+    "attention_numbers"], "memory turns at n = d/h: the h weight matrices hold one (b, n, d)'s worth"
 
 decode_io = [cost.attention_table(b, m, d, h, d_ff, decoding=True)["io"] for m in (n, 2 * n, 4 * n)]
 cache_io, fixed_io = decode_io[1] - decode_io[0], 2 * decode_io[0] - decode_io[1]   # ∝ n; no n
@@ -275,7 +278,8 @@ panels = [(1e3 * seconds, "F.attention forward + backward", "time (ms)",
            f"time vs n: log–log slope {slope:.2f} (n² would give 2)"),
           (nbytes / 1e6, "probs.nbytes", "MB", "attention weights kept: 4·b·h·n² bytes")]
 for ax, (values, label, unit, title) in zip(axes, panels):
-    ax.plot(lengths, values[-1] * guide, "--", color="gray", label="n² guide")
+    # a broad pale band, so that it still shows where the data lie exactly on it (memory)
+    ax.plot(lengths, values[-1] * guide, color="gray", lw=6, alpha=0.35, label="n² guide")
     viz.curves(ax, lengths, {label: values}, xlabel="sequence length n", ylabel=unit,
                logx=True, logy=True, title=title)
     ax.set_xticks(lengths, [str(n_keys) for n_keys in lengths])
