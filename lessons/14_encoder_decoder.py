@@ -260,7 +260,7 @@ assert (causal[np.triu_indices(M, 1)] == 0).all(), "the decoder never attends to
 print("✓ the answer is (c): O(N²) encoder self + O(M²) decoder self + O(NM) cross")
 
 # %% [markdown]
-# (a) fails because self-attention is all to all: each of the N source tokens scores all N, so
+# (a) fails because every source token attends to every other: each of the N scores all N, so
 # the encoder alone does N² work. (d) forgets the cross-attention, where each of the M target
 # tokens scores all N source tokens. (b) keeps the cross term but still misses the two squares.
 # The causal mask halves the work the decoder *needs* (M(M+1)/2 scores), but the masked scores
@@ -309,7 +309,7 @@ viz.save(fig, "14_enc_dec_cost")
 # The other quiz shows two wirings of a stack of encoder and decoder layers. In the wrong one,
 # decoder layer i reads encoder layer i. In the right one, *every* decoder layer reads the
 # output of the *top* encoder layer: the decoder attends to the encoder's finished product.
-# The queries of each cross-attention come from the layer below it in the decoder. Check it on
+# Each cross-attention takes its queries from the decoder's own stream, just under it. Check it on
 # minitf's model: every decoder block's cached cross-attention keys should be its own W_kv
 # applied to the top encoder output, not to the output of the first encoder block.
 

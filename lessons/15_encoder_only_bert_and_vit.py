@@ -55,7 +55,7 @@ def sampler(*arrays, batch_size=64):
 # position only::
 #
 #     h      = Enc([cls; E[ids]] + P)        (b, 1 + n, d_model)   no causal mask
-#     logits = LayerNorm(h)[:, 0] W_head     (b, 2)                 the [CLS] row only
+#     logits = LayerNorm(h)[:, 0] W_head + b_head   (b, 2)          the [CLS] row only
 #
 # [CLS] has no meaning of its own; training makes its query ask for whatever decides the
 # label. minitf's ``data.sentiment`` writes sentences from the same templates, with a twist:
@@ -220,8 +220,9 @@ viz.save(fig, "15_masked_lm")
 #
 # Some tasks read a pair: does the second sentence follow from the first, do two questions ask
 # the same thing? BERT joins them as [CLS] a [SEP] b [SEP] and adds a third embedding to each
-# token, the segment: S[0] for a and its [SEP], S[1] for b. Positions alone would not say where
-# a ends. ``data.sentence_pairs`` asks whether two sentiment sentences agree;
+# token, the segment: S[0] for a and its [SEP], S[1] for b. The [SEP] marks the boundary once;
+# the segment tells every token which side it is on. ``data.sentence_pairs`` asks whether two
+# sentiment sentences agree;
 # ``WordVocabulary.encode_pairs`` writes the ids and segments; the classifier adds its own
 # [CLS] in front.
 
@@ -243,7 +244,8 @@ pair_model = EncoderClassifier(pair_vocab.vocab_size, 2, d_model=16, n_heads=2, 
 ids_d, seg_d = backend.to_device(pair_ids), backend.to_device(segment_ids)
 with_segments, without = pair_model(ids_d, seg_d), pair_model(ids_d, 0 * seg_d)
 print(f"logits move by up to {np.abs(with_segments - without).max():.3f} when b is marked as b")
-assert np.abs(with_segments - without).max() > 1e-3, "the segment embedding changes the input"
+assert np.abs(with_segments - without).max() > 1e-3, \
+    "the segment ids reach the logits (wired in; this untrained model shows no benefit yet)"
 print("✓ [CLS] a [SEP] b [SEP], with segment ids 0 … 0 1 … 1")
 
 # %% [markdown]
@@ -274,7 +276,7 @@ as_tokens = conv.reshape(2, W.shape[1], -1).transpose(0, 2, 1)   # row by row of
 error = np.abs(as_tokens - embedded).max()
 print(f"patch embedding vs stride-{p} convolution: max difference {error:.1e}")
 assert error < 1e-12, "the ViT patch embedding should equal a stride-p convolution"
-print("✓ the linear projection of flattened patches is a convolution with stride = kernel size")
+print("✓ each flattened patch times one matrix: a convolution with its stride = its kernel size")
 # the paper's title in numbers: a 224 × 224 RGB image in 16 × 16 patches
 paper_words, _ = F.patches(np.zeros((1, 3, 224, 224)), 16)
 print(f"a 224 × 224 RGB image, 16 × 16 patches: {paper_words.shape[1]} words of "
@@ -331,11 +333,12 @@ if digit_images is not None:
     for r in range(size // p):
         for c in range(size // p):
             axes[3].add_patch(matplotlib.patches.Rectangle(
-                (c * p + 0.15, r * p + 0.15), p - 0.3, p - 0.3, fill=False, linewidth=5,
+                (c * p + 0.1, r * p + 0.1), p - 0.2, p - 0.2, fill=False, linewidth=3,
                 edgecolor=weight_colour.to_rgba(grid[r, c])))
-            axes[3].text(c * p + p / 2, r * p + p / 2, f"{grid[r, c]:.2f}", ha="center",
-                         va="center", fontsize=11, weight="bold",
-                         bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
+            # the weight in the patch's corner, small, so that the digit stays readable
+            axes[3].text(c * p + 0.3, r * p + 0.3, f"{grid[r, c]:.2f}", ha="left", va="top",
+                         fontsize=8, weight="bold",
+                         bbox=dict(facecolor="white", edgecolor="none", alpha=0.8, pad=0.8))
     axes[3].set_title(f"a ViT's [CLS] on a digit {digit_labels[1500]}\n(patches "
                       f"{grid.sum():.2f}, [CLS] itself {cls_to_itself:.2f})", fontsize=10)
 else:
