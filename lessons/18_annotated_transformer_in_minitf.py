@@ -72,17 +72,18 @@ print("✓ every block owns its weights; the shared embedding is one object")
 # ``SinusoidalPositionalEncoding`` holds no parameters either and computes the rows for the
 # length at hand, so it has no max_len at all.
 #
-# One deck's code slices that table along the wrong axis, an erratum: it keeps the first n
+# Both decks that show this code (000 and 001) slice that table along the wrong axis, an
+# erratum: it keeps the first n
 # *features* of every position instead of the first n *positions*. With a table of shape
 # (1, max_len, d) the right cut is ``[:, :n]``. Below, ``Transformer.encode`` is recomputed
 # by hand from these pieces.
 
 # %%
 d, n = 32, 7
-i2 = np.arange(0, d, 2)
-angles = np.arange(n)[:, None] * np.exp(-i2 * math.log(10000.0) / d)       # (n, d/2)
-by_hand_table = np.zeros((n, d))
-by_hand_table[:, 0::2], by_hand_table[:, 1::2] = np.sin(angles), np.cos(angles)
+frequencies = np.exp(-np.arange(0, d, 2) * math.log(10000.0) / d)           # (d/2,), log space
+angles = np.outer(np.arange(n), frequencies)                                # (n, d/2)
+# each (sin, cos) pair side by side, then the pairs laid out in a row: sin, cos, sin, cos, …
+by_hand_table = np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n, d)
 table_error = np.abs(by_hand_table - as_np(F.sinusoidal_table(n, d))).max()
 print(f"log-space sinusoids vs F.sinusoidal_table: max error {table_error:.1e}")
 assert table_error < 1e-14, "the log-space frequencies give minitf's table"
@@ -211,8 +212,8 @@ assert Transformer(9, 9, d_model=8, n_heads=2, pre_ln=True).encoder_norm is not 
 print("✓ norm-first residual, a final norm per stack, log-softmax inside the loss")
 
 # %% [markdown]
-# make_model's sizes, counted exactly
-# -----------------------------------
+# The base model's sizes, counted exactly
+# ---------------------------------------
 #
 # The walkthrough's constructor takes N = 6 layers, d_model = 512, d_ff = 2048, h = 8 and a
 # dropout of 0.1: the paper's base model. An encoder block holds one attention (4d² + 4d), a
@@ -220,7 +221,8 @@ print("✓ norm-first residual, a final norm per stack, log-softmax inside the l
 # more attention and one more LayerNorm. Building one block of each counts the same numbers.
 # The whole model below counts one embedding table shared by source and target, the 6 + 6
 # blocks as minitf builds them by default (post-LN, so no LayerNorm closes either stack), and
-# an output layer of its own, weights and bias.
+# an output layer of its own, weights and bias. The walkthrough's make_model builds a bigger
+# one: a table for each side, and a final LayerNorm per (norm-first) stack; we count it too.
 #
 # The paper also ties the output layer's weights to the shared table, and its table gives 65 M
 # parameters for the base model, 1.9 M more than our tied count below. It gives no breakdown,
@@ -249,15 +251,16 @@ tied = total - d * vocab
 gap_rows = (65_000_000 - tied) / (d + 1)         # rows of 512 weights and one output bias
 print(f"with the output layer tied to the embeddings, as the paper does: {tied:,} "
       f"(its table gives 65 M: {(65_000_000 - tied) / 1e6:.1f} M more, ≈ {gap_rows:,.0f} rows)")
-assert tied == 63_119_496, "tied: the 82,063,496 less the output layer's 512 × 37,000 weights"
-assert 3_500 < gap_rows < 3_900, "the paper's 65 M is as many as about 3,700 more rows"
+make_model = total + vocab * d + 2 * nn.LayerNorm(d).num_parameters()    # 2nd table, 2 norms
+print(f"make_model's own: a table per side and a final norm per stack: {make_model:,}")
+assert make_model == 101_009_544, "make_model at V = 37,000 holds 101,009,544 parameters"
 
 fig, (left, right) = viz.figure(1, 2, size=(10.5, 3.9))
 left.barh(list(parts), [v / 1e6 for v in parts.values()], color="tab:blue")
 for y, value in enumerate(parts.values()):
     left.text(value / 1e6, y, f" {value / 1e6:.1f} M", va="center", fontsize=8)
 left.set(xlabel="parameters (millions)", xlim=(0, 32),
-         title=f"base Transformer, {vocab:,}-token vocabulary: {total:,}")
+         title=f"base Transformer, one shared {vocab:,}-token table: {total:,}")
 left.invert_yaxis()
 inside = {"encoder block": (attention_count, 0, ffn_count, 2 * norm_count),
           "decoder block": (attention_count, attention_count, ffn_count, 3 * norm_count)}
@@ -333,7 +336,7 @@ for name, W in (("W_q", W_qkv[:, :d]), ("W_k", W_qkv[:, d:2 * d]), ("W_v", W_qkv
     assert abs(W.var() * (fan_in + fan_out) / 2 - 1) < 0.02, f"{name}: Xavier's variance"
     assert np.abs(W).max() <= math.sqrt(6 / (fan_in + fan_out)), f"{name}: Xavier's bound"
 token_size = as_np(base.src_emb.W.data).std() * math.sqrt(d)             # minitf's table × √d
-walkthrough_size = math.sqrt(2 / (vocab + d)) * math.sqrt(d)             # a Xavier table × √d
+walkthrough_size = as_np(nn.xavier_uniform(vocab, d)).std() * math.sqrt(d)   # drawn, then × √d
 pe_rms = np.sqrt((as_np(F.sinusoidal_table(5000, d)) ** 2).mean())       # now at d = 512
 print(f"embedding entries × √{d}: minitf's table (left alone by init='xavier') {token_size:.2f}; "
       f"the walkthrough's Xavier-drawn {vocab:,} × {d} table {walkthrough_size:.2f}; "
@@ -351,7 +354,7 @@ print("✓ attention dropout right on average; Xavier's variance and bound; both
 # * Copying a layer N times must give N sets of weights; minitf's ``Stack`` builds N fresh
 #   blocks, and sharing (the embeddings) is one object on purpose.
 # * Embeddings are scaled by √d before the sinusoids are added; the table is cut by position,
-#   not by feature (one deck's slice is wrong). It is a fixed buffer there, never learned.
+#   not by feature (the decks' slice is wrong). It is a fixed buffer there, never learned.
 # * −1e9 and −inf mask alike, except on a row with nothing visible: uniform weights, or zeros.
 # * Four d × d projections and one fused W_qkv with W_o are the same model, 4d² + 4d weights.
 # * Norm-first residuals need a final norm per stack; the generator's log-softmax lives in the
