@@ -58,7 +58,7 @@ masks = np.stack([j_minus_i == k for k in offsets])                # (3, n, n): 
 q = np.zeros((3, n, 1))                                 # all scores 0: the mask alone decides
 v = np.stack([x @ W[i] for i in range(3)])              # (3, n, C): head k's values are x W_k
 heads, cache = F.attention(q, q, v, mask=masks)         # (3, n, C): one output per head
-concat = F.merge_heads((heads[None],))[0]                  # (n, 3C): the heads side by side
+concat = F.merge_heads((heads[None],))[0]   # one part, (b=1, 3, n, C) -> (n, 3C): side by side
 W_o = np.vstack([np.eye(C)] * 3)                        # (3C, C): [I; I; I] adds the heads
 attn, _ = F.linear(concat, W_o, c)                      # (n, C)
 
@@ -112,7 +112,9 @@ print("✓ one head: taps that are multiples of one matrix; three heads: any thr
 # the identity, so each head hands over its neighbour unchanged, and W_o, of shape (9·C, C),
 # holds the nine taps stacked. Its row block for head h multiplies that head only (lesson 06),
 # so concat · W_o = Σ_h neighbour_h · W_(Δi, Δj): the convolution again. The queries and keys
-# are zero, and a per-head mask (9, 25, 25) lets each head see its one offset.
+# are zero, and a per-head mask (9, 25, 25) lets each head see its one offset. Their width hardly
+# matters, so ``d_head=1``; the values need all C channels, so ``d_v=C``. The fused projection
+# W_qkv then has 9 query columns, 9 key columns and 9 × C value columns, in that order.
 
 # %%
 side, h = 5, 9
@@ -153,7 +155,8 @@ centre = grid.index((2, 2))
 for t, (di, dj) in enumerate(taps):
     ax = axes[di + 1, dj + 1]
     weights = viz.heatmap(ax, mha.probs[0, t, centre].reshape(side, side), vmin=0, vmax=1,
-                          title=f"head {t}: offset ({di:+d}, {dj:+d})")
+                          title=f"head {t}: Δrow {di:+d}, Δcol {dj:+d}")
+    ax.title.set_fontsize(10)                                      # nine titles side by side
     ax.plot([1.5, 2.5, 2.5, 1.5, 1.5], [1.5, 1.5, 2.5, 2.5, 1.5], color="red", lw=2)
     ax.set_xticks(np.arange(side + 1) - 0.5, minor=True)
     ax.set_yticks(np.arange(side + 1) - 0.5, minor=True)
