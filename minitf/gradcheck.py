@@ -26,6 +26,7 @@ than a millionth of the tensor's largest gradient fails.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
@@ -392,8 +393,10 @@ def format_table(rows: list[Row], failing_only: bool = False) -> str:
             raise TypeError(f"format_table: rows must be a list of Row, as check returns; got "
                             f"a list holding {_what(row)}")
     header = ("check", "tensor", "shape", "max rel error", "result")
-    lines = [(r.check, r.tensor, str(r.shape), f"{r.error:.2e}", "ok" if r.passed else "FAIL")
-             for r in rows if not (failing_only and r.passed)]
+    # an error of inf is no measurement (a missing gradient, one of the wrong shape or dtype, a
+    # backward that raised): printed as "inf", it read as "infinitely wrong"
+    lines = [(r.check, r.tensor, str(r.shape), f"{r.error:.2e}" if math.isfinite(r.error) else
+              "—", "ok" if r.passed else "FAIL") for r in rows if not (failing_only and r.passed)]
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
@@ -402,4 +405,7 @@ def format_table(rows: list[Row], failing_only: bool = False) -> str:
     out.append(f"\n{len(rows) - failed} of {len(rows)} tensors within {TOLERANCE:.0e}"
                + (f"; {failed} FAILED" if failed else "")
                + (" (only those are shown)" if failing_only and failed < len(rows) else ""))
+    if any(line[3] == "—" for line in lines):
+        out.append("— : no error measured: the gradient was missing, or could not be compared "
+                   "with finite differences")
     return "\n".join(out)

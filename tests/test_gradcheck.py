@@ -137,6 +137,16 @@ def test_the_report_table():
     assert lines[-1] == "1 of 2 tensors within 1e-06; 1 FAILED"
 
 
+def test_a_gradient_never_compared_shows_a_dash_not_inf():
+    """A missing gradient, or one of the wrong dtype, is kept as an error of inf: the table
+    printed 'inf', read as 'infinitely wrong', where nothing was measured."""
+    rows = [Row("softmax, in float32", "x", (2, 3), float("inf")), Row("linear", "W", (3,), 1e-9)]
+    lines = format_table(rows).splitlines()
+    assert lines[2].split()[-2:] == ["—", "FAIL"] and "inf" not in format_table(rows)
+    assert lines[-1].startswith("— : no error measured: the gradient was missing")
+    assert not format_table(rows[1:]).splitlines()[-1].startswith("—")     # said only when seen
+
+
 def test_a_float_input_left_without_a_gradient_fails(monkeypatch, float64):
     real = nn.DecoderBlock.backward
     monkeypatch.setattr(nn.DecoderBlock, "backward", lambda self, dy: real(self, dy)[0])
