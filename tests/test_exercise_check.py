@@ -2,6 +2,7 @@
 backward, fails with its own hint; the learner's function stands in for minitf's own only during
 the check; their errors are shown in their own lines."""
 import importlib
+import os
 import re
 
 import numpy as np
@@ -344,6 +345,27 @@ def test_an_exit_in_the_learner_s_code_fails_the_check_instead_of_ending_it(tmp_
     path.write_text("import sys\nsys.exit(0)\n" + starter)            # at the top of the file
     report, status = exercises.check_file(path)
     assert status == 1 and "raised an error as it was loaded" in report and "SystemExit" in report
+
+
+def test_os_exit_in_the_learner_s_code_fails_the_check_instead_of_ending_the_process(
+        tmp_path, monkeypatch):
+    """os._exit(0), which no except clause sees, ended 'minitf exercise check' and a homework's
+    grading with exit status 0 and not a word; inside the learner's code it now raises."""
+    path = tmp_path / "relu_backward.py"
+    starter = starter_text(find("relu_backward"))
+
+    def real_exit(status):       # stands in for the real one, should the guard let a call by
+        raise AssertionError("os._exit reached: it would have ended this test run with 0")
+    monkeypatch.setattr(os, "_exit", real_exit)
+    path.write_text(starter.replace('raise NotImplementedError("relu_backward: not written yet")',
+                                    "import os\n    os._exit(0)"))
+    report, status = exercises.check_file(path)
+    assert status == 1 and "in case 'relu', your relu_backward" in report, report
+    assert "ExitRefused: your code called os._exit(0), which would end the grading" in report
+    path.write_text("import os\nos._exit(0)\n" + starter)               # at the top of the file
+    report, status = exercises.check_file(path)
+    assert status == 1 and "raised an error as it was loaded" in report and "os._exit(0)" in report
+    assert os._exit is real_exit, "outside the learner's code os._exit is itself again"
 
 
 @pytest.mark.parametrize("name, limit", [

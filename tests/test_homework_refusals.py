@@ -236,6 +236,23 @@ def test_a_loop_the_budget_stops_is_named_not_killed_as_a_crash(made, tmp_path):
         in output
 
 
+def test_os_exit_in_a_student_s_answer_costs_its_exercise_not_the_grading(made, tmp_path,
+                                                                          monkeypatch):
+    """os._exit(0) in an answer ended `homework grade` at once with exit status 0 and not a word
+    (on Gradescope run_autograder took the rest up again; a local loop read the 0 as a pass)."""
+    hw, key = made
+
+    def real_exit(status):       # stands in for the real one, should the guard let a call by
+        raise AssertionError("os._exit reached: it would have ended this test run with 0")
+    monkeypatch.setattr(os, "_exit", real_exit)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "linear.py").write_text((key / LINEAR).read_text(encoding="utf-8").replace(
+        "    x, W, has_bias = cache\n", "    import os\n    os._exit(0)\n"), encoding="utf-8")
+    outcome, verdict = _graded(hw, tmp_path / "sub")
+    assert verdict != "passed" and outcome.score == 0
+    assert "ExitRefused: your code called os._exit(0)" in outcome.report, outcome.report
+
+
 def test_a_syntax_error_in_the_copy_is_one_line_naming_the_file_and_line(made, tmp_path):
     """Mid-edit, `python -m minitf homework grade .` ended in Python's traceback through the
     package's import, five frames of runpy's first; an import from code of one's own keeps it."""

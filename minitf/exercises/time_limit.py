@@ -10,7 +10,8 @@ single NumPy call that never returns cannot be interrupted this way, nor code th
 TookTooLong and runs on: GRACE_SECONDS past the limit a watchdog thread ends the process, in one
 line (a grading with --json takes that as an exercise that ended it, and --resume grades the
 rest). Where there is no alarm (Windows, or a thread other than the main one) the block runs
-without a limit. Limits do not nest: the grader sets one at a time. A Budget bounds a whole
+without a limit. Inside the block ``os._exit`` raises ExitRefused instead of ending the process:
+called by the learner's code, it ended a check with exit status 0 and not a word. Limits do not nest: the grader sets one at a time. A Budget bounds a whole
 grading, as Gradescope's own timeout does: what is left of it shortens the last exercises'
 limits.
 """
@@ -43,6 +44,28 @@ def seconds_for(level: int | None) -> float:
     return COMPOSITE_SECONDS if level == 5 else EXERCISE_SECONDS
 
 
+class ExitRefused(SystemExit):
+    """Raised by ``os._exit`` inside a time_limit block. A SystemExit, which the grader already
+    takes for a check that the learner's code ended, as it takes ``exit()``."""
+
+
+_real_exit = os._exit               # the watchdog's, which must still end the process
+
+
+def _exit_refused(status=0):
+    raise ExitRefused(f"your code called os._exit({status!r}), which would end the grading at "
+                      f"once, with nothing said; wanted a return (or an error raised)")
+
+
+@contextmanager
+def _no_hard_exit():
+    previous, os._exit = os._exit, _exit_refused
+    try:
+        yield
+    finally:
+        os._exit = previous
+
+
 class TookTooLong(BaseException):
     """Raised inside the block when its time is up. A BaseException, as KeyboardInterrupt is, so
     that the grader's ``except Exception`` around each case does not take it for that case's
@@ -57,7 +80,8 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
     seconds = EXERCISE_SECONDS if seconds is None else seconds
     main = threading.current_thread() is threading.main_thread()
     if not hasattr(signal, "setitimer") or not main:       # an alarm reaches the main thread only
-        yield
+        with _no_hard_exit():
+            yield
         return
 
     stopped = threading.Event()
@@ -75,7 +99,8 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
     signal.setitimer(signal.ITIMER_REAL, seconds)
     watchdog.start()
     try:
-        yield
+        with _no_hard_exit():
+            yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -92,7 +117,7 @@ def _end_the_process(what: str, seconds: float, stopped: threading.Event) -> Non
     sys.stderr.write(f"minitf: {what} ran on for {GRACE_SECONDS} s past its limit of "
                      f"{seconds:.3g} s ({why}); this process ends here\n")
     sys.stderr.flush()
-    os._exit(ENDED_STATUS)
+    _real_exit(ENDED_STATUS)
 
 
 class Budget:
