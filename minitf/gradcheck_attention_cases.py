@@ -31,6 +31,15 @@ def _():
     return _attention()
 
 
+@case("attention, without a head axis: (b, n, d)")
+def _():
+    # q, k, v are (..., n, d): a backward that transposes axes 2 and 3, right for (b, h, n, d)
+    # alone, passed every 4-D case
+    return FunctionCase(F.attention, F.attention_backward,
+                        {"q": randn(2, 4, 6), "k": randn(2, 5, 6), "v": randn(2, 5, 7)},
+                        ("q", "k", "v"))
+
+
 @case("attention, causal mask")
 def _():
     return _attention(mask=F.causal_mask(4, 5))       # the queries are the last 4 of 5

@@ -108,6 +108,12 @@ def _():
     return FunctionCase(F.softmax, F.softmax_backward, {"x": x}, ("x",))
 
 
+@case("softmax, along axis 1 of three")
+def _():
+    # a backward that reduces over the last axis whatever ``axis`` says passed every case above
+    return FunctionCase(F.softmax, F.softmax_backward, {"x": randn(2, 4, 3)}, ("x",), {"axis": 1})
+
+
 @case("log_softmax")
 def _():
     return FunctionCase(F.log_softmax, F.log_softmax_backward, {"x": randn(2, 3, 5)}, ("x",))
@@ -148,6 +154,15 @@ def _():
 def _():
     return FunctionCase(F.layer_norm, F.layer_norm_backward,
                         {"x": randn(2, 3, 6), "gamma": randn(6), "beta": randn(6)},
+                        ("x", "gamma", "beta"))
+
+
+@case("layer_norm, a 2-D batch of rows")
+def _():
+    # x is (..., d): γ's and β's gradients summed over axes (0, 1), not over all but the last,
+    # passed the 3-D case above
+    return FunctionCase(F.layer_norm, F.layer_norm_backward,
+                        {"x": randn(4, 6), "gamma": randn(6), "beta": randn(6)},
                         ("x", "gamma", "beta"))
 
 

@@ -69,6 +69,42 @@ def test_a_transposed_weight_gradient_raises_a_shape_error_not_a_pass():
     assert "axes swapped" in hints
 
 
+def _softmax_backward_on_the_last_axis(dp, cache):
+    p, _ = cache                                      # axis ignored: the last, whatever it says
+    return p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+
+
+def _layer_norm_backward_summed_over_two_axes(dy, cache):
+    dx, _, _ = layer_norm_backward(dy, cache)
+    x_hat = cache[0]
+    return dx, (dy * x_hat).sum(axis=(0, 1)), dy.sum(axis=(0, 1))    # right for (b, n, d) alone
+
+
+def _values_backward_of_axes_2_and_3(dout, cache):
+    weights = functional_attention._weights(cache)
+    return weights.swapaxes(2, 3) @ dout, dout @ cache.v.swapaxes(2, 3)   # right for 4-D alone
+
+
+@pytest.mark.parametrize("name, wrong, patched, case", [
+    ("softmax_backward", _softmax_backward_on_the_last_axis, None,
+     "softmax, along axis 1 of three"),
+    ("layer_norm_backward", _layer_norm_backward_summed_over_two_axes, None,
+     "layer_norm, a 2-D batch of rows"),
+    ("attention_backward", attention_backward, "_values_backward",
+     "attention, without a head axis: (b, n, d)"),
+])
+def test_an_answer_right_for_one_shape_or_axis_only_fails(monkeypatch, name, wrong, patched, case):
+    """Each of these passed every check, and earned full marks in a homework: a softmax backward
+    that ignores ``axis``, a layer norm's dγ summed over axes (0, 1), attention's transposes
+    written for (b, h, n, d) inputs alone."""
+    if patched:                                         # a helper the exercise grades with it
+        monkeypatch.setattr(functional_attention, patched, _values_backward_of_axes_2_and_3)
+    result = grade(find(name), wrong)
+    assert not result.passed
+    assert any(r.check == case and not r.passed for r in result.rows) or \
+        case in (result.stopped or "") + _hints(result), (result.rows, result.stopped)
+
+
 def test_a_bias_gradient_left_unsummed_gets_the_broadcast_hint():
     def unsummed(dy, cache):
         dx, dW, _ = linear_backward(dy, cache)

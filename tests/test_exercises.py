@@ -141,7 +141,8 @@ def test_the_starter_shows_the_forward_and_not_the_derivation():
     assert "def softmax(x, axis=-1, out=None):" in text           # the forward's source
     assert "exp(x_i) / Σ_j exp(x_j)" in text                      # its equation
     assert "dp - (dp * p).sum" not in text and "δ_ij" not in text  # not the answer
-    assert "Graded by: softmax; softmax, masked entries and a fully masked row." in text
+    assert ("Graded by: softmax; softmax, masked entries and a fully masked row; softmax, along "
+            "axis 1 of three.") in " ".join(text.split())
 
 
 def test_start_never_overwrites_an_edited_file(tmp_path):
