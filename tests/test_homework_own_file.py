@@ -119,6 +119,25 @@ def test_a_file_that_imports_a_module_of_its_own_folder_is_refused(tmp_path, mon
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("line", ["import torch", "from scipy import special", "import tqdm"])
+def test_a_file_that_imports_a_package_beyond_numpy_is_refused(tmp_path, line):
+    """`import torch` in an instructor's file was taken: setup.sh installs minitf's dependencies
+    alone, so on Gradescope every student scored 0 with ModuleNotFoundError (and a student
+    grading locally has NumPy alone)."""
+    ops = tmp_path / "withtorch.py"
+    ops.write_text(OPS.read_text(encoding="utf-8").replace(
+        "from minitf.backend import", f"{line}  # noqa\nfrom minitf.backend import", 1))
+    top = line.split()[1].split(".")[0]
+    with pytest.raises(ValueError, match=rf"^--file .*withtorch.py: it imports {top}, which a "
+                                         r"student's grading does not have .*; wanted imports "
+                                         r"of minitf, NumPy and Python's standard library only$"):
+        homework.make(tmp_path / "out", files=[ops])
+    assert not (tmp_path / "out").exists()
+    ops.write_text(OPS.read_text(encoding="utf-8").replace(         # Python's own are fine
+        "from minitf.backend import", "import math, itertools  # noqa\nfrom minitf.backend import", 1))
+    homework.make(tmp_path / "fine", files=[ops])
+
+
 def test_an_exercise_name_given_twice_is_refused(tmp_path):
     """Two rows called relu_backward in the results, which no one could tell apart."""
     twin = tmp_path / "twin.py"
@@ -142,13 +161,13 @@ def test_the_readme_of_a_homework_with_an_instructors_file_says_to_upload_the_fo
     (("def check_rmsnorm_backward():\n",
       "def check_rmsnorm_backward():\n    raise RuntimeError('boom')\n"),
      "its check_rmsnorm_backward() raised RuntimeError: boom"),
-    (("from minitf.backend", "import not_a_module_anywhere\nfrom minitf.backend"),
-     "importing it raised ModuleNotFoundError"),
+    (("from minitf.backend", "import math\nmath.sqrt(-1)\nfrom minitf.backend"),
+     "importing it raised ValueError"),
 ])
 @pytest.mark.parametrize("name", [OPS.name, "my ops.py"])      # a space: the line was lost
 def test_a_file_that_raises_says_where_not_that_every_answer_would_fail(tmp_path, change, who,
                                                                         name):
-    """A check_<name>() that raised, or an import that failed, was worded "its own
+    """A check_<name>() that raised, or an import that raised, was worded "its own
     rmsnorm_backward fails check_rmsnorm_backward(), so every answer would": the answer blamed,
     and no line to look at."""
     bad = tmp_path / name

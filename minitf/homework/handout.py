@@ -60,16 +60,23 @@ def refuse_a_homework_copy() -> None:
                          f"reference, so run the command outside any homework directory")
 
 
+# What a student's grading can import: the student README asks for NumPy alone, and the
+# autograder's setup.sh installs minitf's dependencies and nothing else
+GRADING_IMPORTS = {"minitf", "numpy"}
+
+
 def _local_imports(path: Path, tree: ast.Module) -> None:
-    """One line when the instructor's file imports a module of their own folder: the homework
-    copies the file alone, so the import that works here fails for every student."""
+    """One line when the instructor's file imports what a student's grading cannot: a module of
+    their own folder (the homework copies the file alone), or a package beyond NumPy and Python's
+    own (setup.sh installs none, and a student grades with NumPy alone): the import that works
+    here fails for every student."""
     here = {Path.cwd().resolve(), path.resolve().parent}
     nodes = list(ast.walk(tree))
     tops = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import)
             for alias in node.names}
     tops |= {node.module.split(".")[0] for node in nodes
              if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
-    for top in sorted(tops - {"minitf"}):
+    for top in sorted(tops - GRADING_IMPORTS):
         for entry in sys.path:      # the entry Python would find it in: the first that has it
             if importlib.machinery.PathFinder.find_spec(top, [entry or "."]) is not None:
                 folder = Path(entry or ".").resolve()
@@ -79,6 +86,11 @@ def _local_imports(path: Path, tree: ast.Module) -> None:
                                      f"fail); wanted imports of minitf and installed packages "
                                      f"only (copy what it uses from {top} into the file)")
                 break
+        if top not in sys.stdlib_module_names:
+            raise ValueError(f"--file {path}: it imports {top}, which a student's grading does "
+                             f"not have (the autograder installs minitf's dependencies alone, "
+                             f"and a student grades with NumPy); wanted imports of minitf, NumPy "
+                             f"and Python's standard library only")
 
 
 def check_name(name: str) -> str:
