@@ -33,6 +33,13 @@ def _info(args) -> int:
             raise ValueError(f"--checkpoint {args.checkpoint}: a model of kind {kind!r}, which "
                              f"minitf does not know; wanted one of {tuple(MODELS)}")
         name = MODELS[kind].__name__
+        # --context prices the lengths a config does not fix; a fixed max_len took it silently
+        reads_context = kind == "seq2seq" or (kind == "set" and config.get("max_len") is None)
+        if args.context is not None and not reads_context:
+            raise ValueError(f"--context {args.context}: the checkpoint's {name} is priced at "
+                             f"its own context, max_len={config.get('max_len')}; wanted --context "
+                             f"only for an encoder–decoder or a set encoder without max_len "
+                             f"(leave it out)")
         if args.table and kind != "lm":     # it printed the family's table alone, silently
             raise ValueError(f"--table: one block's table is a DecoderLM's; the checkpoint "
                              f"holds a {name} (leave out --table)")
@@ -61,7 +68,8 @@ def _refuse_flags_a_checkpoint_sets(args) -> None:
     if given:
         raise ValueError(f"--checkpoint {args.checkpoint}: its model is priced as saved, so "
                          f"{', '.join(given)} would be ignored; wanted --checkpoint alone (with "
-                         f"--context, --batch-size or --bytes), or the flags without it")
+                         f"--batch-size or --bytes, and --context for an encoder–decoder or a "
+                         f"set), or the flags without it")
 
 
 def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) -> None:

@@ -92,8 +92,17 @@ def test_info_refuses_heads_that_do_not_divide_the_width(capsys, run):
     assert cli.main(["info", "--positional", "rope", "--d-model", "6", "--n-heads", "2"]) == 2
     assert "--positional rope needs an even head width; got --d-model 6 / --n-heads 2 = 3" in (
         one_line(capsys))
-    assert cli.main(["info", "--checkpoint", str(run), "--context", "8"]) == 0
+    assert cli.main(["info", "--checkpoint", str(run), "--batch-size", "8"]) == 0
     assert capsys.readouterr().out.startswith("DecoderLM vocab_size=")
+
+
+def test_info_refuses_a_context_its_checkpoint_fixes(capsys, run):
+    """--context 8 and --context 100000000 printed the same DecoderLM table: its max_len set
+    the context, and the flag was taken and ignored."""
+    assert cli.main(["info", "--checkpoint", str(run), "--context", "8"]) == 2
+    assert one_line(capsys).startswith(
+        "minitf info: --context 8: the checkpoint's DecoderLM is priced at its own context, "
+        "max_len=")
 
 
 def test_info_refuses_flags_its_checkpoint_would_ignore(capsys, run, tmp_path):
@@ -103,7 +112,8 @@ def test_info_refuses_flags_its_checkpoint_would_ignore(capsys, run, tmp_path):
     assert one_line(capsys) == (
         f"minitf info: --checkpoint {run}: its model is priced as saved, so --d-model 7, "
         f"--n-heads 2, --vocab-size 9, --untied would be ignored; wanted --checkpoint alone (with "
-        f"--context, --batch-size or --bytes), or the flags without it")
+        f"--batch-size or --bytes, and --context for an encoder–decoder or a set), or the flags "
+        f"without it")
     with backend.seed(0):
         rnn = RNNLM(11, d_model=8, d_hidden=8)
     checkpoint.save(tmp_path / "rnn", rnn)
