@@ -11,8 +11,8 @@ TookTooLong and runs on: GRACE_SECONDS past the limit a watchdog thread ends the
 line (a grading with --json takes that as an exercise that ended it, and --resume grades the
 rest). Where there is no alarm (Windows, or a thread other than the main one) the block runs
 without a limit. Inside the block ``os._exit`` raises ExitRefused instead of ending the process:
-called by the learner's code, it ended a check with exit status 0 and not a word. Limits do not nest: the grader sets one at a time. A Budget bounds a whole
-grading, as Gradescope's own timeout does: what is left of it shortens the last exercises'
+called by the learner's code, it ended a check with exit status 0 and not a word. Limits do not
+nest: the grader sets one at a time. A Budget bounds a whole grading, as Gradescope's own timeout does: what is left of it shortens the last exercises'
 limits.
 """
 from __future__ import annotations

@@ -83,8 +83,9 @@ def _local_imports(path: Path, tree: ast.Module) -> None:
                 if folder in here:
                     raise ValueError(f"--file {path}: it imports {top} from {folder}, which the "
                                      f"homework does not copy (every student's grading would "
-                                     f"fail); wanted imports of minitf and installed packages "
-                                     f"only (copy what it uses from {top} into the file)")
+                                     f"fail); wanted imports of minitf, NumPy and Python's "
+                                     f"standard library only (copy what it uses from {top} "
+                                     f"into the file)")
                 break
         if top not in sys.stdlib_module_names:
             raise ValueError(f"--file {path}: it imports {top}, which a student's grading does "
