@@ -64,9 +64,10 @@ print(f"\n{ours.name}\n  teaches      {ours.teaches}\n  classic slip {ours.mista
       f"  graded by    {graded_by}")
 print(f"  {len(calls_it)} of minitf's {len(gradcheck_cases.CASES)} checks call it somewhere "
       "(attention, every attention layer, every model)")
-assert graded_by == ("softmax", "softmax, masked entries and a fully masked row"), graded_by
+assert graded_by == ("softmax", "softmax, masked entries and a fully masked row",
+                     "softmax, along axis 1 of three"), graded_by
 assert len(calls_it) > 10 * len(graded_by), "softmax_backward sits under most of minitf"
-print(f"✓ {len(catalogue)} exercises, easiest first; softmax_backward is graded by two checks")
+print(f"✓ {len(catalogue)} exercises, easiest first; softmax_backward is graded by three checks")
 
 # %% [markdown]
 # How grading works
@@ -171,10 +172,10 @@ return p * dp
 """
 report, status, result_1 = check(attempt_1)
 assert status == 1 and not result_1.passed, "p ⊙ dp must fail"
-assert [r.passed for r in result_1.rows] == [False, False], "both checks should fail"
+assert [r.passed for r in result_1.rows] == [False] * 3, "all three checks should fail"
 assert all(0.05 < r.error < 1 for r in result_1.rows), "a wrong formula scores 1e-1-ish, not 1e-5"
 assert f"the classic mistake here: {ours.mistake}" in report, "the hint names the classic slip"
-print("✓ attempt 1 fails both checks, and the hint names the missing term")
+print("✓ attempt 1 fails all three checks, and the hint names the missing term")
 
 # %% [markdown]
 # Reading the report
@@ -297,10 +298,20 @@ return p * (dp - s)
 report, status, result_3 = check(attempt_3)
 errors = [r.error for r in result_3.rows]
 assert status == 0 and result_3.passed, "the right formula passes"
-assert len(errors) == 2 and max(errors) < 1e-8, f"far below the 1e-6 tolerance, got {errors}"
+assert len(errors) == 3 and max(errors) < 1e-8, f"far below the 1e-6 tolerance, got {errors}"
 assert report.rstrip().endswith("softmax_backward: passes every check"), report
-print(f"✓ attempt 3 passes both checks, at {max(errors):.1e}: "
+print(f"✓ attempt 3 passes all three checks, at {max(errors):.1e}: "
       f"{gradcheck.TOLERANCE / max(errors):,.0f} times below the tolerance")
+
+# %% [markdown]
+# The third check is there for a shortcut: softmax is nearly always taken along the last axis,
+# so ``.sum(axis=-1, keepdims=True)`` looks as good as ``axis=axis``. It is, in the first two
+# checks. The third takes softmax along axis 1 of a (2, 4, 3) input, where only ``axis`` is right.
+
+# %%
+report, status, result_last = check(attempt_3.replace("axis=axis", "axis=-1"))
+assert [r.passed for r in result_last.rows] == [True, True, False], "only the axis-1 check fails"
+print(f"✓ a hard-coded axis=-1 passes two checks, fails the third at {result_last.rows[2].error:.2f}")
 
 # %% [markdown]
 # One trap gets every number right and still fails: dx built in ``np.zeros(p.shape)`` is
@@ -331,27 +342,25 @@ assert min(wrong) > 1e4 * gradcheck.TOLERANCE > 1e4 * max(errors), \
     "wrong bodies fail by orders of magnitude, the right one passes by orders of magnitude"
 
 fig, ax = viz.figure(size=(8.2, 4.2))
-for k, (name, colour) in enumerate(zip(("'softmax', x (2, 3, 5)",
-                                        "'softmax, masked entries…', x (3, 5)"),
-                                       ("tab:blue", "tab:orange"))):
-    where = [i for i, (_, r) in enumerate(attempts) if r.rows]
-    ax.bar(np.array(where) + (k - 0.5) * 0.36, [attempts[i][1].rows[k].error for i in where],
-           width=0.36, color=colour, label=f"check {name}")
+where = [i for i, (_, r) in enumerate(attempts) if r.rows]       # attempt 2 raised: no rows
+for k, (row, colour) in enumerate(zip(result_3.rows, ("tab:blue", "tab:orange", "tab:green"))):
+    ax.bar(np.array(where) + (k - 1) * 0.27, [attempts[i][1].rows[k].error for i in where],
+           width=0.27, color=colour, label=f"'{row.check}', x {row.shape}")
 for i, (_, r) in enumerate(attempts):
     if not r.rows:
         ax.text(i, 1e-9, "raised\nValueError:\nnothing to plot", ha="center", va="center",
                 fontsize=8)
 ax.axhline(gradcheck.TOLERANCE, color="gray", ls="--", lw=1, label="tolerance 1e-6")
-ax.axhspan(gradcheck.TOLERANCE, 10, color="tab:red", alpha=0.06)
+ax.axhspan(gradcheck.TOLERANCE, 1e4, color="tab:red", alpha=0.06)
 ax.text(4.55, 2e-6, "fails", ha="right", va="bottom", fontsize=8, color="tab:red")
 ax.text(4.55, 5e-7, "passes", ha="right", va="top", fontsize=8, color="tab:green")
 ax.set_yscale("log")
-ax.set_ylim(1e-12, 10)
+ax.set_ylim(1e-12, 1e4)                             # room above the bars for the legend
 ax.set_xlim(-0.6, 4.6)
 ax.set_xticks(range(len(attempts)), labels=[name for name, _ in attempts])
 ax.set_ylabel("max relative error (log scale)")
 ax.set_title("Checking softmax_backward: every wrong body fails by far, the right one passes")
-ax.legend(loc="upper right", fontsize=8)
+ax.legend(loc="upper center", fontsize=8, ncol=2)
 viz.save(fig, "19_attempts")
 workdir.cleanup()
 
