@@ -67,6 +67,12 @@ def test_a_total_of_tenths_is_written_as_the_number_it_is():
     assert gradescope_results(tests, 1.0)["score"] == 0.3
 
 
+def test_the_summary_line_counts_exercises_in_words_that_agree():
+    from minitf.homework.results import gradescope_results
+    assert gradescope_results([{"score": 1}], 1.0)["output"].startswith("1 exercise, each graded")
+    assert gradescope_results([{"score": 1}] * 2, 1.0)["output"].startswith("2 exercises, each")
+
+
 def test_a_homework_json_without_points_is_worth_one_each(made, tmp_path):
     key = tmp_path / "key"
     shutil.copytree(made[1], key)

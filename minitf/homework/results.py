@@ -61,8 +61,8 @@ def gradescope_results(tests: list[dict], seconds: float, note: str = "") -> dic
     # rounded: points of 0.1 and 0.2 summed to 0.30000000000000004 in the file a student reads
     return {"score": round(sum(t["score"] for t in tests), 6),
             "execution_time": round(seconds),
-            "output": f"{len(tests)} exercises, each graded on its own by minitf's gradient "
-                      f"checks" + note,
+            "output": f"{len(tests)} exercise{'s' * (len(tests) != 1)}, each graded on its own "
+                      f"by minitf's gradient checks" + note,
             "tests": tests}
 
 
