@@ -8,6 +8,7 @@ the rest.
 from __future__ import annotations
 
 import itertools
+import re
 import shlex
 from pathlib import Path
 
@@ -141,7 +142,9 @@ def refuse_to_overwrite(out: Path, resume: str | None) -> None:
         return
     step, finished, resume = continuing(out)
     named = out if out.name else out.resolve()         # '.' has no name to add a number to
-    siblings = (named.with_name(f"{named.name}{i}") for i in itertools.count(2))
+    # runs/lm -> runs/lm2; a name that ends in a number counts on from it: runs/f1 -> runs/f2
+    stem, number = re.fullmatch(r"(.*?)(\d*)", named.name).groups()
+    siblings = (named.with_name(f"{stem}{i}") for i in itertools.count(int(number or 1) + 1))
     free = next(other for other in siblings if not other.exists())
     held = "" if step is None else f" (step {step}{', finished' if finished else ''})"
     raise rundir.RunDirectoryError(f"--out {out} already holds a run{held}; continue it with "

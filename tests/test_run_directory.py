@@ -269,6 +269,9 @@ def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys
     (tmp_path / "run2").mkdir()                              # the name it offers is a free one
     assert train(text, "--steps", "10", "--out", str(run)) == 2
     assert one_line(capsys).endswith(f"or start another with --out {run}3")
+    assert train(text, "--steps", "10", "--out", str(tmp_path / "run9")) == 0
+    assert train(text, "--steps", "10", "--out", str(tmp_path / "run9")) == 2
+    assert one_line(capsys).endswith(f"or start another with --out {run}10")    # not run92
     assert train(str(tmp_path / "typo.txt"), "--out", str(run)) == 2     # named before the run
     assert f"--text {tmp_path / 'typo.txt'}: no such file" in one_line(capsys)
     assert {p.name: p.stat().st_mtime_ns for p in run.rglob("*")} == before
