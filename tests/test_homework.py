@@ -468,6 +468,8 @@ def test_bad_input_is_one_line_and_exit_2(hw1, tmp_path, capsys):
                                                          capsys)
     assert "--file missing.py: no such file" in _one_line_error(
         ["homework", "make", "--file", "missing.py", "--out", str(tmp_path / "y")], capsys)
+    assert f"--file {tmp_path}: is a folder; wanted an instructor's Python file" in _one_line_error(
+        ["homework", "make", "--file", str(tmp_path), "--out", str(tmp_path / "y")], capsys)
 
 
 def test_where_a_frame_was_first_edited_counts_lines_as_an_editor_does():

@@ -149,7 +149,9 @@ def _catalogue_files(names: list[str]) -> dict:
 def _own_file(path: Path) -> tuple[str, list]:
     """An instructor's file: its text and its exercises, each with its check_<name> function."""
     if not path.is_file():
-        raise ValueError(f"--file {path}: no such file")
+        got = "is a folder" if path.is_dir() else "no such file"
+        raise ValueError(f"--file {path}: {got}; wanted an instructor's Python file with marked "
+                         f"regions")
     text = read_python(path, "--file", "an instructor's own Python file with marked regions")
     try:
         found = R.find_regions(text, f"--file {path}")     # its errors name the flag and path
