@@ -311,7 +311,8 @@ print(f"✓ attempt 3 passes all three checks, at {max(errors):.1e}: "
 # %%
 report, status, result_last = check(attempt_3.replace("axis=axis", "axis=-1"))
 assert [r.passed for r in result_last.rows] == [True, True, False], "only the axis-1 check fails"
-print(f"✓ a hard-coded axis=-1 passes two checks, fails the third at {result_last.rows[2].error:.2f}")
+error_3 = result_last.rows[2].error
+print(f"✓ a hard-coded axis=-1 passes two checks and fails the third at {error_3:.2f}")
 
 # %% [markdown]
 # One trap gets every number right and still fails: dx built in ``np.zeros(p.shape)`` is

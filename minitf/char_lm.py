@@ -24,8 +24,8 @@ from pathlib import Path
 import minitf.functional as F
 from minitf import checkpoint, data, rundir
 from minitf.backend import backend_name, seed, to_device
-from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
-                         training_memory_floor)
+from minitf.cost import (PEAK_OVER_FLOOR, available_memory, decoder_window_numbers,
+                         recurrent_window_numbers, training_memory_floor)
 from minitf.generate import generate
 from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
@@ -346,11 +346,16 @@ def _refuse_a_step_beyond_memory(config: RunConfig, model) -> None:
                                      c["n_heads"], n))
     needed = training_memory_floor(window, config.batch_size, model.num_parameters())
     if free is not None and needed > free:
-        weights = training_memory_floor(window, 0, model.num_parameters())
-        fits = max(0, (free - weights) // training_memory_floor(window, 1, 0))
-        wanted = (f"wanted a --batch-size of at most {fits:,} (by that floor: fewer may be all "
-                  f"that fit)" if fits else "not one window fits: wanted a smaller model or "
-                  "--context")
+        room = free - training_memory_floor(window, 0, model.num_parameters())  # beside weights
+        per_window = training_memory_floor(window, 1, 0)
+        fits, sure = max(0, room // per_window), max(0, room // (PEAK_OVER_FLOOR * per_window))
+        # the floor bounds what can fit; a real step's peak is up to PEAK_OVER_FLOOR × it, so
+        # the batch to try is the one that fits even then
+        wanted = ("not one window fits: wanted a smaller model or --context" if not fits else
+                  f"wanted a --batch-size of at most {fits:,}, and {sure:,} or fewer to be sure "
+                  f"(a step's peak is up to {PEAK_OVER_FLOOR} × this floor)" if sure else
+                  f"wanted a --batch-size of at most {fits:,}, and even 1 may not fit (a step's "
+                  f"peak is up to {PEAK_OVER_FLOOR} × this floor): a smaller model or --context")
         raise ValueError(f"--batch-size {config.batch_size} × --context {n}: a training step of "
                          f"this model holds at least {needed / 2**30:.1f} GiB, and this machine "
                          f"has {free / 2**30:.1f} GiB free; {wanted}")

@@ -1,13 +1,14 @@
 """The floor of a training step's memory is a floor: every model it prices holds at least that
 much during a real step, and ``minitf train`` refuses, in one line, a step that cannot fit."""
+import re
 import tracemalloc
 
 import numpy as np
 import pytest
 
 from minitf import char_lm, cli
-from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
-                         training_memory_floor)
+from minitf.cost import (PEAK_OVER_FLOOR, available_memory, decoder_window_numbers,
+                         recurrent_window_numbers, training_memory_floor)
 from minitf.models import DecoderLM, RNNLM
 
 from test_run_directory import one_line, text  # noqa: F401  (text is a fixture)
@@ -42,7 +43,7 @@ def test_a_decoder_step_holds_at_least_its_floor(name):
     model = DecoderLM(vocab, d, h, L, d_ff, max_len=n, **settings)
     floor = training_memory_floor(decoder_window_numbers(vocab, d, L, d_ff, h, n), 8, 0)
     peak = traced_peak(model, 8, n, vocab)
-    assert floor <= peak <= 4 * floor, (floor, peak)        # a floor, and not a loose one
+    assert floor <= peak <= PEAK_OVER_FLOOR * floor, (floor, peak)    # and not a loose one
 
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm"])
@@ -50,7 +51,7 @@ def test_a_recurrent_step_holds_at_least_its_floor(cell):
     model = RNNLM(40, 48, d_hidden=64, cell=cell, max_len=32)
     floor = training_memory_floor(recurrent_window_numbers(40, 48, 64, cell, 32), 8, 0)
     peak = traced_peak(model, 8, 32, 40)
-    assert floor <= peak <= 4 * floor, (floor, peak)
+    assert floor <= peak <= PEAK_OVER_FLOOR * floor, (floor, peak)
 
 
 def test_the_floor_counts_the_weights_four_times_and_grows_with_the_batch():
@@ -90,8 +91,11 @@ def test_train_refuses_a_step_beyond_free_memory_in_one_line(text, tmp_path, mon
                           "this model holds at least "), err
     assert "this machine has 0.0 GiB free; wanted a --batch-size of at most " in err
     assert not out.exists()                                  # a refused run leaves no folder
-    fits = int(err.split("at most ")[1].split(" (by")[0].replace(",", ""))
-    assert 0 < fits < 4000
+    advice = re.search(r"at most ([\d,]+), and ([\d,]+) or fewer to be sure \(a step's peak is "
+                       r"up to 4 × this floor\)$", err)
+    fits, sure = (int(k.replace(",", "")) for k in advice.groups())
+    # the batch it advises fits even where a step's peak is PEAK_OVER_FLOOR × its floor
+    assert 0 < sure <= fits / PEAK_OVER_FLOOR < fits < 4000, (sure, fits)
     # the number it names is the largest batch the floor lets through
     assert train("--batch-size", str(fits), "--steps", "2",
                  "--out", str(out)) == 0
@@ -102,6 +106,21 @@ def test_train_refuses_a_step_beyond_free_memory_in_one_line(text, tmp_path, mon
     monkeypatch.setattr(char_lm, "available_memory", lambda: 1000)          # not the weights
     assert train("--out", str(tmp_path / "none")) == 2
     assert one_line(capsys).endswith("not one window fits: wanted a smaller model or --context")
+
+
+def test_where_a_few_windows_fit_by_the_floor_alone_it_says_even_one_may_not(monkeypatch):
+    model = DecoderLM(30, 16, 2, 1, 32, max_len=16)
+    config = char_lm.RunConfig(context=16, batch_size=8)
+    per_window = training_memory_floor(decoder_window_numbers(30, 16, 1, 32, 2, 16), 1, 0)
+    weights = training_memory_floor(1, 0, model.num_parameters())
+    monkeypatch.setattr(char_lm, "available_memory", lambda: weights + 3 * per_window)
+    with pytest.raises(ValueError) as refused:
+        char_lm._refuse_a_step_beyond_memory(config, model)
+    assert str(refused.value).endswith("wanted a --batch-size of at most 3, and even 1 may not "
+                                       "fit (a step's peak is up to 4 × this floor): a smaller "
+                                       "model or --context")
+    monkeypatch.setattr(char_lm, "available_memory", lambda: weights + 8 * per_window)
+    char_lm._refuse_a_step_beyond_memory(config, model)            # 8 fit by the floor: let by
 
 
 def test_where_the_machine_does_not_say_nothing_is_refused(text, tmp_path, monkeypatch):
