@@ -187,6 +187,21 @@ def test_a_gradient_of_a_fixed_dtype_fails_though_the_checks_run_in_float64():
     assert grade(find("relu_backward"), lambda dy, cache: dy * cache * 1.0, cases=["relu"]).passed
 
 
+def test_every_gradient_of_a_fixed_dtype_is_named_not_only_the_first():
+    """dW and db each made in np.zeros: the report named dW alone, and a learner who fixed it
+    was sent round again for db."""
+    linear_backward = _reference("linear_backward")
+
+    def fixed_dw_and_db(dy, cache):
+        dx, dW, db = linear_backward(dy, cache)
+        return dx, np.zeros(dW.shape) + dW, np.zeros(db.shape) + db
+
+    result = grade(find("linear_backward"), fixed_dw_and_db, cases=["linear"])
+    assert [(row.check, row.tensor) for row in result.rows if not row.passed] == [
+        ("linear, in float32", "W"), ("linear, in float32", "b")]
+    assert "b: your gradient is float64, wanted float32 (the dtype of b)" in _hints(result)
+
+
 def test_a_guessed_hint_says_which_cases_pass():
     """dv without the dropout mask fails the dropout case alone, and its hint guessed attention's
     classic mistake, the scale of dq and dk: it now says which cases pass, and where to look."""
@@ -199,7 +214,7 @@ def test_a_guessed_hint_says_which_cases_pass():
     result = grade(find("attention_backward"), without_the_mask_in_dv)
     assert {case for case, _ in result.problems} == {
         "attention, attention dropout (one fixed mask), causal"}
-    assert "; but case 'attention' and 3 more pass: look first at what the failing cases add" \
+    assert "; but case 'attention' and 4 more pass: look first at what the failing cases add" \
         in _hints(result), _hints(result)
 
 

@@ -208,7 +208,8 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
 def _grade_in_float32(name: str, result: Result) -> None:
     """The case once more in float32, minitf's default, where the checks' float64 cannot see a
     gradient made of a fixed dtype (np.zeros(shape) is float64): each must keep its input's.
-    A failing tensor's row is the float32 one, so the table counts each tensor once."""
+    A failing tensor's row is the float32 one, so the table counts each tensor once; every
+    tensor of the wrong dtype is named (dW's np.zeros need not be db's)."""
     with precision("float32"):
         run = run_backward(gradcheck_cases.build(name, "float32"))
     for tensor, (x, dx) in run.tensors.items():
@@ -217,7 +218,6 @@ def _grade_in_float32(name: str, result: Result) -> None:
             result.rows = [row if (r.check, r.tensor) == (name, tensor) else r
                            for r in result.rows]
             result.problems.append((name + IN_FLOAT32, shape_problem(tensor, x, dx)))
-            return
 
 
 def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
