@@ -474,3 +474,17 @@ def test_what_reaches_the_terminal_stops_after_its_first_thousand_lines():
     assert shown[PASSED_THROUGH:] == ["", f"[minitf: {PASSED_THROUGH:,} lines printed; the rest "
                                       f"is counted, not shown]"]
     assert copy.shown().endswith(f"… and {5 * PASSED_THROUGH - PRINTED_LINES} more lines")
+
+
+def test_one_endless_line_reaches_the_terminal_cut_too():
+    """print(x, end='') in a loop is one line, however long: the line count never stopped it."""
+    import io
+
+    from minitf.homework.printed import PASSED_THROUGH_CHARS, Printed
+    terminal = io.StringIO()
+    copy = Printed(terminal)
+    for _ in range(3 * PASSED_THROUGH_CHARS // 999):       # the cut falls inside a write
+        copy.write("x" * 999)
+    assert terminal.getvalue() == "x" * PASSED_THROUGH_CHARS + (
+        f"\n[minitf: {PASSED_THROUGH_CHARS:,} characters printed; the rest is counted, not shown]\n")
+    assert copy.shown().startswith("x" * 200) and copy.shown().endswith(" …")

@@ -21,6 +21,7 @@ _GRADER = str(PACKAGE.parent) + os.sep
 PRINTED_LINES = 40
 PRINTED_LINE_CHARS = 200
 PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and buried the log
+PASSED_THROUGH_CHARS = 200 * PASSED_THROUGH     # and as many characters: one endless line too
 
 
 class Printed(io.TextIOBase):
@@ -29,20 +30,27 @@ class Printed(io.TextIOBase):
     output in results.json.
     The copy holds at most PRINTED_LINES lines of PRINTED_LINE_CHARS (+1, to know one was cut),
     however much is printed; the lines after them are only counted. The terminal gets the first
-    PASSED_THROUGH lines, then one saying that the rest is only counted."""
+    PASSED_THROUGH lines (or PASSED_THROUGH_CHARS characters, whichever comes first), then one
+    saying that the rest is only counted."""
 
     def __init__(self, through):
         self.through, self.head, self.partial, self.lines = through, [], "", 0
+        self.chars = 0                          # passed through to the terminal so far
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        if self.lines < PASSED_THROUGH:
-            self.through.write(text)
+        if self.lines < PASSED_THROUGH and self.chars < PASSED_THROUGH_CHARS:
+            piece = text[:PASSED_THROUGH_CHARS - self.chars]
+            self.through.write(piece)
+            self.chars += len(piece)
             if self.lines + text.count("\n") >= PASSED_THROUGH:
                 self.through.write(f"\n[minitf: {PASSED_THROUGH:,} lines printed; the rest is "
                                    f"counted, not shown]\n")
+            elif self.chars >= PASSED_THROUGH_CHARS:
+                self.through.write(f"\n[minitf: {PASSED_THROUGH_CHARS:,} characters printed; "
+                                   f"the rest is counted, not shown]\n")
         *ended, rest = text.split("\n")                 # the lines this text ends, then the rest
         for piece in ended:
             if len(self.head) < PRINTED_LINES:
