@@ -138,9 +138,14 @@ def test_a_resumed_recurrent_run_refuses_them_too(text, tmp_path, capsys, monkey
     SetEncoder(5, 3, d_model=8, n_heads=2, n_layers=1, max_len=6)],
     ids=["mlm", "mlm-segments", "set-cls", "set-mean", "set-mean-positions", "set-cls-positions"])
 def test_info_prices_a_checkpoint_of_bert_and_of_the_set_encoder(model, tmp_path, capsys):
-    """Both printed the header, then "describe_cost: unknown model kind 'mlm'"."""
+    """Both printed the header, then "describe_cost: unknown model kind 'mlm'". --context
+    prices a set encoder without max_len; one with a max_len (and BERT) is priced at its own."""
     checkpoint.save(tmp_path, model)
-    assert cli.main(["info", "--checkpoint", str(tmp_path), "--context", "10"]) == 0
+    context = ["--context", "10"] if model.config.get("max_len") is None else []
+    if not context:
+        assert cli.main(["info", "--checkpoint", str(tmp_path), "--context", "10"]) == 2
+        assert "is priced at its own context, max_len=" in capsys.readouterr().err
+    assert cli.main(["info", "--checkpoint", str(tmp_path), *context]) == 0
     out = capsys.readouterr().out
     assert out.startswith(type(model).__name__ + " ")
     table = describe_cost(model.kind, model.config, context=10)

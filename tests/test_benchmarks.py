@@ -166,5 +166,8 @@ def test_the_parity_errors_are_every_comparison_by_group_and_under_the_tests_tol
     # every comparison lands in exactly one group
     assert sum(int(rows[g][0]) for g in groups) == sum(int(rows[t][0]) for t in tests) > 600
     for name in (*groups, *tests):
+        # float64 is measured in every test ("—" only where a test has no float32 comparison);
+        # 0 is a real measurement: a linear layer can agree with torch's to the last bit
+        assert rows[name][1] != "—", f"{name}: {rows[name]}"
         f64, f32 = (float(e) if e != "—" else 0.0 for e in rows[name][1:])
-        assert 0 < f64 <= 1e-9 and f32 <= 1e-4, f"{name}: {rows[name]}"
+        assert 0 <= f64 <= 1e-9 and f32 <= 1e-4, f"{name}: {rows[name]}"

@@ -154,7 +154,8 @@ def test_a_negative_zero_prints_as_zero():
 
 def test_missing_terms_fail_with_the_exercise_s_classic_mistake():
     result = grade(find("layer_norm_backward"), layer_norm_backward_without_variance)
-    assert _failed(result) == {("layer_norm", "x"), ("LayerNorm", "input x")}
+    assert _failed(result) == {("layer_norm", "x"), ("layer_norm, a 2-D batch of rows", "x"),
+                               ("LayerNorm", "input x")}
     assert "the classic mistake here: μ or σ treated as constants" in _hints(result)
 
     result = grade(find("softmax_backward"), lambda dp, cache: cache[0] * dp)

@@ -208,7 +208,7 @@ def test_exercise_check_exit_status_and_report(tmp_path, capsys):
     assert cli.main(["exercise", "check", str(path)]) == 0
     out = capsys.readouterr().out
     assert "layer_norm_backward: passes every check" in out
-    assert "6 of 6 tensors within 1e-06" in out and "FAIL" not in out
+    assert "9 of 9 tensors within 1e-06" in out and "FAIL" not in out
 
     right = starter_text(exercise, solution=True)
     wrong = right.replace("- x_hat * mean_dx_hat_x_hat", "- 0")
@@ -216,7 +216,7 @@ def test_exercise_check_exit_status_and_report(tmp_path, capsys):
     path.write_text(wrong)
     assert cli.main(["exercise", "check", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "4 of 6 tensors within 1e-06; 2 FAILED" in out
+    assert "6 of 9 tensors within 1e-06; 3 FAILED" in out
     assert "in case 'layer_norm', x: worst entry x[" in out
     assert "hint: perhaps the classic mistake here: μ or σ treated as constants" in out
     assert "in case 'LayerNorm', input x: worst entry" in out and "    hint: as above" in out
