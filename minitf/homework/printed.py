@@ -21,7 +21,7 @@ _GRADER = str(PACKAGE.parent) + os.sep
 PRINTED_LINES = 40
 PRINTED_LINE_CHARS = 200
 PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and buried the log
-PASSED_THROUGH_CHARS = 200 * PASSED_THROUGH     # and as many characters: one endless line too
+PASSED_THROUGH_CHARS = 1_000_000   # and a megabyte of characters: one endless line is cut too
 
 
 class Printed(io.TextIOBase):
