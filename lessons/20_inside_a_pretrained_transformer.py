@@ -250,7 +250,8 @@ viz.curves(ax_loss, np.arange(1, len(losses) + 1), {"training batch": losses}, x
            ylabel="cross-entropy", title="fine-tuning all six blocks",
            hline=(np.log(2), "chance, log 2"))
 viz.heatmap(ax_cos, tuned, x_labels=["1", "2", "3"], y_labels=labels[:3], vmin=-0.2, vmax=1.0,
-            annotate=".2f", title="cosine similarity after fine-tuning")
+            annotate=".2f", colorbar="cosine similarity",     # the scale of the figure above
+            title="cosine similarity after fine-tuning")
 viz.save(fig, "20_fine_tuning")
 
 # %% [markdown]

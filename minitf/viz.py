@@ -188,9 +188,12 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
 
 
 def _ticks(set_ticks, n: int, labels, rotate: bool = False) -> None:
-    """Label every position when there are labels or few positions; else let matplotlib choose."""
+    """Label every position when there are labels or few positions; else let matplotlib choose.
+    ``rotate``: turn the labels 45° where a word would crowd its neighbours (not '1', '2', …)."""
     if labels is not None:
-        set_ticks(range(n), labels=[str(s) for s in labels],
+        labels = [str(s) for s in labels]
+        rotate = rotate and max(len(s) for s in labels) > 2
+        set_ticks(range(n), labels=labels,
                   **({"rotation": 45, "ha": "right", "rotation_mode": "anchor"} if rotate else {}))
     elif n <= 16:
         set_ticks(range(n))

@@ -78,6 +78,16 @@ def test_heatmap_annotates_each_visible_cell():
     assert sorted(t.get_text() for t in ax.texts) == ["0.1", "0.5", "0.5"]
 
 
+def test_heatmap_turns_word_labels_and_leaves_numbers_upright():
+    """Tokens on x are turned 45° so that they do not overlap; '1', '2', '3' turned only
+    looked odd (lesson 20's similarity panels)."""
+    fig, ax = viz.figure()
+    viz.heatmap(ax, np.eye(3), x_labels=["1", "2", "3"], y_labels=["the", "cat", "sat"])
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {0.0}
+    viz.heatmap(ax, np.eye(3), x_labels=["the", "cat", "sat"])
+    assert {t.get_rotation() for t in ax.get_xticklabels()} == {45.0}
+
+
 def test_plot_history_writes_the_run_figure(tmp_path):
     history = {"step": [1, 2, 3], "loss": [3.0, 2.0, 1.5], "val_step": [3], "val_loss": [1.7]}
     path = viz.plot_history(history, tmp_path / "loss.png", baseline=2.3, title="run")
