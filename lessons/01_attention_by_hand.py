@@ -8,7 +8,7 @@ weighted average of the values. By the end you will have computed how much "The"
 "The cat sat on", and reproduced the lectures' "Thinking Machines" quiz and the Hello / I / love
 / you weight matrix, all with minitf's own ``F.attention``.
 
-Run it: ``minitf lesson 1`` (about 2 seconds), or as a plain script,
+Run it: ``minitf lesson 1`` (about a second), or as a plain script,
 ``python lessons/01_attention_by_hand.py``.
 """
 

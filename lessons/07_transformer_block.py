@@ -9,7 +9,7 @@ a gradient reaches, measure what a stack of blocks keeps for its backward, stack
 and without residuals, and train the same six-layer Transformer twice: once with the original
 post-LN blocks, once with pre-LN blocks.
 
-Run it: ``minitf lesson 7`` (about 8 seconds: two short trainings), or as a plain script,
+Run it: ``minitf lesson 7`` (about 4 seconds: two short trainings), or as a plain script,
 ``python lessons/07_transformer_block.py``.
 """
 

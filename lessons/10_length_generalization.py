@@ -8,7 +8,7 @@ about positions. Here we train five tiny character language models that differ o
 positional scheme (learned, sinusoidal, RoPE, ALiBi, T5 buckets), all on windows of 32
 characters, and measure their held-out loss on positions they never saw in training.
 
-Run it: ``minitf lesson 10`` (about 20 seconds: five short trainings), or as a plain script,
+Run it: ``minitf lesson 10`` (about 12 seconds: five short trainings), or as a plain script,
 ``python lessons/10_length_generalization.py``.
 """
 

@@ -9,7 +9,7 @@ perfectly and learns nothing, which we measure). Then: what training changes (th
 what one training step does, a small character model against the bigram baseline, and a recurrent
 language model beside a Transformer.
 
-Run it: ``minitf lesson 11`` (about 12 seconds), or as a plain script,
+Run it: ``minitf lesson 11`` (about 5 seconds), or as a plain script,
 ``python lessons/11_training_a_language_model.py``.
 """
 

@@ -9,7 +9,7 @@ distribution, and then makes generation cheap: a KV cache keeps the keys and val
 tokens, gives exactly the same logits, needs 2·L·b·n·d numbers, and turns a step that costs
 O(n²) into one that costs O(n).
 
-Run it: ``minitf lesson 12`` (about 8 seconds), or as a plain script,
+Run it: ``minitf lesson 12`` (about 4 seconds), or as a plain script,
 ``python lessons/12_generation_and_kv_cache.py``.
 """
 

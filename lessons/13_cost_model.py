@@ -8,7 +8,7 @@ take. This lesson counts all four with ``minitf.cost``, checks every count again
 minitf module or a stopwatch, and ends with the reason attention replaced recurrence: more
 arithmetic, but no chain of sequential steps.
 
-Run it: ``minitf lesson 13`` (about 3 seconds), or as a plain script,
+Run it: ``minitf lesson 13`` (about 2 seconds), or as a plain script,
 ``python lessons/13_cost_model.py``.
 """
 

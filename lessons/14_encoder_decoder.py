@@ -9,7 +9,7 @@ check that teacher forcing computes every step of the decoding in one pass, coun
 attention scores of its three kinds of attention (the lectures' cost quiz), check which encoder
 layer the decoder reads (the wiring quiz), and look at what the decoder learned to read.
 
-Run it: ``minitf lesson 14`` (about 8 seconds: one short training), or as a plain script,
+Run it: ``minitf lesson 14`` (about 4 seconds: one short training), or as a plain script,
 ``python lessons/14_encoder_decoder.py``.
 """
 

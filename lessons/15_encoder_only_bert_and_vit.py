@@ -9,7 +9,7 @@ bag of words cannot do the same; pretrain a small BERT by hiding words behind [M
 sentence pairs with segment ids; find that a Vision Transformer's patch embedding is a
 convolution; and, leaving out the positions, read a set of points whose order means nothing.
 
-Run it: ``minitf lesson 15`` (about 10 seconds), or as a plain script,
+Run it: ``minitf lesson 15`` (about 4 seconds), or as a plain script,
 ``python lessons/15_encoder_only_bert_and_vit.py``.
 """
 

