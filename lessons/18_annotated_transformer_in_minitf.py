@@ -190,6 +190,11 @@ print("✓ four d×d linears = one fused W_qkv and W_o, parameter for parameter"
 # way out, each stack ends with one more LayerNorm (``Transformer(pre_ln=True)`` adds it). The
 # generator class is a linear layer and a log-softmax; minitf's models return the logits and
 # fuse the log-softmax into ``F.cross_entropy``, which is the same loss, computed stably.
+#
+# Its position-wise feed-forward class is w_2(dropout(relu(w_1(x)))): minitf's
+# ``FeedForward``, whose two linears are ``W_1`` and ``W_2``. Its encoder layer is two such
+# wrappers in a row, self-attention then the feed-forward: minitf's ``EncoderBlock(pre_ln=True)``,
+# whose two ``Residual`` wrappers are ``self_attn`` and ``ffn``.
 
 # %%
 ffn = nn.FeedForward(d, 4 * d)
@@ -199,6 +204,15 @@ wrapped = as_np(residual(x))
 by_hand = as_np(x + ffn(residual.norm(x)))                                 # dropout 0: identity
 assert np.abs(wrapped - by_hand).max() < 1e-12, \
     "x + sublayer(norm(x)) is Residual(pre_ln=True)"
+W_1, W_2 = ffn.W_1, ffn.W_2
+relu_ffn = np.maximum(as_np(x) @ as_np(W_1.W.data) + as_np(W_1.b.data), 0)   # (2, 5, 4d)
+assert np.abs(as_np(ffn(x)) - (relu_ffn @ as_np(W_2.W.data) + as_np(W_2.b.data))).max() < 1e-12, \
+    "the feed-forward is w_2(relu(w_1(x))): two linears, a ReLU between them"
+layer = nn.EncoderBlock(d, h, 4 * d, pre_ln=True)
+mid = x + layer.self_attn.layer(layer.self_attn.norm(x))      # sublayer 1: self-attention
+out = mid + layer.ffn.layer(layer.ffn.norm(mid))              # sublayer 2: the feed-forward
+assert np.abs(as_np(layer(x)) - as_np(out)).max() < 1e-12, \
+    "the walkthrough's encoder layer is EncoderBlock(pre_ln=True): two norm-first sublayers"
 
 logits = backend.randn(2, 5, 11)
 targets = np.array([[1, 4, 0, 7, 10], [3, 3, 9, 2, 5]])
@@ -209,7 +223,8 @@ print(f"−mean log_softmax[target] = {-picked.mean():.6f},  F.cross_entropy = {
 assert abs(-picked.mean() - float(loss)) < 1e-12, "generator + NLL = the fused cross-entropy"
 assert Transformer(9, 9, d_model=8, n_heads=2, pre_ln=True).encoder_norm is not None, \
     "a pre-LN stack ends with a LayerNorm"
-print("✓ norm-first residual, a final norm per stack, log-softmax inside the loss")
+print("✓ norm-first residual, the feed-forward and encoder layer unrolled, a final norm per "
+      "stack, log-softmax inside the loss")
 
 # %% [markdown]
 # The base model's sizes, counted exactly
