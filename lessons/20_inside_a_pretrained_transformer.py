@@ -170,7 +170,7 @@ for ax in panels.values():                                 # keys under every pa
 grid.set_size_inches(30, 19)                              # room for them: square panels again
 panels["layer 4, head 1"].add_patch(matplotlib.patches.Rectangle(   # the head that moves "it"
     (-0.5, it - 0.5), len(tokens), 1, fill=False, edgecolor="red", linewidth=1.5))
-viz.save(grid, "20_attention_grid")
+viz.save(grid, "20_attention_grid", palette=True)     # 72 heatmaps: 256 colours
 
 # %% [markdown]
 # Sentences as vectors

@@ -81,15 +81,31 @@ def _shown(path: Path) -> str:
         return f"${FIGURES_ENV}/{path.name}" if os.environ.get(FIGURES_ENV) else str(path)
 
 
+def _save_with_a_palette(fig, path: Path) -> None:
+    """The figure's PNG reduced to 256 colours, without dithering (which would speckle the flat
+    cells of a heatmap): matplotlib draws it, Pillow (which matplotlib needs) indexes it."""
+    import io
+
+    from PIL import Image
+
+    drawn = io.BytesIO()
+    fig.savefig(drawn, dpi=_DPI, metadata={"Software": None})
+    image = Image.open(drawn).convert("RGB")
+    image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        path, optimize=True)
+
+
 OTHER_IMAGES = (".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".gif", ".tif", ".tiff", ".webp")
 
 
-def save(fig, name: str) -> Path:
+def save(fig, name: str, palette: bool = False) -> Path:
     """Save ``fig`` as ``<figures_dir>/<name>.png``, print where, and return the path. A name
     that ends in .png already is that file ("x.png" writes x.png, not x.png.png).
 
     The PNG carries no software version or date, so re-running an unchanged lesson rewrites the
-    same bytes and a repository that keeps the figures sees no churn.
+    same bytes and a repository that keeps the figures sees no churn. ``palette=True`` writes at
+    most 256 colours (an indexed PNG): a colour map has 256 anyway, and a grid of 72 heatmaps
+    takes a third of the bytes.
     """
     from matplotlib.figure import Figure
 
@@ -104,9 +120,14 @@ def save(fig, name: str) -> Path:
         raise ValueError(f"save: name {name!r} ends in {Path(name).suffix!r}, but save writes "
                          f"PNG; wanted the name without it, or ending in '.png' (for another "
                          f"format, call fig.savefig yourself)")
+    if not isinstance(palette, bool):
+        raise TypeError(f"save: palette must be True or False; got {palette!r}")
     path = image_path(figures_dir() / (name if name.lower().endswith(".png") else f"{name}.png"),
                        "save")
-    fig.savefig(path, dpi=_DPI, metadata={"Software": None})
+    if palette:
+        _save_with_a_palette(fig, path)
+    else:
+        fig.savefig(path, dpi=_DPI, metadata={"Software": None})
     print(f"[figure] {_shown(path)}")
     return path
 

@@ -22,6 +22,22 @@ def test_save_writes_a_png_where_minitf_figures_points(tmp_path, monkeypatch, ca
     assert "[figure] out/line.png" in capsys.readouterr().out      # below the working folder
 
 
+def test_a_palette_png_is_the_same_picture_in_fewer_bytes(tmp_path, monkeypatch):
+    """A grid of heatmaps took 939 KB as a true-colour PNG: 256 colours hold a colour map."""
+    from PIL import Image
+
+    monkeypatch.setenv(viz.FIGURES_ENV, str(tmp_path))
+    fig, ax = viz.figure()
+    viz.heatmap(ax, np.random.default_rng(0).random((40, 40)), colorbar="weight")
+    full, indexed = viz.save(fig, "full"), viz.save(fig, "indexed", palette=True)
+    with Image.open(full) as a, Image.open(indexed) as b:
+        assert (a.mode, b.mode) == ("RGBA", "P") and a.size == b.size
+        difference = np.abs(np.asarray(a.convert("RGB"), float) - np.asarray(b.convert("RGB")))
+    assert difference.mean() < 1 and indexed.stat().st_size < full.stat().st_size / 2
+    with pytest.raises(TypeError, match="save: palette must be True or False; got 'yes'"):
+        viz.save(fig, "x", palette="yes")
+
+
 def test_a_lesson_script_saves_beside_lessons(tmp_path, monkeypatch):
     """Without $MINITF_FIGURES, a script in lessons/ saves into the sibling figures/ folder."""
     monkeypatch.delenv(viz.FIGURES_ENV, raising=False)
