@@ -311,7 +311,7 @@ print(f"✓ attempt 3 passes all three checks, at {max(errors):.1e}: "
 # %%
 report, status, result_last = check(attempt_3.replace("axis=axis", "axis=-1"))
 assert [r.passed for r in result_last.rows] == [True, True, False], "only the axis-1 check fails"
-print(f"✓ axis=-1 hard-coded passes two checks and fails the third: {result_last.rows[2].error:.2f}")
+print(f"✓ axis=-1 hard-coded passes two checks, fails the third: {result_last.rows[2].error:.2f}")
 
 # %% [markdown]
 # One trap gets every number right and still fails: dx built in ``np.zeros(p.shape)`` is
