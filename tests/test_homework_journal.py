@@ -74,7 +74,8 @@ def test_resume_with_nothing_left_behind_says_it_grades_every_exercise(made, tmp
     assert json.loads(out.read_text(encoding="utf-8"))["score"] == 2
 
 
-@pytest.mark.parametrize("held", ["homework.json", "solution.py", "other.json", "binary"])
+@pytest.mark.parametrize("held", ["homework.json", "solution.py", "other.json", "binary",
+                                  "pytest-report.json"])
 def test_json_never_writes_over_a_file_that_is_not_a_grading_s_results(made, tmp_path, capsys,
                                                                         held):
     hw, key = made
@@ -83,7 +84,9 @@ def test_json_never_writes_over_a_file_that_is_not_a_grading_s_results(made, tmp
         target.write_bytes((hw / "homework.json").read_bytes())     # the homework's own manifest
     else:
         target.write_bytes({"solution.py": b"def softmax_backward(dp, cache): ...\n",
-                            "other.json": b'{"score": 3}', "binary": b"\xff\xfe"}[held])
+                            "other.json": b'{"score": 3}', "binary": b"\xff\xfe",
+                            "pytest-report.json": b'{"tests": [{"nodeid": "test_a.py::test_x", '
+                                                  b'"outcome": "passed"}]}'}[held])
     before = target.read_bytes()
     assert cli.main(["homework", "grade", str(key), "--json", str(target)]) == 2
     assert capsys.readouterr().err.strip() == (

@@ -44,8 +44,10 @@ def check_replaceable(path: Path) -> None:
         return                                       # (an empty file: --json "$(mktemp)")
     try:
         results = json.loads(path.read_text(encoding="utf-8"))
-        # Gradescope's format: the tests (the total score may be left to them)
-        ours = isinstance(results, dict) and isinstance(results.get("tests"), list)
+        # Gradescope's format: the tests, each with its score (the total may be left to them);
+        # other tools' reports hold a list of tests too (pytest-json-report's have no score)
+        tests = results.get("tests") if isinstance(results, dict) else None
+        ours = isinstance(tests, list) and all(isinstance(t, dict) and "score" in t for t in tests)
     except (OSError, ValueError, RecursionError):        # unreadable, not UTF-8, not JSON
         ours = False
     if not ours:
