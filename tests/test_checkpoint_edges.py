@@ -181,7 +181,8 @@ def test_a_save_fsyncs_its_files_its_step_directory_and_the_run_directory(tmp_pa
 
 def test_write_utf8_syncs_the_new_file_whole_before_it_takes_the_old_one_s_place(tmp_path,
                                                                                   monkeypatch):
-    """write_utf8 fsyncs its whole temporary before os.replace (its folder: not synced)."""
+    """write_utf8 fsyncs its whole temporary before os.replace, and its folder after it (a power
+    cut could otherwise lose the rename of a tokenizer, a results.json, a starter file)."""
     from minitf.data.text import write_utf8
     path = tmp_path / "tok.json"
     path.write_text("old")
@@ -203,3 +204,4 @@ def test_write_utf8_syncs_the_new_file_whole_before_it_takes_the_old_one_s_place
     assert path.read_text(encoding="utf-8") == text
     assert events[0] == ("fsync", _identity(path), len(text.encode("utf-8")))
     assert events[1] == ("replace", "tok.json", None)
+    assert events[2][:2] == ("fsync", _identity(tmp_path)) and len(events) == 3

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from minitf.backend import is_array, randint, to_device, to_numpy
-from minitf.rundir import write_durably
+from minitf.rundir import fsync_directory, write_durably
 from minitf.validate import check_ids, check_int, check_path, check_probability, check_real
 
 
@@ -178,8 +178,8 @@ def check_file_name(path, where: str) -> Path:
 
 def write_utf8(path, text: str, where: str) -> None:
     """Write ``text`` to the file ``path`` as UTF-8, whole or not at all: into a temporary file
-    beside it, flushed to the disk, then renamed over it in one step. A full disk or a run killed
-    part-way leaves the file that was there as it was. One line that names ``where`` and the path
+    beside it, flushed to the disk, then renamed over it in one step, and the rename synced too.
+    A full disk or a run killed part-way leaves the file that was there as it was. One line that names ``where`` and the path
     when it cannot be written: a folder, a folder that is missing, no permission."""
     path = check_file_name(path, where)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -188,6 +188,7 @@ def write_utf8(path, text: str, where: str) -> None:
         if path.exists():
             os.chmod(temporary, path.stat().st_mode & 0o7777)      # the old file's permissions
         os.replace(temporary, path)
+        fsync_directory(path.absolute().parent)           # the rename, on the disk as well
     except BaseException as err:         # a full disk, Ctrl-C: no temporary left behind
         with contextlib.suppress(OSError):   # (on a read-only disk this fails too: not the news)
             temporary.unlink(missing_ok=True)
