@@ -287,11 +287,15 @@ def attention_table(b: int, n: int, d: int, h: int, d_ff: int | None = None,
 
 
 def _human(x) -> str:
-    if abs(x) >= 1e15:                  # past T, a power of ten reads better than more digits
-        return f"{x:.3g}"
+    """x in T, G, M or k with two decimals; past 999.99T a power of ten reads better."""
+    bigger = None                       # the unit above: where 999.996G, written 1000.00G, goes
     for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= size:
-            return f"{x / size:.2f}{unit}"
+            short = f"{x / size:.2f}"
+            if abs(float(short)) < 1000:
+                return short + unit
+            return f"{x / (1000 * size):.2f}{bigger}" if bigger else f"{x:.3g}"
+        bigger = unit
     return str(x)
 
 
