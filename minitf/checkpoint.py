@@ -252,8 +252,9 @@ def _meta_at(found: Path) -> dict:
         raise CheckpointError(f"{where}: {META} is corrupt ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{where}: {META} is not a minitf checkpoint")
-    if meta.get("version") != VERSION:
-        raise CheckpointError(f"{where}: format version {meta.get('version')}; this minitf "
+    version = meta.get("version")
+    if type(version) is not int or version != VERSION:     # true and 1.0 equal 1 in Python
+        raise CheckpointError(f"{where}: format version {version!r}; this minitf "
                               f"reads version {VERSION}")
     check_meta(meta, f"{where}: {META}")
     return meta

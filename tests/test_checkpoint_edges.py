@@ -31,11 +31,11 @@ def _edit_meta(run, **changes):
 
 # -- the format version ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("version", [2, 0, 7, "1", None])
+@pytest.mark.parametrize("version", [2, 0, 7, "1", None, True, 1.0])
 def test_a_checkpoint_of_another_format_version_is_refused_in_one_line(run, version):
     """Any version but 1 is refused in one line: `!=` read as `>` or `<` let one side through."""
     found = _edit_meta(run, version=version)
-    wanted = f"checkpoint {found}: format version {version}; this minitf reads version 1"
+    wanted = f"checkpoint {found}: format version {version!r}; this minitf reads version 1"
     for read in (checkpoint.load, checkpoint.read_meta):
         with pytest.raises(CheckpointError) as refused:
             read(run)
