@@ -24,9 +24,8 @@ from pathlib import Path
 import minitf.functional as F
 from minitf import checkpoint, data, rundir
 from minitf.backend import backend_name, seed, to_device
-from minitf.cost import (PEAK_OVER_FLOOR, available_memory, decoder_window_numbers,
-                         recurrent_window_numbers, training_memory_floor)
 from minitf.generate import generate
+from minitf.memory import refuse_a_step_beyond_memory
 from minitf.models import DecoderLM, RNNLM
 from minitf.nn import no_grad
 from minitf.optim import AdamW, WarmupCosine
@@ -244,7 +243,7 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
         f"vocabulary {tokenizer.vocab_size}; {len(train_ids):,} train / {len(val_ids):,} validation")
 
     model = _build_model(config, tokenizer.vocab_size)
-    _refuse_a_step_beyond_memory(config, model)
+    refuse_a_step_beyond_memory(model, config.batch_size, config.context)
     optimizer = AdamW(model, config.lr, betas=(0.9, 0.95), weight_decay=config.weight_decay)
     val_x, val_y = data.evaluation_windows(val_ids, config.context)
     # Periodic validation on 64 windows spread over the held-out text, always the same ones: under
@@ -332,33 +331,6 @@ def _build_model(config: RunConfig, vocab_size: int):
         given = ", ".join(f"--{name.replace('_', '-')} {getattr(config, name)}" for name in sizes)
         raise ValueError(f"{given}: the model's weights alone do not fit in this machine's "
                          f"memory ({err}); wanted a smaller model") from None
-
-
-def _refuse_a_step_beyond_memory(config: RunConfig, model) -> None:
-    """One line, not the kernel's silent kill minutes later, for a --batch-size or --context
-    whose step cannot fit: refused only where even the floor of a step's memory exceeds what
-    the machine has free (on NumPy; a GPU's memory is its own)."""
-    free = available_memory() if backend_name() == "numpy" else None
-    c, n = model.config, config.context
-    window = (recurrent_window_numbers(c["vocab_size"], c["d_model"], c["d_hidden"], c["cell"], n)
-              if isinstance(model, RNNLM) else
-              decoder_window_numbers(c["vocab_size"], c["d_model"], c["n_layers"], c["d_ff"],
-                                     c["n_heads"], n))
-    needed = training_memory_floor(window, config.batch_size, model.num_parameters())
-    if free is not None and needed > free:
-        room = free - training_memory_floor(window, 0, model.num_parameters())  # beside weights
-        per_window = training_memory_floor(window, 1, 0)
-        fits, sure = max(0, room // per_window), max(0, room // (PEAK_OVER_FLOOR * per_window))
-        # the floor bounds what can fit; a real step's peak is up to PEAK_OVER_FLOOR × it, so
-        # the batch to try is the one that fits even then
-        wanted = ("not one window fits: wanted a smaller model or --context" if not fits else
-                  f"wanted a --batch-size of at most {fits:,}, and {sure:,} or fewer to be sure "
-                  f"(a step's peak is up to {PEAK_OVER_FLOOR} × this floor)" if sure else
-                  f"wanted a --batch-size of at most {fits:,}, and even 1 may not fit (a step's "
-                  f"peak is up to {PEAK_OVER_FLOOR} × this floor): a smaller model or --context")
-        raise ValueError(f"--batch-size {config.batch_size} × --context {n}: a training step of "
-                         f"this model holds at least {needed / 2**30:.1f} GiB, and this machine "
-                         f"has {free / 2**30:.1f} GiB free; {wanted}")
 
 
 def _describe(model) -> str:

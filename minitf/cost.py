@@ -155,18 +155,15 @@ def recurrent_window_numbers(vocab_size: int, d_model: int, d_hidden: int, cell:
     return context * (d_model + states * d_hidden + vocab_size)
 
 
-# A real step's traced peak over its windows' floor: 1.7-3.8 at the sizes tests/test_memory_floor.py
-# tries, which asserts this bound. A batch that fits at PEAK_OVER_FLOOR × the floor fits.
-PEAK_OVER_FLOOR = 4
-
-
 def training_memory_floor(window_numbers: int, batch_size: int, parameters: int,
                           bytes_per_number: int = 4) -> int:
     """Bytes a training step holds at least: ``batch_size`` windows of ``window_numbers`` (one of
     the two functions above), and 4 numbers per parameter beside them: the weight, its gradient
     and AdamW's two moments. A floor, not an estimate: a step's traced peak is 1.7-3.8 × its
-    windows' part at the sizes tests/test_memory_floor.py tries, and 2.0 × for the model
-    ``minitf train`` builds (the peak comes during the backward, beside the gradients)."""
+    windows' part at the sizes tests/test_memory_floor.py tries, 2.0 × for the model ``minitf
+    train`` builds (the peak comes during the backward, beside the gradients), and up to 9 ×
+    where a long context meets ALiBi or relative positions (their biased scores are whole n × n
+    arrays, not the causal path's triangle): minitf.train.step_peak_bytes measures one."""
     where = "training_memory_floor"
     check_int(window_numbers, "window_numbers", where, what="the numbers a window holds")
     check_int(batch_size, "batch_size", where, low=0, what="the windows (0: the weights alone)")
