@@ -142,9 +142,11 @@ def refuse_to_overwrite(out: Path, resume: str | None) -> None:
         return
     step, finished, resume = continuing(out)
     named = out if out.name else out.resolve()         # '.' has no name to add a number to
-    # runs/lm -> runs/lm2; a name that ends in a number counts on from it: runs/f1 -> runs/f2
-    stem, number = re.fullmatch(r"(.*?)(\d*)", named.name).groups()
-    siblings = (named.with_name(f"{stem}{i}") for i in itertools.count(int(number or 1) + 1))
+    # runs/lm -> runs/lm2; a name that ends in a number counts on from it, as wide: runs/f1 ->
+    # runs/f2, run007 -> run008 (DOTALL: a name may hold a newline)
+    stem, number = re.fullmatch(r"(.*?)(\d*)", named.name, re.DOTALL).groups()
+    siblings = (named.with_name(f"{stem}{i:0{len(number)}d}")
+                for i in itertools.count(int(number or 1) + 1))
     free = next(other for other in siblings if not other.exists())
     held = "" if step is None else f" (step {step}{', finished' if finished else ''})"
     raise rundir.RunDirectoryError(f"--out {out} already holds a run{held}; continue it with "

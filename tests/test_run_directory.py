@@ -187,6 +187,12 @@ def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys
     assert train(text, "--steps", "10", "--out", str(tmp_path / "run9")) == 0
     assert train(text, "--steps", "10", "--out", str(tmp_path / "run9")) == 2
     assert one_line(capsys).endswith(f"or start another with --out {run}10")    # not run92
+    for name, offered in (("run007", "run008"), ("a\nb", "a\nb2")):   # as wide; a newline
+        assert train(text, "--steps", "10", "--out", str(tmp_path / name)) == 0
+        capsys.readouterr()
+        assert train(text, "--steps", "10", "--out", str(tmp_path / name)) == 2
+        assert capsys.readouterr().err.rstrip().endswith(
+            f"or start another with --out {shlex.quote(str(tmp_path / offered))}")
     assert train(str(tmp_path / "typo.txt"), "--out", str(run)) == 2     # named before the run
     assert f"--text {tmp_path / 'typo.txt'}: no such file" in one_line(capsys)
     assert {p.name: p.stat().st_mtime_ns for p in run.rglob("*")} == before
