@@ -205,3 +205,23 @@ def test_write_utf8_syncs_the_new_file_whole_before_it_takes_the_old_one_s_place
     assert events[0] == ("fsync", _identity(path), len(text.encode("utf-8")))
     assert events[1] == ("replace", "tok.json", None)
     assert events[2][:2] == ("fsync", _identity(tmp_path)) and len(events) == 3
+
+
+def test_a_folder_that_cannot_be_synced_leaves_the_file_written_and_warns(tmp_path, monkeypatch):
+    """Some mounts refuse to fsync a folder (EINVAL): the file is in place, so no 'cannot write'."""
+    import errno
+    import stat
+
+    from minitf.data.text import write_utf8
+    real_fsync = os.fsync
+
+    def folders_refused(fd):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+    monkeypatch.setattr(os, "fsync", folders_refused)
+    path = tmp_path / "notes.json"
+    with pytest.warns(UserWarning, match=f"here: {path} is written, but the system could not "
+                                         f"confirm its folder on the disk \\(Invalid argument\\)"):
+        write_utf8(path, "new", "here:")
+    assert path.read_text(encoding="utf-8") == "new"

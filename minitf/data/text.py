@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -178,9 +179,10 @@ def check_file_name(path, where: str) -> Path:
 
 def write_utf8(path, text: str, where: str) -> None:
     """Write ``text`` to the file ``path`` as UTF-8, whole or not at all: into a temporary file
-    beside it, flushed to the disk, then renamed over it in one step, and the rename synced too.
-    A full disk or a run killed part-way leaves the file that was there as it was. One line that names ``where`` and the path
-    when it cannot be written: a folder, a folder that is missing, no permission."""
+    beside it, flushed to the disk, then renamed over it in one step, the rename synced too. A
+    full disk or a run killed part-way leaves the file that was there as it was. One line that
+    names ``where`` and the path when it cannot be written: a folder, a folder that is missing,
+    no permission; a warning where the folder's sync alone fails (the file is written)."""
     path = check_file_name(path, where)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -188,7 +190,6 @@ def write_utf8(path, text: str, where: str) -> None:
         if path.exists():
             os.chmod(temporary, path.stat().st_mode & 0o7777)      # the old file's permissions
         os.replace(temporary, path)
-        fsync_directory(path.absolute().parent)           # the rename, on the disk as well
     except BaseException as err:         # a full disk, Ctrl-C: no temporary left behind
         with contextlib.suppress(OSError):   # (on a read-only disk this fails too: not the news)
             temporary.unlink(missing_ok=True)
@@ -198,6 +199,11 @@ def write_utf8(path, text: str, where: str) -> None:
                             f"file in an existing folder you can write to")
         refused.errno = err.errno        # ENOSPC and the like, for a caller that asks
         raise refused from None
+    try:                                 # written now: a failure past here is no failed write
+        fsync_directory(path.absolute().parent)
+    except OSError as err:
+        warnings.warn(f"{where} {path} is written, but the system could not confirm its folder "
+                      f"on the disk ({err.strerror})")
 
 
 def read_text(path, flag: str | None = None) -> str:
