@@ -75,7 +75,7 @@ def test_resume_with_nothing_left_behind_says_it_grades_every_exercise(made, tmp
 
 
 @pytest.mark.parametrize("held", ["homework.json", "solution.py", "other.json", "binary",
-                                  "pytest-report.json"])
+                                  "pytest-report.json", "empty-report.json"])
 def test_json_never_writes_over_a_file_that_is_not_a_grading_s_results(made, tmp_path, capsys,
                                                                         held):
     hw, key = made
@@ -86,7 +86,8 @@ def test_json_never_writes_over_a_file_that_is_not_a_grading_s_results(made, tmp
         target.write_bytes({"solution.py": b"def softmax_backward(dp, cache): ...\n",
                             "other.json": b'{"score": 3}', "binary": b"\xff\xfe",
                             "pytest-report.json": b'{"tests": [{"nodeid": "test_a.py::test_x", '
-                                                  b'"outcome": "passed"}]}'}[held])
+                                                  b'"outcome": "passed"}]}',
+                            "empty-report.json": b'{"tests": []}'}[held])
     before = target.read_bytes()
     assert cli.main(["homework", "grade", str(key), "--json", str(target)]) == 2
     assert capsys.readouterr().err.strip() == (
