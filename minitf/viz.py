@@ -89,10 +89,10 @@ def _save_with_a_palette(fig, path: Path) -> None:
     from PIL import Image
 
     drawn = io.BytesIO()
-    fig.savefig(drawn, dpi=_DPI, metadata={"Software": None})
+    fig.savefig(drawn, format="png", dpi=_DPI, metadata={"Software": None})
     image = Image.open(drawn).convert("RGB")
-    image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-        path, optimize=True)
+    # method 0 is median cut, dither 0 none (by number: Pillow before 9.1 has no names for them)
+    image.quantize(256, method=0, dither=0).save(path, optimize=True)
 
 
 OTHER_IMAGES = (".pdf", ".svg", ".eps", ".ps", ".jpg", ".jpeg", ".gif", ".tif", ".tiff", ".webp")

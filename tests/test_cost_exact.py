@@ -40,7 +40,8 @@ def test_the_window_numbers_of_minitf_train_s_default_model():
     (-1e15, "-1e+15"), (2.5e18, "2.5e+18"), (1e9, "1.00G"), (123_456_789, "123.46M"),
     (1000, "1.00k"), (999, "999"), (0, "0"), (12.5, "12.5"),
     # just below a unit, rounded up to it: the unit above, not "1000.00G" or "1000.00T"
-    (999_999_999_999, "1.00T"), (-999_996_000, "-1.00G"), (9.99999e14, "1e+15"), (999_995, "1.00M")])
+    (999_999_999_999, "1.00T"), (-999_996_000, "-1.00G"), (9.99999e14, "1e+15"),
+    (999_995, "1.00M")])
 def test_a_number_is_written_short_with_its_unit(x, short):
     """10^12 up to 10^15 in T with two decimals, then a power of ten; below 1000 as it is."""
     assert _human(x) == short

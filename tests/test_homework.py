@@ -3,6 +3,7 @@ fails exactly the chosen exercises' checks, an instructor's own file with marked
 the same way, and bad input is one line (the grading itself: test_homework_grading.py)."""
 import importlib
 import inspect
+import os
 import re
 import shutil
 import subprocess
@@ -250,8 +251,11 @@ def test_bad_input_is_one_line_and_exit_2(hw1, tmp_path, capsys):
                                                          capsys)
     assert "--file missing.py: no such file" in _one_line_error(
         ["homework", "make", "--file", "missing.py", "--out", str(tmp_path / "y")], capsys)
-    assert f"--file {tmp_path}: is a folder; wanted an instructor's Python file" in _one_line_error(
-        ["homework", "make", "--file", str(tmp_path), "--out", str(tmp_path / "y")], capsys)
+    devices = [("/dev/null", "is not a regular file")] if os.path.exists("/dev/null") else []
+    for given, got in [(tmp_path, "is a folder"), *devices]:
+        assert f"--file {given}: {got}; wanted an instructor's own Python file" in (
+            _one_line_error(["homework", "make", "--file", str(given), "--out",
+                             str(tmp_path / "y")], capsys))
 
 
 def test_where_a_frame_was_first_edited_counts_lines_as_an_editor_does():

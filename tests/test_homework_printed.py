@@ -6,6 +6,7 @@ from minitf.homework import handout
 
 from test_homework_autograder import FILES, made  # noqa: F401  (made is a fixture)
 
+
 def _key_with(made, tmp_path, line: str):
     """The grading of a submission of the key's softmax.py with ``line`` run before its
     backward's return."""
@@ -61,7 +62,8 @@ def test_a_warning_inside_the_grading_minitf_shows_no_line_of_its_source(made, t
     output = homework.gradescope(outcomes)["tests"][0]["output"]
     kept = output.split("while it was graded:\n")[1]
     assert "RuntimeWarning" in kept and "minitf/array_ops.py:" in kept, kept
-    assert "return" not in kept and str(handout.PACKAGE.parent) not in kept, kept      # no source, no path
+    # no source line, no path
+    assert "return" not in kept and str(handout.PACKAGE.parent) not in kept, kept
 
 
 def test_prints_without_a_newline_keep_a_bounded_copy():
@@ -105,5 +107,18 @@ def test_one_endless_line_reaches_the_terminal_cut_too():
     for _ in range(3 * PASSED_THROUGH_CHARS // 999):       # the cut falls inside a write
         copy.write("x" * 999)
     assert terminal.getvalue() == "x" * PASSED_THROUGH_CHARS + (
-        f"\n[minitf: {PASSED_THROUGH_CHARS:,} characters printed; the rest is counted, not shown]\n")
+        f"\n[minitf: {PASSED_THROUGH_CHARS:,} characters printed; the rest is counted, not "
+        f"shown]\n")
     assert copy.shown().startswith("x" * 200) and copy.shown().endswith(" …")
+
+
+def test_lines_cut_off_by_the_character_cap_are_not_said_to_have_passed():
+    """2,000 lines of 1,200 characters in one write: a million characters reach the terminal, not
+    the 1,000 lines the message would claim."""
+    import io
+
+    from minitf.homework.printed import PASSED_THROUGH_CHARS, Printed
+    terminal = io.StringIO()
+    Printed(terminal).write(("x" * 1199 + "\n") * 2000)        # 833 lines in a million
+    assert terminal.getvalue().endswith(f"[minitf: {PASSED_THROUGH_CHARS:,} characters printed; "
+                                        f"the rest is counted, not shown]\n")

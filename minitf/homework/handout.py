@@ -149,9 +149,10 @@ def _catalogue_files(names: list[str]) -> dict:
 def _own_file(path: Path) -> tuple[str, list]:
     """An instructor's file: its text and its exercises, each with its check_<name> function."""
     if not path.is_file():
-        got = "is a folder" if path.is_dir() else "no such file"
-        raise ValueError(f"--file {path}: {got}; wanted an instructor's Python file with marked "
-                         f"regions")
+        got = ("is a folder" if path.is_dir() else "is not a regular file" if path.exists() else
+               "no such file")
+        raise ValueError(f"--file {path}: {got}; wanted an instructor's own Python file with "
+                         f"marked regions")
     text = read_python(path, "--file", "an instructor's own Python file with marked regions")
     try:
         found = R.find_regions(text, f"--file {path}")     # its errors name the flag and path

@@ -21,7 +21,7 @@ _GRADER = str(PACKAGE.parent) + os.sep
 PRINTED_LINES = 40
 PRINTED_LINE_CHARS = 200
 PASSED_THROUGH = 1_000  # to the terminal: 700,000 lines took 28 s to print, and buried the log
-PASSED_THROUGH_CHARS = 1_000_000   # and a megabyte of characters: one endless line is cut too
+PASSED_THROUGH_CHARS = 1_000_000   # and a million characters: one endless line is cut too
 
 
 class Printed(io.TextIOBase):
@@ -45,7 +45,7 @@ class Printed(io.TextIOBase):
             piece = text[:PASSED_THROUGH_CHARS - self.chars]
             self.through.write(piece)
             self.chars += len(piece)
-            if self.lines + text.count("\n") >= PASSED_THROUGH:
+            if self.lines + piece.count("\n") >= PASSED_THROUGH:     # the lines that went
                 self.through.write(f"\n[minitf: {PASSED_THROUGH:,} lines printed; the rest is "
                                    f"counted, not shown]\n")
             elif self.chars >= PASSED_THROUGH_CHARS:
