@@ -33,7 +33,7 @@ def _edit_meta(run, **changes):
 
 @pytest.mark.parametrize("version", [2, 0, 7, "1", None, True, 1.0])
 def test_a_checkpoint_of_another_format_version_is_refused_in_one_line(run, version):
-    """Any version but 1 is refused in one line: `!=` read as `>` or `<` let one side through."""
+    """Any version but the integer 1, newer, older or of another type, is refused in one line."""
     found = _edit_meta(run, version=version)
     wanted = f"checkpoint {found}: format version {version!r}; this minitf reads version 1"
     for read in (checkpoint.load, checkpoint.read_meta):
@@ -81,7 +81,7 @@ def meta(run):
 
 @pytest.mark.parametrize("key, wanted", REQUIRED)
 def test_a_meta_missing_one_required_key_names_it(meta, key, wanted):
-    """Each required key, missing alone, is named; else it reached a KeyError or other words."""
+    """Each required key, missing alone, is named in one line, not met later as a KeyError."""
     check_meta(dict(meta), "here")                   # whole: accepted
     del meta[key]
     with pytest.raises(CheckpointError) as refused:
@@ -102,7 +102,7 @@ def test_an_optimizer_missing_one_setting_names_it_with_its_prefix(meta, key, wa
                                            (("optimizer",), "step"),
                                            (("step", "history"), "optimizer")])
 def test_a_meta_with_only_some_of_the_resume_keys_names_the_first_missing(meta, kept, missing):
-    """One resume key present means all three are required (`any` as `all` let half through)."""
+    """One resume key present means all three are required: half a resume state is named."""
     for key in {"step", "history", "optimizer"} - set(kept):
         del meta[key]
     with pytest.raises(CheckpointError, match=f"^here: no {missing}; "):
@@ -124,7 +124,7 @@ def _identity(path) -> tuple:
 
 
 def test_write_durably_fsyncs_the_whole_file(tmp_path, monkeypatch):
-    """At the fsync the file holds all its bytes: without the flush the fsync synced nothing."""
+    """At the fsync the file holds all its bytes (flushed first), so the disk gets them all."""
     synced, real = [], os.fsync
 
     def recording(fd):
@@ -138,12 +138,9 @@ def test_write_durably_fsyncs_the_whole_file(tmp_path, monkeypatch):
     assert path.read_bytes() == data
 
 
-@pytest.mark.skipif(os.name != "posix", reason="only POSIX has directory handles to fsync")
-def test_a_save_fsyncs_its_files_its_step_directory_and_the_run_directory(tmp_path,
-                                                                          monkeypatch):
-    """Files, step folder and list are synced, the run folder before and after the replace."""
-    directory, trainer = tmp_path / "run", _small()
-    _save_step(directory, trainer, 1)
+def _recording_fsyncs_and_replaces(monkeypatch) -> list:
+    """Record, in order, each os.fsync (the file's identity and its size then) and os.replace
+    (the target's name), both still done. -> the list they are recorded into"""
     events, real_fsync, real_replace = [], os.fsync, os.replace
 
     def recording_fsync(fd):
@@ -156,6 +153,16 @@ def test_a_save_fsyncs_its_files_its_step_directory_and_the_run_directory(tmp_pa
         real_replace(source, target)
     monkeypatch.setattr(os, "fsync", recording_fsync)
     monkeypatch.setattr(os, "replace", recording_replace)
+    return events
+
+
+@pytest.mark.skipif(os.name != "posix", reason="only POSIX has directory handles to fsync")
+def test_a_save_fsyncs_its_files_its_step_directory_and_the_run_directory(tmp_path,
+                                                                          monkeypatch):
+    """Files, step folder and list are synced, the run folder before and after the replace."""
+    directory, trainer = tmp_path / "run", _small()
+    _save_step(directory, trainer, 1)
+    events = _recording_fsyncs_and_replaces(monkeypatch)
     _save_step(directory, trainer, 2)
     monkeypatch.undo()
 
@@ -186,18 +193,7 @@ def test_write_utf8_syncs_the_new_file_whole_before_it_takes_the_old_one_s_place
     from minitf.data.text import write_utf8
     path = tmp_path / "tok.json"
     path.write_text("old")
-    events, real_fsync, real_replace = [], os.fsync, os.replace
-
-    def recording_fsync(fd):
-        st = os.fstat(fd)
-        events.append(("fsync", (st.st_dev, st.st_ino), st.st_size))
-        real_fsync(fd)
-
-    def recording_replace(source, target):
-        events.append(("replace", os.path.basename(target), None))
-        real_replace(source, target)
-    monkeypatch.setattr(os, "fsync", recording_fsync)
-    monkeypatch.setattr(os, "replace", recording_replace)
+    events = _recording_fsyncs_and_replaces(monkeypatch)
     text = "{\"chars\": \"abcé\"}"
     write_utf8(path, text, "here:")
     monkeypatch.undo()

@@ -84,7 +84,7 @@ def test_a_model_of_no_blocks_costs_its_embeddings_and_head_alone(positional, ti
 
 
 def test_minus_one_blocks_is_refused_in_one_line():
-    """n_layers=-1 priced a model of negative parameters; refused, naming the argument."""
+    """n_layers=-1, a model of negative parameters, is refused in one line naming the argument."""
     with pytest.raises(ValueError) as refused:
         lm_cost(50, 16, -1)
     assert str(refused.value) == ("lm_cost: n_layers must be an integer ≥ 0, the number of "

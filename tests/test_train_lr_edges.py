@@ -41,18 +41,15 @@ def test_a_run_config_refuses_an_infinite_rate_naming_the_field(field, value, wa
     assert str(refused.value).startswith(wanted), refused.value
 
 
-@pytest.mark.parametrize("build", [
-    lambda ps: optim.SGD(ps, lr=INF), lambda ps: optim.Adam(ps, lr=INF),
-    lambda ps: optim.AdamW(ps, lr=INF), lambda ps: optim.Constant(INF),
-    lambda ps: optim.WarmupCosine(INF, 10, 100)], ids=["SGD", "Adam", "AdamW", "Constant",
-                                                       "WarmupCosine"])
-def test_an_optimizer_or_schedule_refuses_lr_inf_when_made(build):
+@pytest.mark.parametrize("name, build", [
+    ("SGD", lambda ps: optim.SGD(ps, lr=INF)), ("Adam", lambda ps: optim.Adam(ps, lr=INF)),
+    ("AdamW", lambda ps: optim.AdamW(ps, lr=INF)), ("Constant", lambda ps: optim.Constant(INF)),
+    ("WarmupCosine", lambda ps: optim.WarmupCosine(INF, 10, 100))])
+def test_an_optimizer_or_schedule_refuses_lr_inf_when_made(name, build):
     """Each is named with its own class and the value it got."""
     with pytest.raises(ValueError) as refused:
         build(Linear(3, 2))
-    name = str(refused.value).split(":")[0]
     assert str(refused.value) == f"{name}: lr must be a finite number ≥ 0; got inf"
-    assert "\n" not in str(refused.value)
 
 
 def test_an_lr_set_to_inf_by_hand_is_refused_at_the_step_and_no_weight_moves():
