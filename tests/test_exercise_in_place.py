@@ -1,4 +1,4 @@
-"""What a reviewer's submissions got past the grader, each now caught with its own line: a
+"""Submissions that once got past the grader, each now caught with its own line: a
 backward that writes into dy or into the arrays of its cache (full marks, and broken gradients in
 a model), None for a gradient the forward has, a gradient minitf's own layer cannot use (NumPy's
 error alone), an error message of megabytes or a recursion of a thousand frames (a results.json

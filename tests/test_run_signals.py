@@ -132,7 +132,7 @@ def test_ctrl_c_saves_and_a_second_run_on_the_same_directory_is_refused(text, tm
 @pytest.fixture
 def sigterm_reaches_the_test():
     """SIGTERM, sent by a test to its own process, raises here unless minitf train catches it:
-    Python's default would end the whole test session (as it did, a fix reverted)."""
+    Python's default would end the whole test session."""
     def uncaught(signum, frame):
         raise AssertionError("a SIGTERM reached the test: minitf train did not catch it")
     previous = signal.signal(signal.SIGTERM, uncaught)

@@ -1,6 +1,6 @@
-"""Bad input found by a hostile-user sweep: an integer mask, sizes that are not positive
-integers, gradients of the wrong shape or dtype, state dicts that are not finite real arrays,
-relative-bias settings that make no buckets, a non-finite image, d_ff = 0, masking settings."""
+"""Bad input to the layers and modules, one line each: an integer mask, sizes that are not
+positive integers, gradients of the wrong shape or dtype, state dicts that are not finite real
+arrays, relative-bias settings that make no buckets, a non-finite image, d_ff = 0, masking."""
 import numpy as np
 import pytest
 
