@@ -307,10 +307,13 @@ print(f"✓ attempt 3 passes all three checks, at {max(errors):.1e}: "
 # The third check is there for a shortcut: softmax is nearly always taken along the last axis,
 # so ``.sum(axis=-1, keepdims=True)`` looks as good as ``axis=axis``. It is, in the first two
 # checks. The third takes softmax along axis 1 of a (2, 4, 3) input, where only ``axis`` is right.
+# The hint can only guess the catalogue's slip here, but it adds that the other cases pass: look
+# at what the failing one adds, its axis.
 
 # %%
 report, status, result_last = check(attempt_3.replace("axis=axis", "axis=-1"))
 assert [r.passed for r in result_last.rows] == [True, True, False], "only the axis-1 check fails"
+assert "pass: look first at what the failing cases add" in report, report
 print(f"✓ axis=-1 hard-coded passes two checks, fails the third: {result_last.rows[2].error:.2f}")
 
 # %% [markdown]
