@@ -124,15 +124,14 @@ def test_the_batch_it_advises_fits_where_the_floor_alone_would_not(monkeypatch):
     monkeypatch.setattr(memory, "available_memory", lambda: weights + room)
     said = re.search(r"at most 40, and (\d+) or fewer by one window's step", _refusal(model, 64, n))
     sure = int(said.group(1))
-    ids = np.random.default_rng(0).integers(0, 30, (sure, n))
-    assert 0 < sure < 40 and memory.step_peak_bytes(model, ids, ids) <= room
-    ids = np.random.default_rng(0).integers(0, 30, (40, n))
-    assert memory.step_peak_bytes(model, ids, ids) > room             # the floor's 40 does not
     assert all(not p.grad.any() for p in model.parameters())          # the model as it was
+    assert 0 < sure < 40 and traced_peak(model, sure, n, 30) <= room  # traced here, apart
+    assert traced_peak(model, 40, n, 30) > room                       # the floor's 40 does not
+    ids = np.random.default_rng(0).integers(0, 30, (1, n))
     monkeypatch.setattr(memory, "available_memory", lambda: weights + 2 * per_window)
     assert _refusal(model, 64, n).endswith(
         "at most 2, and not even 1 fits by one window's step, measured now ("
-        f"{memory.step_peak_bytes(model, ids[:1], ids[:1]) / 2**20:.1f} MiB): a smaller model "
+        f"{memory.step_peak_bytes(model, ids, ids) / 2**20:.1f} MiB): a smaller model "
         "or --context")
     monkeypatch.setattr(memory, "available_memory", lambda: weights + 64 * per_window)
     memory.refuse_a_step_beyond_memory(model, 64, n)               # 64 fit by the floor: let by
