@@ -163,7 +163,7 @@ def training_memory_floor(window_numbers: int, batch_size: int, parameters: int,
     windows' part at the sizes tests/test_memory_floor.py tries, 2.0 × for the model ``minitf
     train`` builds (the peak comes during the backward, beside the gradients), and up to 9 ×
     where a long context meets ALiBi or relative positions (their biased scores are whole n × n
-    arrays, not the causal path's triangle): minitf.train.step_peak_bytes measures one."""
+    arrays, not the causal path's triangle): minitf.memory.step_peak_bytes measures one."""
     where = "training_memory_floor"
     check_int(window_numbers, "window_numbers", where, what="the numbers a window holds")
     check_int(batch_size, "batch_size", where, low=0, what="the windows (0: the weights alone)")

@@ -18,16 +18,17 @@ def step_peak_bytes(model, ids, targets) -> int:
     steps leave are zeroed again, so the model is as it was."""
     import tracemalloc
 
-    model.loss(ids, targets)[1]()
-    started = not tracemalloc.is_tracing()         # someone else's tracing is left running
-    if started:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
+    started = False
     try:
+        model.loss(ids, targets)[1]()
+        started = not tracemalloc.is_tracing()     # someone else's tracing is left running
+        if started:
+            tracemalloc.start()
+        tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
         model.loss(ids, targets)[1]()
         return tracemalloc.get_traced_memory()[1] - before
-    finally:
+    finally:                                       # out of memory in either step: as it was too
         if started:
             tracemalloc.stop()
         model.zero_grad()
@@ -54,7 +55,7 @@ def refuse_a_step_beyond_memory(model, batch_size: int, context: int) -> None:
             one = step_peak_bytes(model, ids, ids) if fits else 0
         except MemoryError:              # a window that fits by the floor alone may not
             one = 0
-        sure = max(0, room // one) if one else 0
+        sure = room // one if one else 0                 # room > 0 where one was measured
         wanted = ("not one window fits: wanted a smaller model or --context" if not one else
                   f"wanted a --batch-size of at most {fits:,}, and {sure:,} or fewer by one "
                   f"window's step, measured now ({one / 2**20:.1f} MiB)" if sure else
