@@ -127,9 +127,10 @@ assert all(losses[0] < bigram for losses in unseen.values()), \
 # learned table's weakness: performance drops when the lengths in training and at test differ.
 # Here it does not drop; it is undefined.
 #
-# In the figure below (right panel) the sinusoidal model's loss does not climb steadily with the
-# position: it rises past position 32, peaks near position 150, and falls back over the last
-# hundred positions, still far above its loss inside the training length.
+# In the figure below (right panel) the sinusoidal model's loss jumps as soon as the window
+# passes position 32: every stretch of 8 positions beyond it is worse than any stretch before
+# it, all the way to position 255. How the curve wanders out there (where it peaks, whether it
+# falls back) is not a property of sinusoids: train with another seed and it changes.
 
 # %%
 x64, _ = data.evaluation_windows(eval_ids, 64)
@@ -185,12 +186,11 @@ axes[1].legend(fontsize=8)
 viz.save(fig, "10_length_generalization")
 
 sinusoid = curves["sinusoidal"][256].reshape(-1, 8).mean(1)             # the right panel's curve
-peak = 8 * sinusoid.argmax() + 4
-print(f"sinusoidal, n = 256: loss peaks at {sinusoid.max():.2f} near position {peak}, "
-      f"then falls to {sinusoid[-6:].mean():.2f} over positions 208–255")
-assert 100 <= peak <= 200 and sinusoid[-6:].mean() < sinusoid.max() - 0.5, \
-    "the sinusoidal model's loss rises, peaks between positions 100 and 200, then falls"
-assert sinusoid[-6:].mean() > sinusoid[:4].mean() + 1, "… still far above its loss before 32"
+inside, beyond = sinusoid[:N // 8], sinusoid[N // 8:]                   # positions < 32, ≥ 32
+print(f"sinusoidal, n = 256, mean over 8 positions: at most {inside.max():.2f} before "
+      f"position 32, at least {beyond.min():.2f} from 32 on (highest {beyond.max():.2f})")
+assert beyond.min() > inside.max(), \
+    "past position 32 every stretch of the sinusoidal model's loss is worse than any before it"
 
 # %% [markdown]
 # Why some schemes break
