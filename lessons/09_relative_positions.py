@@ -143,9 +143,10 @@ print("✓ ALiBi: −m_h |i − j|, no parameters, one slope per head")
 # work on longer ones, where a learned table of absolute positions has no row at all for a
 # position it never saw. Lesson 10 puts that to the test on a small model and finds less: its
 # loss rises past the training length. RoPE's relative score and its cost (no parameters, one
-# rotation of q and k) are why LLaMA-family models use it. Some positional scheme, absolute or
-# relative, sits in every large language model, because attention on its own cannot tell which
-# token came first (lesson 08).
+# rotation of q and k) are why LLaMA-family models use it. Deck 003 sums up that positional
+# schemes, absolute or relative, are everywhere in large language models: attention without a
+# mask cannot tell which token came first (lesson 08), and a causal mask alone gives a model
+# only an indirect sense of order.
 
 # %%
 d = 16
@@ -305,8 +306,8 @@ viz.save(fig, "09_relative_biases")
 #   rotations into a relative score, and norms are preserved. LLaMA-family models use it; the
 #   lectures credit it with handling longer inputs than it was trained on, which lesson 10
 #   tests and, on a small model, does not find.
-# * Every large language model carries positions in some form: without them attention is blind
-#   to order.
+# * Large language models carry positions in some form: without them, attention with no mask is
+#   blind to order, and a causal one sees it only indirectly.
 #
 # Next, lesson 10: the lectures claim relative schemes cope better with lengths unseen in
 # training; five small language models put that to the test.
