@@ -235,9 +235,9 @@ print("✓ PE[p + Δ] = PE[p] R_Δᵀ with one R_Δ for every p")
 # -------------------------
 #
 # *The annotated implementation* computes the frequencies "in log space",
-# exp(−2k · ln 10000 / d): the same numbers as the power form, to the last bit or two. Its
-# forward pass, however, slices ``pe[:, :, :n]``: the *feature* axis of the (1, max_len, d)
-# buffer, not the positions. The right slice is ``pe[:, :n]``, which is what
+# exp(−2k · ln 10000 / d): the same numbers as the power form, up to a few units in the last of
+# float64's 16 digits. Its forward pass, however, slices ``pe[:, :, :n]``: the *feature* axis of
+# the (1, max_len, d) buffer, not the positions. The right slice is ``pe[:, :n]``, which is what
 # ``nn.SinusoidalPositionalEncoding`` adds (it computes exactly n rows, so it needs no max_len).
 
 # %%
