@@ -36,7 +36,7 @@ backend.seed(0)
 # Dividing by √d_k brings the variance back to 1, whatever d_k is. That is the whole argument;
 # the rest of the lesson measures it, and then asks why a variance of 1 matters.
 #
-# A slip in one deck: its slide on scaling names q and **v** where it means q and **k**. The
+# A slip in deck 004: its slide on scaling names q and **v** where it means q and **k**. The
 # arithmetic is not what is wrong (q · v would have variance d_k too, under the same
 # assumptions); the slip is about *which* dot product gets scaled. The scores are q · k, and the
 # values only enter afterwards, averaged with the softmax's weights.
