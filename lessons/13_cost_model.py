@@ -343,7 +343,7 @@ print("✓ a causal attention needs only the scores on and below the diagonal")
 # arithmetic, is what stops them using parallel hardware. Below, one ``nn.RNN`` layer and one
 # attention call race over the same 256 positions of one sequence, forward only, on one core. The
 # recurrence does 8× fewer FLOPs and still takes longer, and the stopwatch is not timing arithmetic:
-# at ``F.linear``'s rate above, the recurrence's FLOPs take a small part of its time (printed). It
+# at ``F.linear``'s rate (timed again beside it), its FLOPs take a small part of its time. It
 # times a fixed cost of microseconds that every operation Python hands to NumPy pays, whatever its
 # size: the recurrence pays it at each of 256 steps, for (1, 32) · (32, 32) products; attention a
 # handful of times, for products 256 rows tall. That is the chain of steps as one core feels it; a
@@ -361,8 +361,10 @@ for layer, row in table.items():
 with backend.precision("float32"):
     xs = backend.randn(1, n_rnn, d_rnn)                  # (1, n, d): one sequence
     rnn_layer = nn.RNN(d_rnn, d_rnn)
-    rnn_seconds, attention_seconds = best_times([lambda: rnn_layer(xs),
-                                                 lambda: F.attention(xs, xs, xs)])
+    # F.linear's rate is timed again, in turns with the two: a busy spell slows all three alike
+    rnn_seconds, attention_seconds, linear_seconds = best_times(
+        [lambda: rnn_layer(xs), lambda: F.attention(xs, xs, xs), lambda: F.linear(x32, W32)], 10)
+rate = cost.matmul_cost(2048, d, d)["flops"] / linear_seconds
 arithmetic = table["recurrent"]["flops"] / rate              # its FLOPs at F.linear's rate
 print(f"recurrent: {1e3 * rnn_seconds:.2f} ms ({1e6 * rnn_seconds / n_rnn:.1f} µs a step; its "
       f"FLOPs alone, {1e6 * arithmetic:.0f} µs);  attention: {1e3 * attention_seconds:.2f} ms")
