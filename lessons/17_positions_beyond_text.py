@@ -38,8 +38,9 @@ backend.seed(0)
 #
 # Our image is 32 × 32 pixels, drawn from three sharp-edged shapes, one per colour channel: a red
 # disc, a green rectangle and blue diagonal stripes (where two overlap, their colours add: red
-# and blue make magenta, green and blue cyan). Pixel (i, j) sits at the centre of its cell,
-# x = (j + ½) / 32 and y = (i + ½) / 32, so every coordinate lies in (0, 1).
+# and blue make magenta, green and blue cyan, red and green the yellow corner where the disc
+# meets the rectangle). Pixel (i, j) sits at the centre of its cell, x = (j + ½) / 32 and
+# y = (i + ½) / 32, so every coordinate lies in (0, 1).
 
 # %%
 n = 32

@@ -73,10 +73,9 @@ print("✓ every block owns its weights; the shared embedding is one object")
 # length at hand, so it has no max_len at all.
 #
 # Both decks that show this code (000 and 001) slice that table along the wrong axis, an
-# erratum: it keeps the first n
-# *features* of every position instead of the first n *positions*. With a table of shape
-# (1, max_len, d) the right cut is ``[:, :n]``. Below, ``Transformer.encode`` is recomputed
-# by hand from these pieces.
+# erratum: ``[:, :, :n]`` keeps the first n *features* of every position instead of the first n
+# *positions*. With a table of shape (1, max_len, d) the right cut is ``[:, :n]``. Below,
+# ``Transformer.encode`` is recomputed by hand from these pieces.
 
 # %%
 d, n = 32, 7
