@@ -330,8 +330,8 @@ assert flops["Transformer"] > flops["RNN"], "the Transformer's step does more ar
 print(f"✓ same data, same loop, similar size: both learn; the RNN's {n_chars} steps run in a row")
 
 # %% [markdown]
-# At this size the recurrence is no handicap, and on this CPU the RNN's step is even the
-# quicker. The stopwatch times a whole training step: forward and backward through the
+# At this size the recurrence is no handicap, and its step may even be the quicker (compare the
+# two times printed above). The stopwatch times a whole training step: forward and backward through the
 # Transformer's embedding, projections, attention, feed-forward and three LayerNorms, more
 # arithmetic than the RNN's (counted above), against 64 recurrent steps that each multiply a
 # batch of 16 states, (16, 96) · (96, 96), and back: a short chain of fair-sized products.
@@ -345,7 +345,7 @@ print(f"✓ same data, same loop, similar size: both learn; the RNN's {n_chars} 
 # (zero elsewhere) and sent back into each trained model's inputs: at position t that gives
 # gᵀ ∂out_n/∂x_t, how much token t can still be learned from. Through the recurrence it passes
 # n − t times through W_hᵀ and the tanh slopes, and fades; through attention it arrives in one
-# step, alike at every distance (the last token gets more: the residual path also carries it).
+# step, with no trend in distance (the last token gets more: the residual path carries it too).
 
 # %%
 window, _ = data.random_windows(train_ids, 1, n_chars)
