@@ -242,8 +242,9 @@ viz.save(fig, "04_padding")
 # one future key with NaN: even query 0, which may not look at it, returns NaN, because
 # q_0 · k_11 was computed and NaN + (−∞) is still NaN. (Skipping work takes more than a mask:
 # a causal ``nn.MultiHeadAttention`` calls ``F.causal_attention``, which on NumPy cuts a long
-# sequence into blocks of 64 queries and never computes the scores wholly in a block's future;
-# lesson 13 measures what that saves. Inside a block, the masked scores are still computed.)
+# sequence into blocks of 64 queries and never computes a block's scores against the keys after
+# its last query; lesson 13 measures what that saves. Inside a block, the masked scores are still
+# computed.)
 
 # %%
 T, d_model = 12, 16
