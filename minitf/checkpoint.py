@@ -43,7 +43,7 @@ import numpy as np
 
 from minitf.backend import rng_state, set_rng_state
 # the run directory's list of checkpoints; find, clean and the three file names are public here too
-from minitf.checkpoint_index import (INDEX, META, STEP, WEIGHTS, clean, find,
+from minitf.checkpoint_index import (INDEX, LISTING, META, STEP, WEIGHTS, clean, find,
                                      holds_only_a_checkpoint, listed_steps,
                                      refuse_a_list_of_someone_else, run_directory)
 from minitf.checkpoint_format import (CheckpointError, check_loadable, check_meta,
@@ -219,14 +219,25 @@ def _pointing_back(directory, found: Path, read):
     try:
         return read(found)
     except CheckpointError as err:
-        if found == Path(directory):
+        directory = Path(directory)
+        if found == directory:
             raise                                   # a step directory, loaded by its own path
-        for whole in (Path(directory) / name for name in listed_steps(Path(directory))[1:]):
+        listed = listed_steps(directory)
+        # then the step directories checkpoints.txt does not name (an edited or garbled list),
+        # newest first: step-1000000 after step-999999, as numbers, not as text
+        unlisted = sorted((path.name for path in directory.iterdir()
+                           if STEP.fullmatch(path.name) and path.name not in listed),
+                          key=lambda name: [int(n) for n in name[len("step-"):].split("-")],
+                          reverse=True)
+        for whole in (directory / name for name in listed[1:] + unlisted):
             if not is_whole(whole):
                 continue
             raise CheckpointError(f"{err}; the run's newest whole checkpoint is {whole}: load "
                                   f"it by its own path (minitf train --resume {whole} --out "
                                   f"NEW_DIR continues the run from it)") from None
+        if not STEP.fullmatch(listed[0]) and not (directory / listed[0]).exists():
+            # a line no save wrote, naming nothing (not an edit to ../best): say what was meant
+            raise CheckpointError(f"{err}; {INDEX} is not minitf's: {LISTING}") from None
         raise
 
 

@@ -172,3 +172,32 @@ def test_a_save_made_current_is_no_failed_save_if_the_last_fsync_fails(run, monk
     monkeypatch.undo()
     assert _intact_step(run) == 4                                   # current, and whole
     assert len((run / checkpoint.INDEX).read_text().split()) == 3   # the list cut to KEEP
+
+
+def test_a_garbled_list_names_the_newest_whole_step_directory_it_does_not_list(run):
+    """checkpoints.txt overwritten with a word: the step directories are all there, unlisted, and
+    the newest whole one is named, by its number (step-1000000 after step-999999, not as text)."""
+    shutil.copytree(run / "step-000002", run / "step-999999")
+    shutil.copytree(run / "step-000001", run / "step-1000000")
+    (run / checkpoint.INDEX).write_text("garbage\n")
+    with pytest.raises(checkpoint.CheckpointError) as caught:
+        checkpoint.load(run)
+    named = run / "step-1000000"
+    assert str(caught.value) == (
+        f"checkpoint {run / 'garbage'}: the folder, which checkpoints.txt names, is missing; "
+        f"the run's newest whole checkpoint is {named}: load it by its own path (minitf train "
+        f"--resume {named} --out NEW_DIR continues the run from it)")
+
+
+def test_a_garbled_list_with_no_whole_checkpoint_says_what_the_list_should_be(run):
+    """Nothing whole to point to: the message says what checkpoints.txt should hold."""
+    for step in (1, 2, 3):
+        shutil.rmtree(run / f"step-00000{step}")
+    (run / checkpoint.INDEX).write_text("garbage\n")
+    with pytest.raises(checkpoint.CheckpointError) as caught:
+        checkpoint.load(run)
+    assert str(caught.value) == (
+        f"checkpoint {run / 'garbage'}: the folder, which checkpoints.txt names, is missing; "
+        f"checkpoints.txt is not minitf's: wanted the list minitf train writes there, its step "
+        f"directories' names, newest first, one a line (or load a step directory by its own "
+        f"path)")
