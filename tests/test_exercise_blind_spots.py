@@ -179,6 +179,11 @@ def test_a_gradient_of_a_fixed_dtype_fails_though_the_checks_run_in_float64():
     assert "x: your gradient is float64, wanted float32 (the dtype of x)" in _hints(result)
     assert [row.check for row in result.rows if not row.passed] == ["relu, in float32"]
     assert "NumPy computes float32 with a float64 in float64" in _hints(result)
+    assert "hint: make new arrays with dtype=dy.dtype (or zeros_like)" in _hints(result)
+    # the table's "0 of 1 tensors within 1e-06" read as a wrong value: the report says which
+    from minitf.exercises.report import report
+    assert "(1 FAILED in float32 only: in float64 their values pass; their dtype is what is " \
+           "wrong)" in report(find("relu_backward"), result)
 
     def a_numpy_scalar(dy, cache):           # NumPy 2: np.float64 · float32 array is float64
         return dy * cache * np.sqrt(1.0)
@@ -276,3 +281,12 @@ def test_fewer_values_than_minitf_returns_with_none_left_out_fail():
     result = grade(find("linear_backward"), lambda dy, cache: list(linear_backward(dy, cache)),
                    cases=["linear"])
     assert "the backward returned a list; wanted a tuple of 3" in _hints(result)
+
+
+def test_the_dtype_hint_names_the_backward_s_own_upstream_gradient():
+    """softmax_backward's upstream gradient is dp: "dtype=dy.dtype" named no argument of it."""
+    softmax_backward = _reference("softmax_backward")
+    result = grade(find("softmax_backward"),
+                   lambda dp, cache: softmax_backward(dp, cache).astype(np.float64))
+    assert "hint: make new arrays with dtype=dp.dtype (or zeros_like)" in _hints(result)
+    assert "dy.dtype" not in _hints(result)

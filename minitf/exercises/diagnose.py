@@ -35,11 +35,12 @@ def _summable(got: tuple, wanted: tuple) -> bool:
 
 
 def shape_problem(name: str, x, dx, returned_none: bool = False,
-                  nothing_returned: bool = False) -> list[str]:
+                  nothing_returned: bool = False, upstream: str = "dy") -> list[str]:
     """Lines saying why ``dx`` cannot be the gradient of ``x`` at all (nothing, not an array,
     the wrong shape or dtype); [] when it is an array of x's shape and dtype. ``returned_none``:
     the backward returned None in x's place (not too few values); ``nothing_returned``: None
-    was its whole return, the value of a body without a ``return``."""
+    was its whole return, the value of a body without a ``return``; ``upstream``: the name of
+    the backward's upstream gradient (dy, dp, dout), whose dtype new arrays should take."""
     wanted = tuple(x.shape)
     if dx is None and nothing_returned:
         return [f"{name}: the backward returned None, no gradient at all (shape {wanted} "
@@ -65,7 +66,8 @@ def shape_problem(name: str, x, dx, returned_none: bool = False,
                          "the axes that were stretched (minitf.array_ops.sum_to_shape)")
         return lines
     if dx.dtype != x.dtype:
-        hint = "hint: make new arrays with dtype=dy.dtype (or zeros_like), never a fixed dtype"
+        like = f"dtype={upstream}.dtype" if upstream.isidentifier() else "the upstream's dtype"
+        hint = f"hint: make new arrays with {like} (or zeros_like), never a fixed dtype"
         if x.dtype.itemsize < dx.dtype.itemsize:     # float32 promoted by a float64 of theirs
             hint += (" -- NumPy computes float32 with a float64 in float64: an array made "
                      "without dtype= (np.zeros, np.full, np.eye), or a NumPy scalar such as "

@@ -21,7 +21,7 @@ from minitf.exercises.catalogue import Exercise, find
 from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
                                        miscounted, not_written, reused, shape_problem, stub_of,
                                        unusable, value_problem, written_in_place)
-from minitf.exercises.report import capped, error_message, report, their_lines
+from minitf.exercises.report import IN_FLOAT32, capped, error_message, report, their_lines
 from minitf.exercises.stand_in import noting_calls, standing_in
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
@@ -131,7 +131,6 @@ def _arrays_of(case) -> dict:
     return arrays
 
 
-IN_FLOAT32 = ", in float32"   # a case's name once more in float32, in the table and the report
 
 
 def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -> None:
@@ -175,7 +174,8 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
                     f"({described(dx)})", "hint: return None for ids"]))
             continue
         problem = shape_problem(tensor, x, dx, returned_none=tensor in given,
-                                nothing_returned=run.bare and run.returned[0] is None)
+                                nothing_returned=run.bare and run.returned[0] is None,
+                                upstream=exercise.upstream)
         error = float("inf")
         if not problem:
             numeric = numerics[tensor] = numerical_gradient(run.loss, x)
@@ -195,7 +195,7 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
             result.problems.append((name, lines))
     if len(result.problems) == failures:
         try:
-            _grade_in_float32(name, result)
+            _grade_in_float32(name, result, exercise.upstream)
         except Exception as err:         # raised in float32 only: said so, not as float64's
             result.rows.append(Row(name + IN_FLOAT32, "raised", (), float("inf")))
             result.problems.append((name + IN_FLOAT32, [
@@ -205,7 +205,7 @@ def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -
                                           "meets them there"]))
 
 
-def _grade_in_float32(name: str, result: Result) -> None:
+def _grade_in_float32(name: str, result: Result, upstream: str) -> None:
     """The case once more in float32, minitf's default, where the checks' float64 cannot see a
     gradient made of a fixed dtype (np.zeros(shape) is float64): each must keep its input's.
     A failing tensor's row is the float32 one, so the table counts each tensor once; every
@@ -217,7 +217,8 @@ def _grade_in_float32(name: str, result: Result) -> None:
             row = Row(name + IN_FLOAT32, tensor, tuple(x.shape), float("inf"))
             result.rows = [row if (r.check, r.tensor) == (name, tensor) else r
                            for r in result.rows]
-            result.problems.append((name + IN_FLOAT32, shape_problem(tensor, x, dx)))
+            result.problems.append((name + IN_FLOAT32,
+                                    shape_problem(tensor, x, dx, upstream=upstream)))
 
 
 def run_cases(exercise, cases, path: Path | None = None, returned: list = (),

@@ -13,6 +13,7 @@ from minitf.gradcheck import format_table
 
 MESSAGE_CHARS = 300       # of an error's message (or a line of code) in a report: it is read
 FRAMES_SHOWN = 12         # of the learner's frames, repeats counted: the first and last half
+IN_FLOAT32 = ", in float32"   # a case's name once more in float32, in the table and the report
 
 
 def capped(text: str) -> str:
@@ -77,6 +78,11 @@ def report(exercise: Exercise, result, path: Path | None = None) -> str:
     if result.rows:         # a whole model's long table: its failures, not 180 rows to scan
         long = len(result.rows) > LONG_TABLE and any(not r.passed for r in result.rows)
         lines += ["", format_table(result.rows, failing_only=long)]
+        dtype_only = sum(r.check.endswith(IN_FLOAT32) and r.tensor != "raised" and not r.passed
+                         for r in result.rows)
+        if dtype_only:      # "0 of 3 within 1e-06" read as wrong values where they were right
+            lines.append(f"({dtype_only} FAILED in float32 only: in float64 their values pass; "
+                         f"their dtype is what is wrong)")
     if result.problems:
         lines += ["", "what went wrong:"]
         shown = set()                    # a hint repeated case after case is said once
