@@ -232,6 +232,12 @@ def test_code_below_the_end_line_and_a_name_without_py_are_pointed_out(tmp_path)
             f"FILE {tmp_path / 'softmax_backward'}: no such file (did you mean "
             f"softmax_backward.py?)")):
         exercises.check_file(tmp_path / "softmax_backward")
+    # a method's file is named with a _ (ClassToken_backward.py): its name with the . is near
+    (tmp_path / "ClassToken_backward.py").write_text(starter_text(find("ClassToken.backward")))
+    for typed in ("ClassToken.backward.py", "ClassToken.backward"):
+        with pytest.raises(ValueError, match=re.escape(
+                f"FILE {tmp_path / typed}: no such file (did you mean ClassToken_backward.py?)")):
+            exercises.check_file(tmp_path / typed)
 
 
 def test_a_grade_of_no_checks_is_no_pass():

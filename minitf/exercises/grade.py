@@ -90,8 +90,10 @@ def load(path) -> tuple:
     given, path = path, Path(path).resolve()
     if not path.is_file():      # named as given: the name alone looked right, in another folder
         got = "is a folder" if path.is_dir() else "no such file"
-        if path.suffix != ".py" and path.with_name(path.name + ".py").is_file():
-            got += f" (did you mean {path.name}.py?)"
+        base = path.name.removesuffix(".py")     # start writes a method's file with a _
+        near = [name for name in (f"{base}.py", f"{base.replace('.', '_')}.py")
+                if name != path.name and path.with_name(name).is_file()]
+        got += f" (did you mean {near[0]}?)" if near else ""
         raise ValueError(f"FILE {given}: {got}; wanted an exercise file written by "
                          f"'minitf exercise start NAME'")
     source = read_python(path, "FILE", "the exercise file 'minitf exercise start NAME' wrote")
