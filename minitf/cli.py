@@ -17,6 +17,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 import warnings
 from dataclasses import fields, replace
 
@@ -136,10 +137,15 @@ def _gradcheck(args) -> int:
     if not names:
         raise ValueError(f"no check matches --only {args.only!r}")
     print(f"gradient checks on {backend.backend_name()}, float64, central differences\n")
-    rows = []
-    # A bar on a terminal only: on a GPU the checks take minutes (see the command's help)
-    for name in tqdm(names, unit="check", leave=False, disable=not sys.stderr.isatty()):
+    rows, started, on_terminal = [], time.perf_counter(), sys.stderr.isatty()
+    # A bar on a terminal: on a GPU the checks take minutes (see the command's help). To a file
+    # or a pipe, where a bar is one endless line, a line every 10 checks says it is not stuck.
+    bar = tqdm(names, unit="check", leave=False, disable=not on_terminal)
+    for done, name in enumerate(bar, 1):
         rows += gradcheck_cases.run(name)
+        if not on_terminal and done % 10 == 0 and done < len(names):
+            print(f"gradcheck: {done} of {len(names)} checks done in "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     print(format_table(rows))
     return 0 if all(r.passed for r in rows) else 1
 

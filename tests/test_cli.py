@@ -270,3 +270,19 @@ def test_a_bad_model_choice_is_one_line(capsys):
         cli.main(["train", "--model", "gru"])
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--model" in err and "'gru'" in err
+
+
+def test_gradcheck_to_a_file_says_every_10_checks_how_far_it_is(capsys, monkeypatch):
+    """No bar where standard error is no terminal (a bar there is one endless line), and then a
+    run of minutes printed nothing until its table: a line every 10 checks, none after the last."""
+    import minitf.functional as F
+
+    def relu():
+        return FunctionCase(F.relu, F.relu_backward, {"x": backend.randn(3, 4)}, ("x",))
+
+    for i in range(25):
+        monkeypatch.setitem(gradcheck_cases.CASES, f"relu, copy {i:02d}", relu)
+    assert cli.main(["gradcheck", "--only", "relu, copy"]) == 0
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"gradcheck: 10 of 25 checks done in \d+ s\n"
+                        r"gradcheck: 20 of 25 checks done in \d+ s\n", err), err
