@@ -44,7 +44,7 @@ def layer_norm_backward(dy, cache):
     """Gradients of y = γ x̂ + β, x̂ = (x − μ) / s,  s = √(σ² + ε).
 
     μ and s depend on every x_i of the row: ∂μ/∂x_i = 1/d, and ∂σ²/∂x_i = 2(x_i − μ)/d (the
-    term through μ, −2/d · Σ_j (x_j − μ), is 0: deviations from the mean sum to 0), so
+    term through μ, −2/d · Σ_j (x_j − μ) · ∂μ/∂x_i, is 0: deviations from the mean sum to 0), so
     ∂s/∂x_i = x̂_i/d. Hence ∂x̂_j/∂x_i = (δ_ij − 1/d − x̂_j x̂_i/d) / s, and with dx̂ = dy ⊙ γ,
     dx_i = Σ_j dx̂_j ∂x̂_j/∂x_i:
         dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂)) / s
