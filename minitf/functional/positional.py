@@ -221,8 +221,9 @@ def clipped_relative_positions(n_q, n_k=None, max_relative=16, xp=None):
     """Shaw et al.'s table row for each (query, key) pair: clip(j − i, −K, K) + K, K = max_relative.
 
     Row K is the query's own position, K − 1 the key just before it, K + 1 the one after; every
-    key K or more tokens away shares the row at the end, so a model can run on sequences longer
-    than any it was trained on. Query i is the last n_q of n_k positions (as for the causal mask).
+    key K or more tokens away shares the row at its side's end (row 0 before the query, row 2K
+    after it), so a model can run on sequences longer than any it was trained on. The queries are
+    the last n_q of the n_k positions (as for the causal mask).
     ->  (n_q, n_k) integer ids in [0, 2K]
     """
     n_q, n_k = query_key_lengths(n_q, n_k, "clipped_relative_positions")
