@@ -90,3 +90,41 @@ def test_the_grader_s_own_reads_and_a_right_answer_go_through(made, tmp_path):
     report = {o.name: o for o in homework.grade(hw, raising)}["softmax_backward"].report
     assert "ValueError: not yet" in report and "holds the solutions" not in report
     assert all(o.result.passed for o in homework.grade(hw, key))
+
+
+# a process reads files the open hook never sees; a thread running exec of a string holds no
+# frame of the student's file, so its open passed as the grader's: both printed the answer
+BY_A_PROCESS = """import os, subprocess, sys, minitf
+    where = os.path.join(os.path.dirname(minitf.__file__), "functional", "softmax.py")
+    try:
+        print(subprocess.run([sys.executable, "-c", f"print(open({where!r}).read())"],
+                             capture_output=True, text=True).stdout)
+    except PermissionError as err:
+        print("refused:", err)
+    """ + RIGHT
+BY_A_THREAD = """import os, threading, minitf
+    where = os.path.join(os.path.dirname(minitf.__file__), "functional", "softmax.py")
+    thread = threading.Thread(target=exec, args=(f"print(open({where!r}).read())",))
+    thread.start()
+    thread.join()
+    """ + RIGHT
+
+
+def test_code_that_starts_a_process_is_refused_and_shows_nothing(made, tmp_path, capsys):
+    hw, key = made
+    outcome = {o.name: o for o in homework.grade(hw, _submission(key, tmp_path, BY_A_PROCESS))}
+    softmax = outcome["softmax_backward"]
+    assert "refused: the code being graded may not start a process (subprocess.Popen)" in \
+        softmax.printed
+    assert RIGHT not in softmax.printed + capsys.readouterr().out          # nothing shown
+    assert softmax.result.passed                    # its own answer, right: the refusal is all
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_thread_that_opens_the_solutions_is_refused_and_scores_0(made, tmp_path, capsys):
+    hw, key = made
+    outcome = {o.name: o for o in homework.grade(hw, _submission(key, tmp_path, BY_A_THREAD))}
+    softmax = outcome["softmax_backward"]
+    assert softmax.score == 0 and "tried to read minitf's own functional/softmax.py" in \
+        softmax.result.stopped
+    assert RIGHT not in softmax.printed + capsys.readouterr().out          # nothing shown

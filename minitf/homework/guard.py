@@ -21,10 +21,11 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-_watching = {"student": None, "solutions": (), "read": None}
+_watching = {"student": None, "solutions": (), "read": None, "thread": None}
 _installed = False
 
 
@@ -43,7 +44,11 @@ def _a_solution(path: str) -> Path | None:
 
 
 def _student_is_calling() -> bool:
-    """Whether the call stack holds a frame of the student's file."""
+    """Whether the call stack holds a frame of the student's file, or this is another thread
+    than the grading one: a thread the student's code started (exec of a string as its target)
+    holds no frame of their file, and the grader starts none while that code runs."""
+    if threading.get_ident() != _watching["thread"]:
+        return True
     frame = sys._getframe(2)
     while frame is not None:
         if os.path.realpath(frame.f_code.co_filename) == _watching["student"]:
@@ -71,8 +76,22 @@ def _a_lookup_of_lines() -> bool:
     return lookup
 
 
+# A process the student's code starts (a cat of the solution file) opens files this hook never
+# sees. A backward pass needs none: starting one is refused while the student's code runs (the
+# refusal is their error, not a 0).
+_STARTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+           "os.forkpty")
+
+
 def _refuse(event: str, args: tuple) -> None:
-    if event != "open" or _watching["student"] is None:
+    if _watching["student"] is None:
+        return
+    if event in _STARTS:
+        if _student_is_calling():
+            raise PermissionError(f"the code being graded may not start a process ({event}): "
+                                  f"what it reads there is not checked")
+        return
+    if event != "open":
         return
     path = args[0]
     if not isinstance(path, (str, bytes, os.PathLike)):
@@ -143,10 +162,11 @@ def reading_refused(student_file, solution_files):
         _installed = True
     solutions = tuple(Path(os.path.realpath(f)) for f in solution_files)
     read = [solution for solution in solutions if _same_file(solution, student_file)]
-    _watching.update(student=os.path.realpath(student_file), read=read, solutions=solutions)
+    _watching.update(student=os.path.realpath(student_file), read=read, solutions=solutions,
+                     thread=threading.get_ident())
     linecache.cache = _LinesHidden(linecache.cache)
     try:
         yield read
     finally:
         linecache.cache = dict(linecache.cache)
-        _watching.update(student=None, solutions=(), read=None)
+        _watching.update(student=None, solutions=(), read=None, thread=None)
