@@ -313,3 +313,17 @@ def test_a_damaged_homework_json_is_one_line_before_any_grading(made, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"{hw}/homework.json: " in err and shown in err, err
     assert "as 'minitf homework make' writes it" in err
+
+
+def test_a_submission_graded_by_a_homework_copy_is_refused(made):
+    """Run in the student directory, the minitf that grades is its copy, whose exercises are
+    blank: the answer key graded there scored 2 of 9 ("relu_backward is not written yet")."""
+    hw, key = made
+    run = subprocess.run([sys.executable, "-m", "minitf", "homework", "grade", ".",
+                          "--submission", str(key)], cwd=hw, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and run.stdout == "", run.stdout + run.stderr
+    assert run.stderr == (f"minitf homework grade: submission {key}: another's files are graded "
+                          f"by the reference minitf, and the one running is a homework copy "
+                          f"({hw / 'minitf'}); run it outside any homework directory\n")
+    assert homework.grade(hw, key)[0].result.passed       # by the reference, as it should be

@@ -259,6 +259,10 @@ def grade(folder, submission=None, journal=None, budget=None) -> list[Outcome]:
     check_path(folder, "folder", "homework.grade")
     if submission is not None:
         check_path(submission, "submission", "homework.grade")
+        if is_a_homework_copy():    # its blanks graded another's files, wrong, without a word
+            raise ValueError(f"submission {submission}: another's files are graded by the "
+                             f"reference minitf, and the one running is a homework copy "
+                             f"({PACKAGE}); run it outside any homework directory")
     folder = Path(folder).resolve()
     data = manifest(folder)
     if (submission is not None and Path(submission).suffix.lower() == ".zip"
