@@ -327,3 +327,21 @@ def test_a_submission_graded_by_a_homework_copy_is_refused(made):
                           f"by the reference minitf, and the one running is a homework copy "
                           f"({hw / 'minitf'}); run it outside any homework directory\n")
     assert homework.grade(hw, key)[0].result.passed       # by the reference, as it should be
+
+
+def test_a_homework_edited_after_make_is_refused(made, tmp_path, capsys):
+    """Every student graded by its zip read "edited outside its regions, first at line 1" of the
+    instructor's line, and a check_NAME() changed there graded with the change, never tried."""
+    hw, _ = made
+    edited = tmp_path / "hw"
+    shutil.copytree(hw, edited)
+    path = edited / LINEAR
+    path.write_text("# a note of the instructor's\n" + path.read_text(encoding="utf-8"),
+                    encoding="utf-8")
+    out = tmp_path / "edited.zip"
+    assert cli.main(["homework", "autograder", str(edited), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"minitf homework autograder: folder {edited}: {LINEAR} was edited after homework make "
+        f"(first at line 1); wanted the directory as make wrote it: edit the source, then make "
+        f"it again\n")
+    assert not out.exists()

@@ -327,13 +327,13 @@ def _outcome(entry: dict, folder: Path, submission, data: dict, budget: Budget,
                 result, text = _grade_one(entry, graded, budget, solutions, fixed, failed)
         except _RegionsChanged as err:
             result, text = Result(stopped=str(err)), ""
-        edited, edited_at = _edited(path, entry["file"], data)
+        edited, edited_at = edited_outside_regions(path, entry["file"], data)
     return Outcome(entry["name"], result, text or result.stopped, time.perf_counter() - start,
                    edited, printed.shown(), file_verdict, points_of(entry, folder), warned.shown(),
                    edited_at if edited else "")
 
 
-def _edited(path: Path, file: str, data: dict) -> tuple[bool, str]:
+def edited_outside_regions(path: Path, file: str, data: dict) -> tuple[bool, str]:
     """(whether the file graded as ``file`` was edited outside its regions, and where first:
     "line 12", or "" where homework.json, made before it kept each line's fingerprint, cannot
     tell). A byte-order mark (Windows' Notepad) is no edit: Python skips it."""

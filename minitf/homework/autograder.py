@@ -23,7 +23,7 @@ from pathlib import Path
 from minitf.data.text import check_file_name
 from minitf.cli_flags import MOST_TIMEOUT_MINUTES    # Gradescope's longest, 40
 from minitf.exercises.time_limit import GRACE_SECONDS
-from minitf.homework.autograde import manifest
+from minitf.homework.autograde import edited_outside_regions, manifest
 from minitf.homework.handout import (MANIFEST, package_files, refuse_a_homework_copy,
                                      refuse_answers_inside_a_homework)
 from minitf.homework.writing import os_errors_named, removed_if_unfinished
@@ -153,6 +153,16 @@ def build(folder, out, timeout_minutes: int | None = None) -> Path:
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
     refuse_a_homework_copy()
+    for file in dict.fromkeys(e["file"] for e in data["exercises"]):
+        # every student would read "edited outside its regions" of a line of the instructor's,
+        # and a check_NAME() changed there grades with the change, never tried on the answers
+        if not (folder / file).is_file():
+            continue                # not there: the zip goes without it (_homework_files)
+        changed, where = edited_outside_regions(folder / file, file, data)
+        if changed:
+            raise ValueError(f"folder {folder}: {file} was edited after homework make (first "
+                             f"at {where or 'a line outside its regions'}); wanted the "
+                             f"directory as make wrote it: edit the source, then make it again")
     refuse_answers_inside_a_homework(out, "the zip holds the reference minitf, every answer")
     if out.suffix != ".zip" or out.exists():
         got = "already exists" if out.exists() else "does not end in .zip"
