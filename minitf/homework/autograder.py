@@ -37,6 +37,12 @@ SETUP = """#!/usr/bin/env bash
 set -euo pipefail
 apt-get update
 apt-get install -y python3 python3-venv
+# minitf needs Python 3.10 or newer, Ubuntu 22.04's (20.04's python3 is 3.8): said, not a
+# SyntaxError at the first submission
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "setup.sh: $(python3 --version 2>&1); minitf needs 3.10: choose Ubuntu 22.04 or newer" >&2
+  exit 1
+fi
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install {requirements}
 """
