@@ -133,8 +133,6 @@ def _arrays_of(case) -> dict:
     return arrays
 
 
-
-
 def _grade_case(exercise: Exercise, name: str, result: Result, reference=None) -> None:
     case = gradcheck_cases.build(name)
     before = {k: v.copy() for k, v in _arrays_of(case).items()}
