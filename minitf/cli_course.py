@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from minitf.cli_flags import PATH, POSITIVE_REAL, TIMEOUT_MINUTES, add_backend
+from minitf.cli_flags import EXIT_STATUS, PATH, POSITIVE_REAL, TIMEOUT_MINUTES, add_backend
 
 
 def _lesson(args) -> int:
@@ -67,6 +67,9 @@ def _homework(args) -> int:
     if args.resume and not args.json:
         raise ValueError("--resume goes with --json: it takes up the grading that a --json run "
                          "left unfinished")
+    if args.ended_with is not None and not args.resume:
+        raise ValueError(f"--ended-with {args.ended_with} goes with --resume: it says how the "
+                         f"grading process that --resume takes up ended")
     if args.json:                   # before grading, which takes a while: not after it
         from minitf.homework.journal import Journal, progress_file
         check_file_name(args.json, "--json")
@@ -78,7 +81,8 @@ def _homework(args) -> int:
                   f"grading finished, or none ran); grading every exercise", file=sys.stderr)
         graded = [str(Path(f).resolve()) for f in (args.dir, args.submission) if f is not None]
         journal = Journal(args.json, names, resume=args.resume, of=" ".join(graded),
-                          points={e["name"]: points_of(e, args.dir) for e in entries})
+                          points={e["name"]: points_of(e, args.dir) for e in entries},
+                          ended_with=args.ended_with)
     try:
         outcomes = homework.grade(args.dir, args.submission, journal, args.budget)
     except KeyboardInterrupt as err:
@@ -172,6 +176,10 @@ def add_course_commands(commands) -> None:
                       help="with --json, take up a grading whose process ended inside an "
                            "exercise (FILE.progress left behind): that exercise scores 0, the "
                            "ones already graded are kept, the rest are graded")
+    mark.add_argument("--ended-with", metavar="STATUS", type=EXIT_STATUS,
+                      help="with --resume, the exit status of the grading process that ended "
+                           "(run_autograder passes it): the 0 of the exercise it ended inside "
+                           "then names the likely cause, a crash or a kill, not every one")
     mark.add_argument("--budget", metavar="SECONDS", type=POSITIVE_REAL,
                       help="stop grading after this long in all (counted from the start of the "
                            "run --resume takes up): each exercise gets its time limit or what is "

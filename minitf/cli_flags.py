@@ -30,6 +30,7 @@ def checked(convert, accept, wanted: str):
 MOST = 2 ** 53
 POSITIVE = checked(int, lambda n: 1 <= n <= MOST, f"an integer ≥ 1 (and ≤ 2^53 = {MOST})")
 NON_NEGATIVE = checked(int, lambda n: 0 <= n <= MOST, f"an integer ≥ 0 (and ≤ 2^53 = {MOST})")
+EXIT_STATUS = checked(int, lambda n: 0 <= n <= 255, "an exit status, an integer in [0, 255]")
 POSITIVE_REAL = checked(float, lambda x: math.isfinite(x) and x > 0, "a finite number > 0")
 MAX_NEW_TOKENS = 100_000
 NEW_TOKENS = checked(int, lambda n: 0 <= n <= MAX_NEW_TOKENS,

@@ -294,6 +294,10 @@ ENDS_THE_PROCESS = {
     "a segfault": "import ctypes; ctypes.string_at(0)",
     "KeyboardInterrupt": "raise KeyboardInterrupt",   # not an error of theirs to catch: Ctrl-C
 }
+# what the student reads of each: the exit status run_autograder saw, and its likely cause
+ENDED_AS = {"posix._exit": "(exit status 0: its code ended the process itself",
+            "a segfault": "(exit status 139: a crash in compiled code (SIGSEGV",
+            "KeyboardInterrupt": "(exit status 130: a KeyboardInterrupt or Ctrl-C (SIGINT))"}
 
 
 @pytest.mark.parametrize("how", ENDS_THE_PROCESS)
@@ -319,7 +323,8 @@ def test_code_that_ends_the_grading_process_costs_its_own_exercise(made, tmp_pat
     assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 1.0}
     assert results["score"] == 1 and [t["name"] for t in results["tests"]] == EXERCISES
     assert "the grading process ended while it ran" in results["tests"][0]["output"]
-    assert "ended inside softmax_backward" in results["output"]
+    assert ENDED_AS[how] in results["tests"][0]["output"], results["tests"][0]["output"]
+    assert "ended inside softmax_backward (exit status " in results["output"]
     assert not (root / "results" / "results.json.progress").exists()
 
 
@@ -383,5 +388,6 @@ def test_one_call_past_the_budget_is_killed_and_the_rest_said(made, tmp_path):
     assert "ended inside an exercise (exit status 137)" in run.stderr          # killed
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert _scores(results) == {"softmax_backward": 0.0, "layer_norm_backward": 0.0}
-    assert "held one call past the grading's time" in results["tests"][0]["output"]
+    assert "(exit status 137: killed (SIGKILL): its code held one call past the grading's time" \
+        in results["tests"][0]["output"]
     assert "was not graded: the grading's budget of 8 s ran out" in results["tests"][1]["output"]

@@ -193,3 +193,38 @@ def test_a_resumed_grading_says_the_whole_score(made, tmp_path, capsys):
     results = json.loads(out.read_text(encoding="utf-8"))
     assert [t["score"] for t in results["tests"]] == [0.0, 1.0]
     assert results["tests"][0]["output"].endswith("; the grading went on in a new process")
+
+
+@pytest.mark.parametrize("status, cause", [
+    (137, "(exit status 137: killed (SIGKILL): its code held one call past the grading's time"),
+    (124, "(exit status 124: its code caught the stop at its time limit and ran on"),
+    (134, "(exit status 134: an abort in compiled code (SIGABRT))"),
+    (143, "(exit status 143: ended by the signal SIGTERM)"),
+    (250, "(exit status 250: ended by signal 122)"),          # no signal of that number
+    (3, "(exit status 3: its code ended the process itself"),
+])
+def test_the_exit_status_run_autograder_saw_names_the_likely_cause(made, tmp_path, capsys,
+                                                                   status, cause):
+    """The six possible causes left a student to guess; the status run_autograder passes on
+    (--ended-with) says which it most likely was, in the output and in the summary line."""
+    key = made[1]
+    out = tmp_path / "results.json"
+    Journal(out, EXERCISES, of=str(key.resolve())).starting(EXERCISES[0])
+    assert cli.main(["homework", "grade", str(key), "--json", str(out), "--resume",
+                     "--ended-with", str(status)]) == 1
+    results = json.loads(out.read_text(encoding="utf-8"))
+    said = results["tests"][0]["output"]
+    assert cause in said and "raised KeyboardInterrupt" not in said, said
+    assert results["output"].endswith(f"ended inside softmax_backward (exit status {status})")
+
+
+def test_ended_with_goes_with_resume_and_takes_an_exit_status(made, tmp_path, capsys):
+    hw, out = made[0], str(tmp_path / "results.json")
+    assert cli.main(["homework", "grade", str(hw), "--json", out, "--ended-with", "139"]) == 2
+    assert "--ended-with 139 goes with --resume" in capsys.readouterr().err
+    for bad in ("256", "-1", "x"):
+        with pytest.raises(SystemExit):
+            cli.main(["homework", "grade", str(hw), "--json", out, "--resume",
+                      "--ended-with", bad])
+        assert (f"argument --ended-with: got '{bad}'; wanted an exit status, an integer in "
+                f"[0, 255]") in capsys.readouterr().err

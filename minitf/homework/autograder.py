@@ -91,7 +91,7 @@ while :; do
     fi
     before=$progress
     echo "run_autograder: the grading process ended inside an exercise (exit status $status); grading the rest in a new one" >&2
-    resume="--resume"
+    resume="--resume --ended-with $status"
 done
 # A failed exercise is a score of 0 in results.json, not an error of the autograder; a grader that
 # wrote no results (it could not start) is one.

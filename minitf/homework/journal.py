@@ -23,10 +23,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
 import time
 from pathlib import Path
 
 from minitf.data.text import write_utf8
+from minitf.exercises.time_limit import ENDED_STATUS
 from minitf.homework.autograde import Outcome
 from minitf.homework.results import gradescope_results, gradescope_test
 
@@ -80,12 +82,45 @@ def _check_progress_replaceable(progress: Path, left) -> None:
                          f"file that no grading wrote; wanted it moved, or another --json name")
 
 
-def _ended_inside(name: str, resumed: bool) -> str:
+def _ended_inside(name: str, resumed: bool, status: int | None = None) -> str:
+    """Why ``name`` scores 0: the process grading it ended. With the exit status that
+    run_autograder saw (``--ended-with``), the likely cause; without it, every cause there is."""
+    if status is None:
+        how = ("(its code called os._exit(), crashed in compiled code, used more memory than "
+               "the grader has, raised KeyboardInterrupt, held one call past the grading's time, "
+               "or caught the stop at its time limit and ran on)")
+    else:
+        how = f"(exit status {status}: {ending(status)})"
     return (f"{name} could not be graded: the grading process ended while it ran, so it scores 0 "
-            f"(its code called os._exit(), crashed in compiled code, used more memory than the "
-            f"grader has, raised KeyboardInterrupt, held one call past the grading's time, or "
-            f"caught the stop at its time limit and ran on)" +
-            ("; the grading went on in a new process" if resumed else ""))
+            f"{how}" + ("; the grading went on in a new process" if resumed else ""))
+
+
+# What an exit status most likely means here. A shell reports a process ended by signal N as
+# 128 + N; 124 is the grader's own watchdog (time_limit.ENDED_STATUS), and 137 also the kill
+# that run_autograder sends a grading still running past its budget.
+_ENDINGS = {
+    ENDED_STATUS: "its code caught the stop at its time limit and ran on, or held one call past "
+                  "it, and the grader ended the process",
+    128 + 2: "a KeyboardInterrupt or Ctrl-C (SIGINT)",
+    128 + 6: "an abort in compiled code (SIGABRT)",
+    128 + 7: "a crash in compiled code (SIGBUS)",
+    128 + 8: "a crash in compiled code (SIGFPE)",
+    128 + 9: "killed (SIGKILL): its code held one call past the grading's time, or used more "
+             "memory than the grader has",
+    128 + 11: "a crash in compiled code (SIGSEGV, a segmentation fault)",
+}
+
+
+def ending(status: int) -> str:
+    """The likely cause of a grading process's end, from its exit status, in a few words."""
+    if status in _ENDINGS:
+        return _ENDINGS[status]
+    if status > 128:
+        try:
+            return f"ended by the signal {signal.Signals(status - 128).name}"
+        except ValueError:
+            return f"ended by signal {status - 128}"
+    return "its code ended the process itself (posix._exit, or a thread's os._exit)"
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -116,7 +151,7 @@ class Journal:
     graded, by this process or by one that ended, which ``grade`` skips."""
 
     def __init__(self, path, names: list[str], resume: bool = False, of: str = "",
-                 points: dict | None = None):
+                 points: dict | None = None, ended_with: int | None = None):
         check_replaceable(Path(path))     # named as typed
         # absolute: a student's code may change the working directory while it is graded
         self.path = Path(path).absolute()
@@ -129,14 +164,15 @@ class Journal:
         left = _progress_in(self.progress)
         _check_progress_replaceable(progress_file(Path(path)), left)      # named as typed
         if resume and left is not None:
-            self._take_up(left)
+            self._take_up(left, ended_with)
 
     @property
     def graded(self) -> set[str]:
         return {test["name"] for test in self.tests}
 
-    def _take_up(self, left: dict) -> None:
-        """The tests a process that ended had graded, and a 0 for the one it ended inside."""
+    def _take_up(self, left: dict, status: int | None) -> None:
+        """The tests a process that ended had graded, and a 0 for the one it ended inside
+        (``status``: that process's exit status, where the caller knows it)."""
         try:
             tests, running, seconds, note, started = (
                 left["tests"], left["running"], float(left["seconds"]), str(left["note"]),
@@ -156,9 +192,10 @@ class Journal:
             raise ValueError(f"--resume: the grading process ended outside any exercise "
                              f"({self.path} holds what it had graded); nothing to resume")
         self.tests, self.seconds, self.started = tests, seconds, started
-        self.tests.append(_zero(running, _ended_inside(running, resumed=True),
+        self.tests.append(_zero(running, _ended_inside(running, True, status),
                                 self.points[running]))
-        self.note = note + f"; the grading process ended inside {running}"
+        self.note = note + f"; the grading process ended inside {running}" + (
+            "" if status is None else f" (exit status {status})")
         self._write_progress(None)       # taken up: a crash before the next one blames no one
 
     def _write_progress(self, running: str | None) -> None:
