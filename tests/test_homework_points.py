@@ -70,6 +70,9 @@ def test_a_total_of_tenths_is_written_as_the_number_it_is():
 def test_the_summary_line_counts_exercises_in_words_that_agree():
     from minitf.homework.results import gradescope_results
     assert gradescope_results([{"score": 1}], 1.0)["output"].startswith("1 exercise, each graded")
+    # shown as written, never as HTML that would drop a traceback's "<module>"
+    assert gradescope_results([{"score": 1}], 1.0)["output_format"] == "text"
+    assert gradescope_results([{"score": 1}], 1.0)["test_output_format"] == "text"
     assert gradescope_results([{"score": 1}] * 2, 1.0)["output"].startswith("2 exercises, each")
 
 
