@@ -70,7 +70,8 @@ class Transformer(Model):
                      attn_dropout=attn_dropout)
         self.encoder = Stack(EncoderBlock(d_model, n_heads, d_ff, **block) for _ in range(n_layers))
         self.decoder = Stack(DecoderBlock(d_model, n_heads, d_ff, **block) for _ in range(n_layers))
-        # Pre-LN stacks end un-normalised (the residual stream only grows): normalise once at the end.
+        # Pre-LN stacks end un-normalised (each block adds to the residual stream, and nothing
+        # rescales it): normalise once at the end.
         self.encoder_norm = LayerNorm(d_model) if pre_ln else None
         self.decoder_norm = LayerNorm(d_model) if pre_ln else None
         self.out = Linear(d_model, tgt_vocab_size)
