@@ -3,6 +3,7 @@ fails exactly the chosen exercises' checks, an instructor's own file with marked
 the same way, and bad input is one line (the grading itself: test_homework_grading.py)."""
 import importlib
 import inspect
+import json
 import os
 import re
 import shutil
@@ -164,6 +165,9 @@ def test_the_key_is_the_directory_answered(hw1, hw2, tmp_path):
         readme = files.pop("README.md").decode()            # which says, first, that it is the key
         assert readme.startswith("# Homework\n\n**The key**: every body below is answered")
         assert readme.split("\n", 4)[4] == answered.pop("README.md").decode().split("\n", 2)[2]
+        manifest = json.loads(files.pop("homework.json"))  # which says it too (autograder)
+        assert manifest.pop("key") is True
+        assert manifest == json.loads(answered.pop("homework.json"))
         assert files == answered
 
 

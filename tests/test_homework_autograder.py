@@ -213,6 +213,13 @@ def test_bad_autograder_requests_get_one_line(made, tmp_path, capsys, monkeypatc
     assert cli.main(["homework", "autograder", str(tmp_path), "--out",
                      str(tmp_path / "x.zip")]) == 2
     assert "not a homework directory" in capsys.readouterr().err
+    key = made[1]                       # its copy in the zip would hold every answer
+    assert cli.main(["homework", "autograder", str(key), "--out", str(tmp_path / "k.zip")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"minitf homework autograder: folder {key}: is the answer key (made with --solutions); "
+        f"wanted the blank homework directory the students were given (the zip holds the "
+        f"reference, which grades them)")
+    assert not (tmp_path / "k.zip").exists()
     for inside in (hw / "ag.zip", hw / "minitf" / "ag.zip"):    # zipped with the handout
         assert cli.main(["homework", "autograder", str(hw), "--out", str(inside)]) == 2
         assert capsys.readouterr().err.strip() == (

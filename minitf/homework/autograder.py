@@ -159,6 +159,10 @@ def build(folder, out, timeout_minutes: int | None = None) -> Path:
     folder, out = Path(folder), Path(out)
     data = manifest(folder)
     refuse_a_homework_copy()
+    if data.get("key") is True:     # its files in the zip: every answer, beside the reference
+        raise ValueError(f"folder {folder}: is the answer key (made with --solutions); wanted "
+                         f"the blank homework directory the students were given (the zip holds "
+                         f"the reference, which grades them)")
     for file in dict.fromkeys(e["file"] for e in data["exercises"]):
         # every student would read "edited outside its regions" of a line of the instructor's,
         # and a check_NAME() changed there grades with the change, never tried on the answers

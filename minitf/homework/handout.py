@@ -369,6 +369,8 @@ def make(out, exercises=(), files=(), solutions=False, points=None) -> Path:
                  for file in sorted(frames)}
         manifest = {"minitf homework": 1, "exercises": entries, graded_by.KEY: graded_by_cases,
                     "frames": dict(sorted(frames.items())), "frame_lines": lines}
+        if solutions:               # the key: an autograder zip is built from the blank copy
+            manifest["key"] = True
         (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                     encoding="utf-8")
     return out
