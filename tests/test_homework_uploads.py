@@ -60,3 +60,38 @@ def test_a_file_that_is_not_utf8_is_said_so_not_a_syntax_error(made, tmp_path):
                               f"(0xff) is not valid UTF-8; wanted a UTF-8 text file (convert it, "
                               f"e.g. with iconv)")
     assert not outcome.edited and outcome.score == 0
+
+
+def _zip_of(path, text: bytes, method=None, flags=0):
+    """A zip of one softmax.py, its central directory's method and flag bits then set by hand
+    (zipfile writes neither encrypted nor 7-Zip's AES members): what a student's zip tool made."""
+    import struct
+    import zipfile
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(SOFTMAX, text)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"PK\x01\x02")                  # the central directory's entry
+    flag, old = struct.unpack_from("<HH", data, at + 8)
+    struct.pack_into("<HH", data, at + 8, flag | flags, old if method is None else method)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_zip_that_cannot_be_unpacked_is_one_line_naming_its_file(made, tmp_path, capsys):
+    """A zip with a password, one compressed by 7-Zip's AES or one damaged ended in zipfile's
+    traceback (RuntimeError, NotImplementedError, BadZipFile) and no results.json."""
+    from minitf import cli
+    body = (made[1] / SOFTMAX).read_bytes()
+    damaged = tmp_path / "damaged.zip"
+    _zip_of(damaged, body)
+    damaged.write_bytes(damaged.read_bytes().replace(b"def softmax", b"def softmaX", 1))
+    for zip_, why in ((_zip_of(tmp_path / "password.zip", body, flags=0x1),
+                       "it is encrypted (the zip was made with a password)"),
+                      (_zip_of(tmp_path / "aes.zip", body, method=99),
+                       "it is compressed by method 99, which Python's zipfile cannot read "
+                       "(7-Zip's AES, for one)"),
+                      (damaged, f"the zip is damaged (Bad CRC-32 for file '{SOFTMAX}')")):
+        assert cli.main(["homework", "grade", str(made[0]), "--submission", str(zip_)]) == 2
+        assert capsys.readouterr().err.strip() == (
+            f"minitf homework grade: --submission {zip_}: its {SOFTMAX} cannot be unpacked: "
+            f"{why}; wanted the folder of a student's files, or a .zip of them")

@@ -8,6 +8,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -132,8 +133,26 @@ def unzipped(archive: Path):
         if size > UNPACKED_LIMIT:
             raise ValueError(f"--submission {archive}: unpacks to {size:,} bytes; wanted at "
                              f"most {UNPACKED_LIMIT:,}, a homework's files")
-        zipped.extractall(folder)
+        for member in zipped.infolist():       # one by one, to name the file that fails
+            try:
+                zipped.extract(member, folder)
+            except (RuntimeError, NotImplementedError, zipfile.BadZipFile, EOFError,
+                    zlib.error) as err:
+                raise not_a_submission(archive, f"its {member.filename} cannot be unpacked: "
+                                                f"{_unreadable(member, err)}") from None
         yield Path(folder)
+
+
+def _unreadable(member: zipfile.ZipInfo, err: Exception) -> str:
+    """Why a zip's member cannot be unpacked, in the words of whoever made the zip: zipfile says
+    'password required' (RuntimeError), 'That compression method is not supported', 'Bad
+    CRC-32'."""
+    if member.flag_bits & 0x1:
+        return "it is encrypted (the zip was made with a password)"
+    if isinstance(err, NotImplementedError):
+        return (f"it is compressed by method {member.compress_type}, which Python's zipfile "
+                f"cannot read (7-Zip's AES, for one)")
+    return f"the zip is damaged ({err})"
 
 
 def _remove_what_ended_gradings_left() -> None:
