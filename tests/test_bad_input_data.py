@@ -309,3 +309,22 @@ def test_an_array_where_a_number_goes_is_said_in_one_line(call, message):
     with pytest.raises(ValueError) as refused:
         call(np.arange(50))
     assert str(refused.value) == message
+
+
+def test_a_tokenizer_is_never_saved_over_a_file_of_the_user_s(tmp_path):
+    """save wrote over whatever was at its path: an essay was replaced by a vocabulary."""
+    essay = tmp_path / "essay.txt"
+    essay.write_text("my essay, not a tokenizer\n")
+    binary = tmp_path / "corpus.gz"
+    binary.write_bytes(bytes([0x1f, 0x8b, 0x08, 0x00]))
+    for path in (essay, binary):
+        before = path.read_bytes()
+        with raises(FileExistsError, "CharTokenizer.save:", str(path),
+                    "already holds a file that is not a saved tokenizer",
+                    "wanted a new file name, or a tokenizer file to replace"):
+            data.CharTokenizer.fit("hello world").save(path)
+        assert path.read_bytes() == before
+    saved = tmp_path / "tok.json"                       # a tokenizer saved before: replaced
+    data.CharTokenizer.fit("abc").save(saved)
+    data.CharTokenizer.fit("xyz").save(saved)
+    assert data.CharTokenizer.load(saved).chars == ["x", "y", "z"]

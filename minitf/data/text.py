@@ -88,8 +88,15 @@ class CharTokenizer:
         return cls(saved["chars"])
 
     def save(self, path) -> None:
+        """Write the tokenizer as JSON to ``path``: a new file, or one that holds a saved
+        tokenizer. Any other file there is the user's (an essay, a corpus), and is kept."""
+        path = _path(path, "CharTokenizer.save")
+        if path.is_file() and not _holds_a_tokenizer(path):
+            raise FileExistsError(f"CharTokenizer.save: {path} already holds a file that is not "
+                                  f"a saved tokenizer; wanted a new file name, or a tokenizer "
+                                  f"file to replace")
         text = json.dumps(self.to_json(), ensure_ascii=False)
-        write_utf8(_path(path, "CharTokenizer.save"), text, "CharTokenizer.save:")
+        write_utf8(path, text, "CharTokenizer.save:")
 
     @classmethod
     def load(cls, path) -> "CharTokenizer":
@@ -107,6 +114,15 @@ class CharTokenizer:
         except ValueError as err:      # from_json's message names neither load nor the file
             raise ValueError(f"CharTokenizer.load: {path} holds no tokenizer that "
                              f"CharTokenizer.save wrote ({err})") from None
+
+
+def _holds_a_tokenizer(path: Path) -> bool:
+    """Whether CharTokenizer.load reads ``path``, which save may then replace."""
+    try:
+        CharTokenizer.load(path)
+    except (ValueError, OSError):
+        return False
+    return True
 
 
 def _path(path, where: str) -> Path:
