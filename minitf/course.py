@@ -197,15 +197,21 @@ def lessons_dir(start: Path | None = None) -> Path:
 
 
 def title(path: Path) -> str:
-    """A lesson's title: the first line of its module docstring."""
-    docstring = ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8"))) or ""
+    """A lesson's title: the first line of its module docstring; its file's name where there is
+    none to read (a student's edit that does not parse, a file that is not UTF-8 or is gone):
+    one broken lesson must not take the listing of the others with it, and running it shows
+    Python's own error, with its line."""
+    try:
+        docstring = ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8"))) or ""
+    except (SyntaxError, ValueError, OSError):      # a UnicodeDecodeError is a ValueError
+        return Path(path).stem
     return docstring.strip().splitlines()[0] if docstring.strip() else Path(path).stem
 
 
 def find(query: str) -> Lesson:
     """The lesson named by ``query``: its number ("4", "04") or part of its file name ("masks")."""
     query = str(query).strip().lower().removesuffix(".py")
-    if query.isdigit():
+    if query.isdecimal():                # '²' is a digit, which int() refuses
         matches = [lesson for lesson in LESSONS if lesson.number == int(query)]
     else:
         matches = [lesson for lesson in LESSONS if query and query in lesson.stem]

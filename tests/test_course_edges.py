@@ -35,10 +35,11 @@ def test_find_refuses_a_query_that_names_several_lessons():
         "06_multi_head_attention, 16_attention_and_convolution); give its number")
 
 
-@pytest.mark.parametrize("query", ["", "   ", ".py", "0", "21"])
+@pytest.mark.parametrize("query", ["", "   ", ".py", "0", "21", "²"])
 def test_find_refuses_a_query_that_names_no_lesson(query):
     """An empty name is in every file name: it named all twenty lessons as ambiguous, not as
-    no lesson at all. The range in the message is the catalogue's, first to last."""
+    no lesson at all. The range in the message is the catalogue's, first to last. '²' is a
+    digit to str.isdigit, and int() refused it: "invalid literal for int() with base 10"."""
     shown = query.strip().removesuffix(".py")
     with pytest.raises(course.LessonError) as error:
         course.find(query)
@@ -86,6 +87,29 @@ def test_a_lesson_without_a_docstring_is_titled_by_its_file_name(tmp_path):
     assert course.title(tmp_path / "21_untitled.py") == "21_untitled"
     assert course.title(tmp_path / "22_blank.py") == "22_blank"
     assert course.title(tmp_path / "23_spaced.py") == "A title"
+
+
+def test_a_lesson_that_does_not_parse_is_titled_by_its_file_name_and_the_others_listed(
+        tmp_path, monkeypatch, capsys):
+    """A student's edit that left lesson 02 unparsable (or not UTF-8) made 'minitf lesson' a
+    traceback of ast.parse, naming no file, and listed no lesson at all: the listing now shows
+    that lesson by its file name, and running it shows Python's own error, with its line."""
+    from minitf import cli
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    for lesson in course.LESSONS:
+        (folder / f"{lesson.stem}.py").write_text(f'"""Title of {lesson.number}"""\n')
+    broken, latin1 = course.LESSONS[1], course.LESSONS[2]
+    (folder / f"{broken.stem}.py").write_text('"""Why √d_k"""\ndef f(:\n')
+    (folder / f"{latin1.stem}.py").write_bytes('"""Caf\xe9"""\n'.encode("latin-1"))
+    monkeypatch.chdir(tmp_path)
+    for flags in ([], ["--table"]):
+        assert cli.main(["lesson", *flags]) == 0
+        shown = capsys.readouterr().out
+        assert f"Title of {course.LESSONS[0].number}" in shown and broken.stem in shown
+        assert f"Title of {course.LESSONS[-1].number}" in shown and latin1.stem in shown
+    assert course.title(folder / f"{broken.stem}.py") == broken.stem
+    assert course.title(folder / "gone.py") == "gone"
 
 
 # -- the listing and the runtimes --------------------------------------------------------------------
