@@ -38,12 +38,34 @@ def _check_gradients(params: list, where: str, none_ok: bool = False) -> None:
     would broadcast into the update, or into the norm). ``none_ok``: None, no gradient at all
     (a frozen parameter), passes; the norms skip it, a step refuses it."""
     for i, p in enumerate(params):
-        if (p.grad is None and none_ok) or (is_array(p.grad) and p.grad.shape == p.data.shape):
+        if p.grad is None and none_ok:
+            continue
+        if is_array(p.grad) and p.grad.shape == p.data.shape:
+            if p.grad.dtype.kind != "f":     # a bool one is taken as 0s and 1s; complex fails far in
+                raise TypeError(f"{where}: parameter {i} {p.data.shape} has a gradient of dtype "
+                                f"{p.grad.dtype}; wanted floating-point numbers")
             continue
         got = ("no gradient" if p.grad is None else f"a gradient of shape {p.grad.shape}"
                if is_array(p.grad) else f"a {type(p.grad).__name__} as its gradient")
         raise ValueError(f"{where}: parameter {i} {p.data.shape} has {got}; wanted its "
                          f"own shape (a gradient of another shape would broadcast)")
+
+
+def _check_finite(params: list, where: str) -> None:
+    """ValueError, before any weight moves, when a gradient holds a NaN or an inf: a step would
+    write it into its weight, and through Adam's moments into every later step. One sum per
+    parameter, brought to the host together, finds it (a NaN or inf makes its sum one);
+    Trainer's own check of the norm comes first, and says more."""
+    with float_errors_ignored():                     # inf + (−inf) is NaN, said by a warning
+        sums = [p.grad.sum() for p in params]
+    xp = get_array_module(sums[0])
+    finite = to_numpy(xp.isfinite(xp.stack(sums))).tolist()
+    for i, (p, ok) in enumerate(zip(params, finite)):
+        if ok or bool(xp.isfinite(p.grad).all()):     # finite numbers whose sum overflowed
+            continue
+        held = "NaN" if bool(xp.isnan(p.grad).any()) else "inf"
+        raise ValueError(f"{where}: parameter {i} {p.data.shape} has a gradient holding {held}; "
+                         f"wanted finite numbers (no weight was updated)")
 
 
 class Optimizer:
@@ -73,6 +95,7 @@ class Optimizer:
         # would quietly ruin every weight, or climb the loss
         check_real(self.lr, "lr", where, low=0, low_open=False)
         _check_gradients(self.params, where)   # all before any update: a refused step moves none
+        _check_finite(self.params, where)
         self.t += 1
         for i, p in enumerate(self.params):
             self._follow(i, p)
@@ -285,7 +308,9 @@ def clip_grad_norm(params, max_norm: float) -> float:
     params = _parameters(params, "clip_grad_norm")
     total = _norm(params, "clip_grad_norm")
     scale = max_norm / (total + 1e-6)
-    if scale < 1.0:
+    # an inf norm would scale by 0 and turn every gradient NaN: they are left as they are, for
+    # the caller (or the step, which refuses them) to see what went wrong
+    if scale < 1.0 and math.isfinite(total):
         for p in params:
             if p.grad is not None:
                 p.grad *= scale

@@ -118,3 +118,47 @@ def test_a_norm_just_above_max_norm_is_clipped_to_it(over):
         before = backend.to_numpy(layer.W.grad).copy()
         assert clip_grad_norm(layer.parameters(), 2.0) == pytest.approx(1.0)
         np.testing.assert_array_equal(backend.to_numpy(layer.W.grad), before)
+
+
+@pytest.mark.parametrize("bad, held", [(float("nan"), "NaN"), (float("inf"), "inf"),
+                                       (-float("inf"), "inf")])
+def test_a_step_on_a_gradient_that_is_not_finite_is_refused_and_moves_no_weight(backend_name,
+                                                                                 bad, held):
+    """A NaN gradient of a hand-written loop made every weight NaN without a word; an inf one
+    with a clip before it likewise (the clip scaled it by 0). Now the clip leaves it, and the
+    step refuses it before any weight moves."""
+    model = Linear(3, 2)
+    optimizer = AdamW(model, lr=1e-2)
+    for p in model.parameters():
+        p.grad = backend.randn(*p.shape)
+    model.b.grad[1] = bad
+    weights = [backend.to_numpy(p.data).copy() for p in model.parameters()]
+    norm = clip_grad_norm(model, 1.0)
+    assert math.isnan(norm) or math.isinf(norm)
+    assert backend.to_numpy(model.W.grad).all() and np.isfinite(backend.to_numpy(model.W.grad)).all()
+    with raises(ValueError, f"AdamW.step: parameter 1 (2,) has a gradient holding {held}; "
+                            f"wanted finite numbers (no weight was updated)"):
+        optimizer.step()
+    assert all((backend.to_numpy(p.data) == w).all() for p, w in zip(model.parameters(), weights))
+    assert optimizer.t == 0
+
+
+def test_huge_finite_gradients_whose_sum_overflows_are_taken():
+    """The check sums each gradient; a sum of large finite numbers that overflows is no NaN."""
+    p = Linear(2, 2).W
+    optimizer = SGD([p], lr=0.0)
+    p.grad = backend.get_array_module(p.data).full(p.shape, 3e38, dtype=p.data.dtype)
+    optimizer.step()
+    assert optimizer.t == 1
+
+
+@pytest.mark.parametrize("dtype", ["bool", "complex64", "int64"])
+def test_a_gradient_that_is_not_floating_point_is_refused(dtype):
+    """A complex gradient failed in NumPy's subtract ("Cannot cast ufunc 'subtract' output"),
+    naming no parameter; a bool one was taken as 0s and 1s."""
+    p = Linear(2, 2).W
+    p.grad = backend.get_array_module(p.data).ones(p.shape, dtype=dtype)
+    for call, where in ((SGD([p], lr=0.1).step, "SGD.step"), (lambda: grad_norm([p]), "grad_norm")):
+        with raises(TypeError, f"{where}: parameter 0 (2, 2) has a gradient of dtype {dtype}; "
+                               f"wanted floating-point numbers"):
+            call()
