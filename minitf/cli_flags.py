@@ -9,6 +9,7 @@ import math
 import os
 
 from minitf import backend
+from minitf.validate import literal_home
 
 
 def checked(convert, accept, wanted: str):
@@ -47,12 +48,26 @@ MOST_TIMEOUT_MINUTES = 40
 TIMEOUT_MINUTES = checked(int, lambda n: 2 <= n <= MOST_TIMEOUT_MINUTES,
                           f"a whole number of minutes ≥ 2 (the grading stops a minute before "
                           f"it) and ≤ {MOST_TIMEOUT_MINUTES}, the longest Gradescope allows")
+
+
+def a_path(accept, wanted: str):
+    """``checked`` for a path, which refuses first one that starts with a literal '~'."""
+    plain = checked(str, accept, wanted)
+
+    def parse(text: str):
+        home = literal_home(text) if text else None
+        if home is not None:
+            raise argparse.ArgumentTypeError(f"got {text!r}: it {home}")
+        return plain(text)
+    return parse
+
+
 # "" is no path: --text "$CORPUS" with CORPUS unset trained on the default corpus, --resume ""
 # started a new run, --out "" wrote to runs/lm
-PATH = checked(str, lambda text: text != "", "a path (a file or folder name)")
+PATH = a_path(lambda text: text != "", "a path (a file or folder name)")
 # a file there was checkpoint.load's words, "checkpoint.load: README.md is a file"
-RUN = checked(str, lambda text: text != "" and not os.path.isfile(text),
-              "a run directory, the folder minitf train wrote (not a file)")
+RUN = a_path(lambda text: text != "" and not os.path.isfile(text),
+             "a run directory, the folder minitf train wrote (not a file)")
 # "" is in every name: --only "$CHECK" with CHECK unset ran all 800-odd checks
 SOME_TEXT = checked(str, lambda text: text.strip() != "", "some text of a check's name")
 

@@ -13,6 +13,7 @@ import math
 import numbers
 import os
 import threading
+from pathlib import Path
 
 from minitf.backend import get_array_module, is_array, is_int
 
@@ -252,6 +253,20 @@ def check_path(path, name: str, where: str) -> None:
         raise TypeError(f"{where}: {name} must be a path (a str or a pathlib.Path); got {got}")
     if isinstance(path, str) and not path.strip():  # Path('') is '.': $OUT unset wrote there
         raise ValueError(f"{where}: {name} is {path!r}; wanted a path (a file or folder name)")
+    home = literal_home(path)
+    if home is not None:
+        raise ValueError(f"{where}: {name} {os.fspath(path)!r} {home}")
+
+
+def literal_home(path) -> str | None:
+    """What is wrong with a ``path`` that starts with a '~' no shell expanded ('~/runs' quoted,
+    or from a notebook or Python), or None: it would make a folder called ~ here, and the
+    obvious clean-up of that, rm -rf ~, is of the home folder."""
+    parts = Path(path).parts
+    if not parts or not parts[0].startswith("~") or os.path.expanduser(parts[0]) == parts[0]:
+        return None                          # ~ of no user is a name like another
+    return (f"starts with a literal {parts[0]!r} that nothing expanded to a home folder; "
+            f"wanted the path itself, e.g. {os.path.expanduser(os.fspath(path))}")
 
 
 def check_sizes(where: str, **sizes) -> None:

@@ -1,0 +1,54 @@
+"""A path that starts with a '~' no shell expanded ('~/runs' in quotes, from a notebook or from
+Python) made a folder called ~ in the working directory, whose obvious clean-up, rm -rf ~, is
+of the home folder: refused at the flag, or where the function takes the path."""
+import os
+
+import pytest
+
+from minitf import checkpoint, cli, data
+from minitf.models import DecoderLM
+from minitf.validate import check_path
+from test_bad_input import raises
+
+HOME = os.path.expanduser("~")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["train", "--fast", "--steps", "1", "--out", "~/probe"], "--out"),
+    (["generate", "--checkpoint", "~/probe"], "--checkpoint"),
+    (["train", "--fast", "--steps", "1", "--text", "~/corpus.txt"], "--text"),
+    (["homework", "grade", "~/hw1"], "DIR"),
+])
+def test_a_flag_of_a_path_with_a_literal_home_is_refused_and_nothing_made(argv, flag, tmp_path,
+                                                                            monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:          # argparse's own exit
+        cli.main(argv)
+    assert exit_.value.code == 2
+    path = argv[argv.index(flag) + 1] if flag.startswith("--") else argv[-1]
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        f"minitf {argv[0]}{' grade' if argv[0] == 'homework' else ''}: argument {flag}: got "
+        f"{path!r}: it starts with a literal '~' that nothing expanded to a home folder; wanted "
+        f"the path itself, e.g. {HOME}{path[1:]}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_function_given_a_literal_home_says_so_and_makes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = DecoderLM(5, d_model=8, n_heads=2, n_layers=1, max_len=4)
+    for call, where, name in [
+            (lambda: checkpoint.save("~/run", model), "checkpoint.save", "directory"),
+            (lambda: data.CharTokenizer.fit("ab").save("~/tok.json"), "CharTokenizer.save",
+             "path")]:
+        path = "~/run" if where == "checkpoint.save" else "~/tok.json"
+        with raises(ValueError, f"{where}: {name} {path!r} starts with a literal '~' that nothing "
+                                f"expanded to a home folder; wanted the path itself, e.g. "
+                                f"{HOME}{path[1:]}"):
+            call()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tilde_that_names_no_home_is_a_name_like_another():
+    """'~draft' is no user's home (os.path.expanduser leaves it): a folder may be called so."""
+    for path in ("~no-such-user-of-minitf/run", "drafts/~/run", "a~b"):
+        check_path(path, "path", "here")
