@@ -300,10 +300,15 @@ def test_a_file_that_cannot_be_graded_is_not_graded_with_its_word(made, tmp_path
     (lambda d: d["exercises"][0].__setitem__("source", "mine"), "'source': 'mine'"),
     (lambda d: d["exercises"][0].__setitem__("file", "../../etc/passwd"), "../../etc/passwd"),
     (lambda d: d.__setitem__("frames", []), "its frames are []"),
-], ids=["no file", "a string", "a dict", "another source", "outside the folder", "frames"])
+    (lambda d: d.__setitem__("exercises", []), "lists no exercises; wanted one or more"),
+    (lambda d: d.__setitem__("minitf homework", 99), "is of format 99; wanted 1"),
+    (lambda d: d.pop("minitf homework"), "is of format None; wanted 1"),
+], ids=["no file", "a string", "a dict", "another source", "outside the folder", "frames",
+        "no exercises", "format 99", "no format"])
 def test_a_damaged_homework_json_is_one_line_before_any_grading(made, tmp_path, capsys,
                                                                 damage, shown):
-    """An entry without its file was a KeyError, one that is a string an AttributeError."""
+    """An entry without its file was a KeyError, one that is a string an AttributeError; a list
+    of no exercises graded as "score 0 of 0", exit status 0, a pass."""
     hw = tmp_path / "hw"
     shutil.copytree(made[0], hw)
     data = json.loads((hw / "homework.json").read_text(encoding="utf-8"))

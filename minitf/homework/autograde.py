@@ -40,7 +40,8 @@ from minitf.exercises.tracing import traces
 from minitf.gradcheck import FunctionCase, ModuleCase
 from minitf.homework import graded_by, regions as R
 from minitf.homework.guard import reading_refused
-from minitf.homework.handout import MANIFEST, PACKAGE, check_name, is_a_homework_copy
+from minitf.homework.handout import (FORMAT, FORMAT_VERSION, MANIFEST, PACKAGE, check_name,
+                                     is_a_homework_copy)
 from minitf.homework.points import of as points_of
 from minitf.homework.printed import Printed, kept
 from minitf.homework.submission import NotGraded, graded_file, not_a_submission, unzipped
@@ -121,6 +122,13 @@ def _check_entries(data: dict, folder) -> None:
     if not isinstance(entries, list):
         raise ValueError(f"{folder}/{MANIFEST}: its exercises are {reprlib.repr(entries)}; "
                          f"{wanted}")
+    if not entries:                 # graded, none would be "score 0 of 0" and exit status 0
+        raise ValueError(f"{folder}/{MANIFEST}: lists no exercises; wanted one or more, as "
+                         f"'minitf homework make' writes it (make the homework again)")
+    if data.get(FORMAT) != FORMAT_VERSION:      # another's fields would be misread, not refused
+        raise ValueError(f"{folder}/{MANIFEST}: is of format {reprlib.repr(data.get(FORMAT))}; "
+                         f"wanted {FORMAT_VERSION}, as 'minitf homework make' writes it (make "
+                         f"the homework again with this minitf)")
     if not isinstance(frames, dict):
         raise ValueError(f"{folder}/{MANIFEST}: its frames are {reprlib.repr(frames)}; wanted "
                          f"{{file: fingerprint}}, as 'minitf homework make' writes it (make the "

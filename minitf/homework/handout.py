@@ -33,6 +33,7 @@ from minitf.homework.writing import os_errors_named, removed_if_unfinished
 from minitf.validate import check_flags, check_path
 
 MANIFEST = "homework.json"
+FORMAT, FORMAT_VERSION = "minitf homework", 1     # homework.json's first field: its format
 PACKAGE = Path(minitf.__file__).parent
 SKIP = {"__pycache__"}
 
@@ -367,7 +368,7 @@ def make(out, exercises=(), files=(), solutions=False, points=None) -> Path:
         # each frame line's own fingerprint too: a file edited outside its regions is told where
         lines = {file: R.frame_lines((out / file).read_text(encoding="utf-8"), Path(file).name)
                  for file in sorted(frames)}
-        manifest = {"minitf homework": 1, "exercises": entries, graded_by.KEY: graded_by_cases,
+        manifest = {FORMAT: FORMAT_VERSION, "exercises": entries, graded_by.KEY: graded_by_cases,
                     "frames": dict(sorted(frames.items())), "frame_lines": lines}
         if solutions:               # the key: an autograder zip is built from the blank copy
             manifest["key"] = True
