@@ -109,6 +109,15 @@ def _homework(args) -> int:
     return 0 if all(test["status"] == "passed" for test in journal.tests) else 1
 
 
+# said by both 'homework --help' and 'homework make --help', which a --file's refusal points to
+_OWN_FILE = ("A --file marks its own regions the same way as minitf's ('# BEGIN SOLUTION NAME' / "
+             "'# END SOLUTION', NAME the exercise, by default the enclosing function) and "
+             "defines, for each exercise NAME, a function check_NAME() that returns a "
+             "minitf.gradcheck FunctionCase or ModuleCase (or a dict of them) built from the "
+             "file's own functions; make refuses a file whose own answers fail them (the README "
+             "has an example).")
+
+
 def add_course_commands(commands) -> None:
     """Add lesson, exercise and homework to ``commands`` (the subcommands of ``minitf``)."""
     lesson = commands.add_parser(
@@ -145,17 +154,12 @@ def add_course_commands(commands) -> None:
         description="'make' writes a self-contained student directory: a copy of minitf whose "
                     "chosen exercises (and every region of each --file) are stubs between their "
                     "'# BEGIN SOLUTION' / '# END SOLUTION' lines, a README and homework.json. "
-                    "A --file marks its own regions the same way ('# BEGIN SOLUTION NAME', NAME "
-                    "the exercise, by default the enclosing function) and defines, for each "
-                    "exercise NAME, a function check_NAME() that returns a minitf.gradcheck "
-                    "FunctionCase or ModuleCase (or a dict of them) built from the file's own "
-                    "functions; make refuses a file whose own answers fail them (the README has "
-                    "an example). "
+                    + _OWN_FILE + " "
                     "'grade' grades each exercise on its own by gradient checks, with the "
                     "directory's function standing in for the reference (exit status 0 only "
                     "when all pass).")
     steps = homework.add_subparsers(dest="action", required=True, metavar="ACTION")
-    make = steps.add_parser("make", help="write a student directory")
+    make = steps.add_parser("make", help="write a student directory", description=_OWN_FILE)
     make.add_argument("--exercises", metavar="A,B,...",
                       help="catalogue exercises to blank, e.g. softmax_backward,attention_backward")
     make.add_argument("--file", action="append", default=[], metavar="FILE.py", type=PATH,

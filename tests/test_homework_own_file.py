@@ -1,11 +1,13 @@
 """An instructor's own file for 'minitf homework make --file': its regions blanked, each
 exercise graded by the file's own check_<name>(), and a file whose own answers fail those checks
 refused before anything is written."""
+import re
 from pathlib import Path
 
 import pytest
 
 from minitf import homework
+from minitf.cli import main
 from test_homework import OPS, _answered
 
 
@@ -34,12 +36,18 @@ def test_an_instructors_file_is_blanked_and_graded_by_its_checks(hw2, tmp_path):
     assert "classic mistake" not in report, report
 
 
-def test_an_instructors_file_needs_a_check_per_exercise(tmp_path):
+def test_an_instructors_file_needs_a_check_per_exercise(tmp_path, capsys):
     bare = tmp_path / "bare.py"
     bare.write_text("def f(x):\n    # BEGIN SOLUTION\n    return x\n    # END SOLUTION\n")
-    with pytest.raises(ValueError, match=r"exercise f has no check_f\(\) to grade it"):
+    with pytest.raises(ValueError, match=r"exercise f has no check_f\(\) to grade it") as err:
         homework.make(tmp_path / "out", files=[bare])
     assert not (tmp_path / "out").exists()
+    # the help it points to says what a check_NAME() is (it once said nothing of --file's rules)
+    pointed = re.search(r"see '(minitf [a-z ]+) --help'", str(err.value)).group(1)
+    with pytest.raises(SystemExit):
+        main(pointed.split()[1:] + ["--help"])
+    shown = " ".join(capsys.readouterr().out.split())       # as one line, argparse's wrap undone
+    assert "check_NAME() that returns a minitf.gradcheck" in shown, shown
 
 
 def test_the_readme_s_own_file_example_makes_a_homework_its_key_passes(tmp_path):
