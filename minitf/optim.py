@@ -356,7 +356,9 @@ class WarmupCosine:
         check_int(step, "step", "WarmupCosine", low=0, what="the step count")   # -5: a negative lr
         if step <= self.warmup:                  # (warmup = 0: no ramp; step 0 is full lr)
             return self.lr * step / self.warmup if self.warmup else self.lr
-        progress = min(1.0, (step - self.warmup) / (self.total - self.warmup))
+        if step >= self.total:                   # flat after; no float of a huge step count
+            return self.min_lr
+        progress = (step - self.warmup) / (self.total - self.warmup)
         return self.min_lr + (self.lr - self.min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
@@ -375,7 +377,8 @@ class Noam:
         self.d_model, self.warmup, self.factor = d_model, warmup, factor
 
     def __call__(self, step: int) -> float:
-        check_int(step, "step", "Noam", low=0, what="the step count")
+        # t^(−½) takes t as a float, exact to 2^53: 10**400 overflowed it
+        check_int(step, "step", "Noam", low=0, high=2 ** 53, what="the step count")
         step = max(step, 1)
         return (self.factor * self.d_model ** -0.5
                 * min(step ** -0.5, step * self.warmup ** -1.5))

@@ -101,8 +101,10 @@ def test_a_schedule_wants_a_step_count_and_the_norms_want_parameters():
     for step in (-5, float("nan"), "3"):              # -5 gave a negative lr, nan gave 0.0
         with raises(ValueError, "WarmupCosine: step must be an integer ≥ 0", repr(step)):
             WarmupCosine(1e-3, 10, 100)(step)
-    with raises(ValueError, "Noam: step must be an integer ≥ 0", "-3"):
-        Noam(64, 100)(-3)
+    for step in (-3, 10 ** 400):                      # 10**400 was float's OverflowError
+        with raises(ValueError, "Noam: step must be an integer in [0, 9007199254740992]"):
+            Noam(64, 100)(step)
+    assert WarmupCosine(1e-3, 10, 100, 1e-5)(10 ** 400) == 1e-5      # flat after: min_lr
     with raises(TypeError, "grad_norm: params must be a Module or a non-empty list"):
         grad_norm(None)
     with raises(TypeError, "clip_grad_norm: params must be a Module or a non-empty list"):
