@@ -230,7 +230,10 @@ def _train(config: RunConfig, text: str, out: Path, log) -> dict:
     if config.resume:           # the rest of the resume was checked before the text was read
         check_same_characters(config, checkpoint.read_meta(config.resume), tokenizer)
     warmup = _warmup(config)
-    settings = asdict(replace(config, out=str(out), warmup=warmup))   # what --resume reads back
+    # what --resume reads back: the text as an absolute path, so that a resume run from another
+    # folder reads the same file, not a file of that name there (or says that none is there)
+    text_path = str(Path(config.text).resolve()) if config.text else None
+    settings = asdict(replace(config, out=str(out), warmup=warmup, text=text_path))
     train_ids, val_ids = data.split(tokenizer.encode(text))
     if len(val_ids) < config.context + 1:          # the held-out tenth must hold one window
         text_flag = f"--text {config.text}" if config.text else "the default corpus"

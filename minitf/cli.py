@@ -20,6 +20,7 @@ import sys
 import time
 import warnings
 from dataclasses import fields, replace
+from pathlib import Path
 
 from minitf import backend
 from minitf.cli_course import add_course_commands
@@ -51,10 +52,15 @@ def _train(args) -> int:
 
 def _refuse_what_a_resume_ignores(args, saved) -> None:
     """--fast and another --seed would be recorded in the continued run and change nothing: it
-    goes on with its own settings and the random generator its checkpoint saved."""
+    goes on with its own settings and the random generator its checkpoint saved. A text no
+    longer where the run read it is said as such: its --text error named a flag no one gave."""
     if args.fast:
         raise ValueError(f"--fast starts a new smoke run, and --resume {args.resume} continues "
                          f"the run there; wanted one of them")
+    if args.text is None and saved.text is not None and not Path(saved.text).is_file():
+        raise ValueError(f"--resume {args.resume}: the run was trained on {saved.text}, which is "
+                         f"not there now; wanted --text PATH of that text (its characters are "
+                         f"checked)")
     if args.seed is not None and args.seed != saved.seed:
         raise ValueError(f"--seed {args.seed}: the run in {args.resume} (--seed {saved.seed}) "
                          f"goes on with the random generator its checkpoint saved; leave --seed "

@@ -119,6 +119,30 @@ def test_a_finished_run_continued_to_40_steps_is_one_run_of_40(text, tmp_path):
     _same_run(default_once, default_twice)
 
 
+def test_a_resume_from_another_folder_reads_the_text_the_run_was_trained_on(text, tmp_path,
+                                                                              capsys, monkeypatch):
+    """A relative --text was saved as given: resumed from another folder, it read a file of that
+    name there (one of the same characters trained on without a word), or named a --text no one
+    gave."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    (here / "input.txt").write_text(open(text).read())
+    (there / "input.txt").write_text(open(text).read()[::-1])          # the same characters
+    monkeypatch.chdir(here)
+    assert train("input.txt", "--steps", "10", "--out", str(tmp_path / "run")) == 0
+    monkeypatch.chdir(there)
+    capsys.readouterr()
+    assert cli.main(["train", "--resume", str(tmp_path / "run"), "--steps", "12"]) == 0
+    assert f"text: {here / 'input.txt'}, " in capsys.readouterr().out
+    (here / "input.txt").rename(here / "moved.txt")
+    assert cli.main(["train", "--resume", str(tmp_path / "run"), "--steps", "14"]) == 2
+    assert one_line(capsys).endswith(f"--resume {tmp_path / 'run'}: the run was trained on "
+                                     f"{here / 'input.txt'}, which is not there now; wanted "
+                                     f"--text PATH of that text (its characters are checked)")
+    assert cli.main(["train", "--resume", str(tmp_path / "run"), "--steps", "14",
+                     "--text", str(here / "moved.txt")]) == 0
+
+
 def test_checkpoints_are_saved_during_training_and_resume_exactly(text, tmp_path, capsys,
                                                                   monkeypatch):
     run, straight = tmp_path / "run", tmp_path / "straight"
