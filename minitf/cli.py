@@ -89,10 +89,12 @@ def _generate(args) -> int:
     from minitf import checkpoint
     from minitf.generate import generate
 
-    # --greedy takes the most likely character: a sampling flag beside it would change nothing
-    # (--temperature's default is None, not 0.8, so that one given is told from the default)
+    # --greedy takes the most likely character: a sampling flag beside it would change nothing,
+    # nor would a seed, with nothing drawn at random (their defaults are None, not 0.8 and 0,
+    # so that one given is told from the default)
     given = [f"{flag} {value}" for flag, value in (("--temperature", args.temperature),
-             ("--top-k", args.top_k), ("--top-p", args.top_p)) if value is not None]
+             ("--top-k", args.top_k), ("--top-p", args.top_p), ("--seed", args.seed))
+             if value is not None]
     if args.greedy and given:
         them = "it" if len(given) == 1 else "them"
         raise ValueError(f"{', '.join(given)}: --greedy takes the most likely character and "
@@ -110,7 +112,7 @@ def _generate(args) -> int:
         raise ValueError(f"--top-k {args.top_k}: the run's vocabulary has {vocab} characters, so "
                          f"it keeps every one and changes nothing; wanted at most {vocab - 1}, or "
                          f"leave it out")
-    backend.seed(args.seed)
+    backend.seed(0 if args.seed is None else args.seed)
     text = DEFAULT_PROMPT if args.prompt is None else args.prompt
     try:
         prompt = saved.tokenizer.encode(text)
@@ -240,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="nucleus sampling: smallest set with mass ≥ p")
     gen.add_argument("--greedy", action="store_true", help="always take the most likely one")
     gen.add_argument("--no-cache", action="store_true", help="recompute the whole context each step")
-    gen.add_argument("--seed", type=NON_NEGATIVE, default=0, help="random seed (0)")
+    gen.add_argument("--seed", type=NON_NEGATIVE, help="random seed (0)")     # None: 0
     add_backend(gen)
     gen.set_defaults(run=_generate)
 

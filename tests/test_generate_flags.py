@@ -56,7 +56,8 @@ def test_greedy_refuses_the_settings_it_would_ignore(setting, fragments):
 
 @pytest.mark.parametrize("flags, given", [
     (["--temperature", "0.5"], "--temperature 0.5: "),
-    (["--top-k", "3", "--top-p", "0.9"], "--top-k 3, --top-p 0.9: ")])
+    (["--top-k", "3", "--top-p", "0.9"], "--top-k 3, --top-p 0.9: "),
+    (["--seed", "3"], "--seed 3: ")])                       # it drew nothing at random with it
 def test_the_greedy_flag_refuses_a_sampling_flag_beside_it(run, flags, given, capsys):
     assert cli.main(["generate", "--checkpoint", str(run), "--greedy", *flags]) == 2
     err = one_line(capsys)
