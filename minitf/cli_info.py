@@ -43,6 +43,10 @@ def _info(args) -> int:
         if args.table and kind != "lm":     # it printed the family's table alone, silently
             raise ValueError(f"--table: one block's table is a DecoderLM's; the checkpoint "
                              f"holds a {name} (leave out --table)")
+        if args.bytes is not None and kind != "lm":     # the same table whatever it was
+            raise ValueError(f"--bytes {args.bytes}: the checkpoint's {name} is priced in "
+                             f"parameters and FLOPs, no bytes (a DecoderLM's KV cache has "
+                             f"them); leave out --bytes")
     else:                           # no such model to price
         check_model_flags(d_model, n_heads, flags["positional"])
     # the table first: a family it cannot price is one line, not a header and then an error
@@ -50,12 +54,13 @@ def _info(args) -> int:
     # max_len: there --context, else describe_cost's own, not a character window's
     lengths = ({} if args.checkpoint and args.context is None
                else {"context": flags["context"]})
-    table = describe_cost(kind, config, args.batch_size, args.bytes, **lengths)
+    bytes_per_number = 4 if args.bytes is None else args.bytes      # float32's
+    table = describe_cost(kind, config, args.batch_size, bytes_per_number, **lengths)
     print(f"{name} " + ", ".join(f"{k}={v}" for k, v in config.items())
           + f", batch_size={args.batch_size}\n")
     print(table)
     if args.table:
-        _print_block_tables(config, args.batch_size, args.bytes)
+        _print_block_tables(config, args.batch_size, bytes_per_number)
     return 0
 
 
@@ -102,7 +107,7 @@ def add_info_command(commands) -> None:
                       help="b, the sequences of the KV cache and of a training step's FLOPs "
                            "(default 1; minitf train's batch is 32)")
     info.add_argument("--untied", action="store_true", help="a separate output layer")
-    info.add_argument("--bytes", type=POSITIVE, default=4, help="bytes per number (4: float32)")
+    info.add_argument("--bytes", type=POSITIVE, help="bytes per number (4: float32)")  # None: 4
     info.add_argument("--table", action="store_true",
                       help="also one block's FLOPs, IO and FLOPs/IO operation by operation")
     info.set_defaults(run=_info)

@@ -120,7 +120,13 @@ def test_info_refuses_flags_its_checkpoint_would_ignore(capsys, run, tmp_path):
     assert cli.main(["info", "--checkpoint", str(tmp_path / "rnn"), "--table"]) == 2
     assert one_line(capsys) == ("minitf info: --table: one block's table is a DecoderLM's; the "
                                 "checkpoint holds a RNNLM (leave out --table)")
+    assert cli.main(["info", "--checkpoint", str(tmp_path / "rnn"), "--bytes", "2"]) == 2
+    assert one_line(capsys) == ("minitf info: --bytes 2: the checkpoint's RNNLM is priced in "
+                                "parameters and FLOPs, no bytes (a DecoderLM's KV cache has "
+                                "them); leave out --bytes")        # the same table as --bytes 4
     assert cli.main(["info", "--checkpoint", str(tmp_path / "rnn")]) == 0
+    assert cli.main(["info", "--checkpoint", str(run), "--bytes", "2"]) == 0
+    assert "KV cache" in capsys.readouterr().out
 
 
 def test_a_model_that_rope_cannot_turn_is_named_by_the_model():
