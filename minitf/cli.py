@@ -46,8 +46,19 @@ def _train(args) -> int:
     else:
         config = RunConfig.fast(**chosen) if args.fast else RunConfig(**chosen)
     _refuse_what_the_model_ignores(config, chosen)
+    _refuse_a_warmup_no_one_gave(args, config, chosen)
     run(config)
     return 0
+
+
+def _refuse_a_warmup_no_one_gave(args, config, chosen: dict) -> None:
+    """--fast's warm-up, or a resumed run's own, that a --decay-steps given here ends before:
+    run's line named a --warmup no one gave."""
+    if "warmup" in chosen or config.warmup is None or config.warmup < config.decay_steps:
+        return
+    whose = "--fast warms up" if args.fast else f"the run in {args.resume} warms up"
+    raise ValueError(f"--decay-steps {config.decay_steps}: {whose} for {config.warmup} steps; "
+                     f"wanted --decay-steps > {config.warmup}, or a smaller --warmup")
 
 
 def _refuse_what_a_resume_ignores(args, saved) -> None:

@@ -194,6 +194,15 @@ def test_a_warmup_that_does_not_fit_is_one_line(text, tmp_path, capsys):
     assert train(str(tmp_path / "no such text.txt"), "--steps", "10", "--decay-steps", "10",
                  "--warmup", "10", "--out", str(tmp_path / "run")) == 2
     assert "--warmup 10: wanted 0 ≤ warmup < --decay-steps 10" in one_line(capsys)
+    # one no one gave is said to be --fast's, or the resumed run's (it named a --warmup 5)
+    assert cli.main(["train", "--fast", "--decay-steps", "5", "--out", str(tmp_path / "f")]) == 2
+    assert one_line(capsys).endswith("--decay-steps 5: --fast warms up for 5 steps; wanted "
+                                     "--decay-steps > 5, or a smaller --warmup")
+    assert train(text, "--steps", "4", "--warmup", "3", "--out", str(tmp_path / "r")) == 0
+    assert cli.main(["train", "--resume", str(tmp_path / "r"), "--steps", "6",
+                     "--decay-steps", "2"]) == 2
+    assert one_line(capsys).endswith(f"--decay-steps 2: the run in {tmp_path / 'r'} warms up "
+                                     f"for 3 steps; wanted --decay-steps > 3, or a smaller --warmup")
 
 
 def test_a_run_directory_holding_a_run_is_not_overwritten(text, tmp_path, capsys):
