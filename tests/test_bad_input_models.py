@@ -235,3 +235,20 @@ def test_an_empty_sequence_attends_to_nothing_in_every_path(backend_name):
         assert y.shape == dx.shape == (2, 0, 8), options
     with raises(ValueError, "attention: there are no keys (n_k = 0) for the 3 queries"):
         F.attention(backend.randn(1, 3, 4), backend.randn(1, 0, 4), backend.randn(1, 0, 4))
+
+
+def test_a_loss_backward_after_another_forward_is_refused(backend_name):
+    """A forward between loss() and its backward() (to look at the logits) left its caches in
+    every layer, and the backward used them: wrong gradients without a word."""
+    lm = models.DecoderLM(11, d_model=8, n_heads=2, n_layers=1, max_len=8)
+    a, c = backend.randint(0, 11, (2, 5)), backend.randint(0, 11, (2, 5))
+    _, backward = lm.loss(a, a)
+    lm(c)
+    with raises(RuntimeError, "DecoderLM.loss: its backward() was called after another forward, "
+                "whose caches it would use (wrong gradients); wanted backward() before the model "
+                "runs again, or the loss computed again"):
+        backward()
+    _, backward = lm.loss(a, a)
+    backward()                                                      # at once: as Trainer does
+    with raises(RuntimeError, "DecoderLM.backward() was called with no forward() since"):
+        backward()                                                  # twice: the model's own line

@@ -49,7 +49,18 @@ class Model(Module):
         logits = self.forward(*inputs)
         self.chance_loss = math.log(logits.shape[-1])
         loss, cache = F.cross_entropy(logits, targets, ignore_index=self.ignore_index)
-        return float(loss), lambda: self.backward(F.cross_entropy_backward(1.0, cache))
+        this_forward = self._output             # a new (shape, dtype) at every forward
+
+        def backward():
+            # a forward run since (to look at its logits, say) left its caches in every layer:
+            # the backward would take them for this loss's, and return wrong gradients silently
+            if self._output is not this_forward and self._output is not None:
+                raise RuntimeError(f"{type(self).__name__}.loss: its backward() was called after "
+                                   f"another forward, whose caches it would use (wrong "
+                                   f"gradients); wanted backward() before the model runs again, "
+                                   f"or the loss computed again")
+            return self.backward(F.cross_entropy_backward(1.0, cache))
+        return float(loss), backward
 
     @at_the_boundary        # skipped for generate's steps: the cache is one generate made
     def _check_cache(self, cache, where: str) -> None:
