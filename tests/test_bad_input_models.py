@@ -252,3 +252,16 @@ def test_a_loss_backward_after_another_forward_is_refused(backend_name):
     backward()                                                      # at once: as Trainer does
     with raises(RuntimeError, "DecoderLM.backward() was called with no forward() since"):
         backward()                                                  # twice: the model's own line
+
+
+def test_decode_given_encode_s_whole_return_says_to_unpack_it(backend_name):
+    """memory = model.encode(src) is the first try: a bare AttributeError of a tuple's dtype."""
+    model = models.Transformer(13, 13, d_model=8, n_heads=2, n_layers=1)
+    src, tgt = backend.randint(1, 13, (2, 4)), backend.randint(1, 13, (2, 3))
+    with raises(TypeError, "Transformer.decode: memory is a tuple; wanted the (b, m, d_model) "
+                "array: encode returns (memory, memory_mask), unpack it"):
+        model.decode(tgt, model.encode(src), None)
+    with raises(TypeError, "Transformer: memory must be a NumPy or CuPy array; got list"):
+        model.decode(tgt, [0.0], None)
+    memory, memory_mask = model.encode(src)
+    assert model.decode(tgt, memory, memory_mask).shape == (2, 3, 13)

@@ -108,6 +108,11 @@ class Transformer(Model):
         """
         self._check(tgt, "tgt", self.tgt_emb)
         check_flags(f"{type(self).__name__}.decode", mask_padding=mask_padding)
+        if isinstance(memory, tuple):            # encode's whole return, mask and all
+            raise TypeError(f"{type(self).__name__}.decode: memory is a tuple; wanted the "
+                            f"(b, m, d_model) array: encode returns (memory, memory_mask), "
+                            f"unpack it")
+        check_shape(memory, "memory", ("b", "m", "d_model"), type(self).__name__)
         check_finite(memory, "memory", type(self).__name__)
         if memory.shape[0] != tgt.shape[0]:      # else a Residual deep inside named the shapes
             raise ValueError(f"{type(self).__name__}: tgt holds {tgt.shape[0]} sequences and "
