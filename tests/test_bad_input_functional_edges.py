@@ -144,6 +144,12 @@ def test_a_parameter_free_layer_or_a_table_refuses_what_is_not_a_float():
     sinusoidal layer and the tables returned integer sines."""
     with raises(TypeError, "MeanPool: x has dtype int64; wanted float32 or float64"):
         nn.MeanPool()(ints(2, 3, 4))
+    x = backend.randn(1, 3, 2)
+    for keep in (np.array([[0.0, 0.0, -np.inf]]), np.array([[1, 1, 0]])):  # -inf: a NaN warning
+        with raises(TypeError, f"MeanPool: keep has dtype {keep.dtype}; wanted bool (True = a "
+                    f"real token); for a 0/1 mask with 1 = real, pass keep.astype(bool)"):
+            nn.MeanPool()(x, keep=backend.to_device(keep))
+    assert nn.MeanPool()(x, keep=backend.to_device(np.array([[True, True, False]]))).shape == (1, 2)
     with raises(TypeError, "SinusoidalPositionalEncoding: x has dtype int64; wanted float32"):
         nn.SinusoidalPositionalEncoding(4)(ints(1, 3, 4))
     for table, call in (("sinusoidal_table", lambda dtype: F.sinusoidal_table(3, 4, dtype=dtype)),

@@ -242,6 +242,10 @@ class MeanPool(Module):
             weights = xp.full(x.shape[:2], 1.0 / x.shape[1], dtype=x.dtype)        # (b, n)
         else:
             check_shape(keep, "keep", (("b", x.shape[0]), ("n", x.shape[1])), "MeanPool")
+            if keep.dtype != bool:          # an additive mask's -inf averaged into -inf or NaN
+                raise TypeError(f"MeanPool: keep has dtype {keep.dtype}; wanted bool (True = a "
+                                f"real token); for a 0/1 mask with 1 = real, pass "
+                                f"keep.astype(bool)")
             weights = keep.astype(x.dtype)
             weights /= xp.maximum(weights.sum(axis=1, keepdims=True), 1)      # rows sum to 1
         self._save(weights)
