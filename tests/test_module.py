@@ -333,6 +333,29 @@ def test_the_module_docstring_s_own_layer_passes_its_gradient_check(float64):
     assert [r.tensor for r in rows] == ["input x", "param a"] and all(r.passed for r in rows)
 
 
+def test_a_layer_whose_forward_saves_nothing_is_told_so_not_that_no_forward_ran(backend_name):
+    """The docstring's Scale with its self._save(x) left out: the error said no forward() had
+    run since the last backward(), though one had."""
+    class Scale(nn.Module):
+        def __init__(self):
+            self.a = nn.parameter.ones(1)
+
+        def forward(self, x):
+            return self.a.data * x
+
+        def backward(self, dy):
+            x = self._pop_cache()
+            return dy * x
+
+    scale, x = Scale(), backend.randn(3)
+    scale(x)
+    with pytest.raises(RuntimeError, match=r"^Scale.backward\(\): its forward ran but kept "
+                       r"nothing for it with self._save\(...\)"):
+        scale.backward(x)
+    with pytest.raises(RuntimeError, match=r"^Scale.backward\(\) was called with no forward"):
+        Scale().backward(x)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_t5_bias_tells_the_future_from_the_past_only_without_a_causal_mask(causal):
     """An encoder's keys lie on both sides of a query: its T5 buckets are bidirectional, so a

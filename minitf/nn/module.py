@@ -220,6 +220,11 @@ class Module:
         """The cache the last forward saved, left in place; ``caller`` names the method for the
         error when no forward has run since the last backward."""
         if self._cache is _NO_CACHE:
+            if caller == "backward" and self._output is not None:     # its forward did run
+                raise RuntimeError(f"{type(self).__name__}.backward(): its forward ran but kept "
+                                   f"nothing for it with self._save(...) (or this backward took "
+                                   f"the cache already); wanted what the backward needs saved "
+                                   f"there")
             raise _not_run(self, caller)
         if self._cache is _KEPT_NOTHING:
             raise _ran_without_grad(self, caller)
