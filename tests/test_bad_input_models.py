@@ -202,6 +202,27 @@ def test_zero_grad_remakes_a_gradient_set_to_none_and_a_step_refuses_a_list():
         AdamW(lm).step()
 
 
+def test_a_two_axis_mask_is_refused_where_its_batch_would_be_read_as_queries(backend_name):
+    """keep = ids != pad, (b, n_k), with b = n_q = 4: broadcast as (n_q, n_k), sequence i's
+    padding hid keys from query i of every sequence, silently (where b ≠ n_q the shapes
+    clashed)."""
+    block = nn.EncoderBlock(8, 2, 16)
+    x = backend.randn(4, 4, 8)
+    keep = np.ones((4, 4), dtype=bool)
+    keep[0, 2:] = False
+    refused_in_one_line(lambda: block(x, mask=backend.to_device(keep)), ValueError, [
+        "MultiHeadAttention: mask has shape (4, 4), two axes, the first the size of the batch "
+        "and of the queries (b = n_q = 4); broadcast, it would be read as one row per query",
+        "wanted mask[:, None, None, :] for a mask per sequence, or mask[None, None] for one row "
+        "per query"])
+    padded = block(x, mask=backend.to_device(keep[:, None, None, :]))
+    alone = block(x[:1, :2])                                 # sequence 0 without its padding
+    assert np.allclose(backend.to_numpy(padded[:1, :2]), backend.to_numpy(alone), atol=1e-5)
+    causal = np.tril(np.ones((4, 4), dtype=bool))            # one row per query, said so
+    assert block(x, mask=backend.to_device(causal[None, None])).shape == (4, 4, 8)
+    assert block(x[:1], mask=backend.to_device(causal)).shape == (1, 4, 8)   # b = 1: no doubt
+
+
 def test_a_three_axis_mask_is_refused_where_its_batch_would_be_read_as_heads(backend_name):
     """With b = h = 2, (b, 1, n_k) broadcast against (h, n_q, n_k): padding of sequence 0 was
     applied to head 0 of every sequence, silently (with h = 3 the shapes clashed)."""

@@ -116,8 +116,9 @@ class MultiHeadAttention(Module):
         x: (b, n, d_model);  memory: (b, m, d_model), cross-attention only
         mask: boolean (True = attend) or additive, broadcastable to (b, h, n, n_k): a padding
               mask as (b, 1, 1, n_k). NumPy aligns shapes on the right, so a (b, n_k) array
-              is read as (n, n_k), one row per query: refused where b ≠ n, and silently taken
-              so where b = n
+              would be read as (n, n_k), one row per query: it is refused where b ≠ n, and
+              where b = n > 1 too, since the two cannot be told apart there (pass a mask of
+              one row per query as mask[None, None])
         cache: a KVCache, for generation (see KVCache); x then holds only the new tokens
     backward(dy) -> dx, or (dx, dmemory) for cross-attention
     """
@@ -228,6 +229,14 @@ class MultiHeadAttention(Module):
                                  f"broadcast, it would be read as the heads' (h = {h}); wanted "
                                  f"mask[:, None] for a mask per sequence, or mask[None] for "
                                  f"one per head{MASK_HINT}")
+            if getattr(mask, "ndim", None) == 2 and mask.shape[0] == b == scores_shape[2] > 1:
+                # (b, n_k), ids != pad, the first mask one builds: broadcast, it is (n_q, n_k),
+                # one row per query, and with b = n_q nothing told them apart
+                raise ValueError(f"{type(self).__name__}: mask has shape {tuple(mask.shape)}, "
+                                 f"two axes, the first the size of the batch and of the queries "
+                                 f"(b = n_q = {b}); broadcast, it would be read as one row per "
+                                 f"query; wanted mask[:, None, None, :] for a mask per sequence, "
+                                 f"or mask[None, None] for one row per query{MASK_HINT}")
             check_broadcast(mask, "mask", scores_shape, "the attention scores (b, h, n_q, n_k)",
                             type(self).__name__, MASK_HINT)
             mask = F.as_additive_mask(mask, dtype, where=type(self).__name__)
