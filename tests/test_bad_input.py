@@ -1,6 +1,7 @@
 """Bad input fails at the API boundary, with a message naming the argument, what it got and what
 was wanted."""
 import copy
+import inspect
 import re
 
 import numpy as np
@@ -10,6 +11,7 @@ import minitf.functional as F
 import minitf.nn as nn
 import minitf.models as models
 from minitf import backend
+from minitf.nn.attention import SCHEME_OPTIONS
 
 
 def raises(error, *fragments):
@@ -225,6 +227,26 @@ def test_head_sizes_must_be_positive_integers(name, value):
 def test_shaw_needs_at_least_one_relative_offset():
     with raises(ValueError, "max_relative must be a positive integer", "got 0"):
         nn.MultiHeadAttention(8, 2, positional="shaw", max_relative=0)
+
+
+@pytest.mark.parametrize("option, value, scheme", [
+    ("rope_base", 5.0, "rope"), ("num_buckets", 8, "relative"), ("max_distance", 64, "relative"),
+    ("max_relative", 4, "shaw"), ("shaw_values", False, "shaw")])
+def test_an_option_of_another_positional_scheme_is_refused(option, value, scheme):
+    """rope_base=5.0 with no RoPE (num_buckets without T5's bias, …) was taken and ignored."""
+    for positional in (None, "alibi"):
+        with raises(ValueError, f"MultiHeadAttention: {option}={value!r} is used only with "
+                    f"positional={scheme!r}; got positional={positional!r}"):
+            nn.MultiHeadAttention(8, 2, positional=positional, **{option: value})
+    nn.MultiHeadAttention(8, 2, positional=scheme, **{option: value})     # its own: taken
+    default = inspect.signature(nn.MultiHeadAttention).parameters[option].default
+    assert SCHEME_OPTIONS[option] == (scheme, default)        # the table kept to __init__'s own
+
+
+def test_a_rope_base_is_checked_where_it_is_given():
+    """'1e4' was taken, and the first forward's rope_angles refused its 'base'."""
+    with raises(ValueError, "MultiHeadAttention: rope_base must be a finite number > 0; got '1e4'"):
+        nn.MultiHeadAttention(8, 2, positional="rope", rope_base="1e4")
 
 
 def test_shaw_is_for_self_attention_only():

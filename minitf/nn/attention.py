@@ -7,7 +7,12 @@ from minitf.nn.module import Module
 from minitf.nn.parameter import normal
 from minitf.nn.positional import RelativePositionBias
 from minitf.validate import (check_broadcast, check_flags, check_int, check_probability,
-                             check_rope_width)
+                             check_real, check_rope_width)
+
+# The options of one positional scheme each, and their defaults (those of __init__)
+SCHEME_OPTIONS = {"rope_base": ("rope", 10000.0), "num_buckets": ("relative", 32),
+                  "max_distance": ("relative", 128), "max_relative": ("shaw", 16),
+                  "shaw_values": ("shaw", True)}
 
 # What an attention layer itself applies; None: positions, if any, were added to its input.
 # (A language model's own list, models.lm.POSITIONAL, adds positions added to its input,
@@ -148,6 +153,17 @@ class MultiHeadAttention(Module):
             raise ValueError(f"{where}: cross-attention takes neither positional nor causal: its "
                              f"queries and keys come from two different sequences")
         check_rope_width(positional, d_head, where)
+        # an option of one positional scheme beside another was ignored without a word
+        given = dict(rope_base=rope_base, num_buckets=num_buckets, max_distance=max_distance,
+                     max_relative=max_relative, shaw_values=shaw_values)
+        for option, (scheme, default) in SCHEME_OPTIONS.items():
+            value = given[option]
+            if positional != scheme and value != default:
+                raise ValueError(f"{where}: {option}={value!r} is used only with positional="
+                                 f"{scheme!r}; got positional={positional!r} (leave it out, or "
+                                 f"set positional={scheme!r})")
+        if positional == "rope":        # else the first forward's rope_angles named its base
+            check_real(rope_base, "rope_base", where, low=0)
         if positional == "shaw":
             check_int(max_relative, "max_relative", where,
                       what="the largest offset with its own vector")
