@@ -70,6 +70,21 @@ def test_a_tuple_where_one_gradient_is_wanted_is_described(tmp_path):
                             "of 2: an array of shape (7, 4), None)") in report, report
 
 
+def test_a_parameter_s_grad_assigned_at_another_shape_is_named_not_the_return(tmp_path):
+    """self.W.grad = the rows' sum, (n, d), failed in minitf's next += into it, and the hint
+    blamed the gradient returned, which was right."""
+    path = tmp_path / "LearnedPositionalEmbedding_backward.py"
+    path.write_text(starter_text(find("LearnedPositionalEmbedding.backward")).replace(
+        'raise NotImplementedError("LearnedPositionalEmbedding.backward: not written yet")',
+        "offset, n = self._pop_cache()\n    self.W.grad = sum_to_shape(dy, (n, dy.shape[-1]))"
+        "\n    return dy"))
+    report, status = exercises.check_file(path)
+    assert status == 1 and ("  param W: your backward set its .grad to shape (3, 6), wanted "
+                            "(10, 6), W's own: add into self.W.grad (+=), never assign it"
+                            ) in report, report
+    assert "could not use what your backward returned" not in report
+
+
 @pytest.mark.parametrize("name, swap, wrong, says", [
     ("layer_norm_backward", lambda g: (g[0], g[2], g[1]), "gamma",
      "gamma: your gradient is the gradient of beta, not of gamma"),

@@ -17,6 +17,7 @@ from minitf import gradcheck_cases
 from minitf.backend import get_array_module, is_array, seed, to_numpy
 from minitf.gradcheck import TOLERANCE, numerical_gradient, relative_error
 from minitf.exercises.catalogue import EXERCISES, find
+from minitf.exercises.report import described
 from minitf.nn.module import as_tuple
 
 _EXERCISE_NAMES = {exercise.name for exercise in EXERCISES}
@@ -310,9 +311,16 @@ def unusable(exercise, cases, theirs, call: tuple, reference) -> list[str]:
     """Lines naming what minitf could not use of ``theirs``, what the learner's function returned
     for ``call`` (args, kwargs), by what minitf's own (``reference``) returns for it: None where
     it returns a gradient, another shape. The gradients are named by the exercise's functional
-    case among ``cases`` ('linear': x, W, b). [] when nothing is found, and for a method (the
-    cache it popped is gone) or an instructor's file (no reference)."""
-    if reference is None or exercise.is_method:
+    case among ``cases`` ('linear': x, W, b). For a method (the cache it popped is gone), the
+    parameters' .grad it set to another shape. [] when nothing is found, and for an
+    instructor's file (no reference)."""
+    if exercise.is_method:            # self.W.grad = …: assigned, of another shape than W
+        return [f"  param {name}: your {exercise.attribute} set its .grad to shape "
+                f"{tuple(p.grad.shape)}, wanted {tuple(p.data.shape)}, {name}'s own: add into "
+                f"self.{name}.grad (+=), never assign it"
+                for name, p in call[0][0].named_parameters()
+                if tuple(getattr(p.grad, "shape", ())) != tuple(p.data.shape)]
+    if reference is None:
         return []
     try:
         ours = as_tuple(reference(*call[0], **call[1]))
@@ -339,21 +347,6 @@ def unusable(exercise, cases, theirs, call: tuple, reference) -> list[str]:
             lines.append(f"  {name}: your gradient {got}, wanted {shape}: the shape minitf's "
                          f"own {attribute} returns here")
     return lines
-
-
-DESCRIBED_ITEMS = 6         # a tuple of a million Nones is not listed in full
-
-
-def described(value) -> str:
-    """What a backward returned, in a few words: "a tuple of 2: an array of shape (6, 3), None"."""
-    def one(v):
-        return f"an array of shape {tuple(v.shape)}" if is_array(v) else \
-            "None" if v is None else f"a {type(v).__name__}"
-    if isinstance(value, tuple):
-        more = len(value) - DESCRIBED_ITEMS
-        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value[:DESCRIBED_ITEMS]) \
-            + (f", … ({more} more)" if more > 0 else "")
-    return one(value)
 
 
 def stub_of(err: BaseException, exercise) -> str | None:

@@ -18,10 +18,11 @@ from minitf import gradcheck_cases
 from minitf.backend import is_array, precision, randn, seed
 from minitf.data.text import read_utf8
 from minitf.exercises.catalogue import Exercise, find
-from minitf.exercises.diagnose import (assigned_not_added, described, in_another_order,
-                                       miscounted, not_written, reused, shape_problem, stub_of,
-                                       unusable, value_problem, written_in_place)
-from minitf.exercises.report import IN_FLOAT32, capped, error_message, report, their_lines
+from minitf.exercises.diagnose import (assigned_not_added, in_another_order, miscounted,
+                                       not_written, reused, shape_problem, stub_of, unusable,
+                                       value_problem, written_in_place)
+from minitf.exercises.report import (IN_FLOAT32, capped, described, error_message, report,
+                                     their_lines)
 from minitf.exercises.stand_in import noting_calls, standing_in
 from minitf.exercises.starter import FENCE, starter_text
 from minitf.exercises.time_limit import TookTooLong, time_limit
@@ -265,6 +266,7 @@ def run_cases(exercise, cases, path: Path | None = None, returned: list = (),
             # NumPy's error names no gradient: the lines that do, where they can be worked out
             named = unusable(exercise, cases, returned[-1], called[-1], reference) \
                 if hint and returned else []
+            hint = [] if named and exercise.is_method else hint   # a .grad's line says the fix
             if not after and "() was called with no forward() since" in error_message(err):
                 hint = ["  hint: your backward calls the backward of a layer that the forward "
                         "did not run, or calls one twice: undo the layers the forward ran, each "

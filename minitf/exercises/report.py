@@ -7,13 +7,26 @@ import traceback
 from pathlib import Path
 
 import minitf
-from minitf.backend import backend_name
+from minitf.backend import backend_name, is_array
 from minitf.exercises.catalogue import Exercise
 from minitf.gradcheck import format_table
 
 MESSAGE_CHARS = 300       # of an error's message (or a line of code) in a report: it is read
 FRAMES_SHOWN = 12         # of the learner's frames, repeats counted: the first and last half
 IN_FLOAT32 = ", in float32"   # a case's name once more in float32, in the table and the report
+DESCRIBED_ITEMS = 6         # a tuple of a million Nones is not listed in full
+
+
+def described(value) -> str:
+    """What a backward returned, in a few words: "a tuple of 2: an array of shape (6, 3), None"."""
+    def one(v):
+        return f"an array of shape {tuple(v.shape)}" if is_array(v) else \
+            "None" if v is None else f"a {type(v).__name__}"
+    if isinstance(value, tuple):
+        more = len(value) - DESCRIBED_ITEMS
+        return f"a tuple of {len(value)}: " + ", ".join(one(v) for v in value[:DESCRIBED_ITEMS]) \
+            + (f", … ({more} more)" if more > 0 else "")
+    return one(value)
 
 
 def capped(text: str) -> str:
