@@ -50,6 +50,10 @@ def check_meta(meta: dict, where: str) -> None:
     if any(key in meta for key, _, _ in _RESUME_FIELDS):      # saved with a trainer: all three
         check_fields(meta, _RESUME_FIELDS, where)
         check_fields(meta["optimizer"], _OPTIMIZER_FIELDS, where, "optimizer.")
+        for key, count in (("step", meta["step"]), ("optimizer.t", meta["optimizer"]["t"])):
+            if count < 0:               # a resume would ask a schedule for the rate at step -2
+                raise CheckpointError(f"{where}: {key} is {count}; wanted the step count (an "
+                                      f"integer ≥ 0)")
         lr = meta["optimizer"]["lr"]
         if not (math.isfinite(lr) and lr >= 0):
             raise CheckpointError(f"{where}: optimizer.lr is {lr}; wanted a finite number ≥ 0")
@@ -164,9 +168,9 @@ def check_loadable(meta: dict, arrays: dict) -> None:
     """CheckpointError for a checkpoint that load would refuse, or that cannot be written: a
     save must never make an unreadable checkpoint the current one."""
     where = "checkpoint.save"
-    check_meta(meta, where)
-    if "step" in meta and meta["step"] < 0:
+    if isinstance(meta.get("step"), int) and meta["step"] < 0:     # said as the trainer's
         raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted an integer ≥ 0")
+    check_meta(meta, where)
     for key, value in arrays.items():
         if not_real_numbers(value):
             raise CheckpointError(f"{where}: {key} {not_real_numbers(value)}")

@@ -201,6 +201,8 @@ def _set_nan(arrays):
     (lambda m: m.pop("history"), None, ("checkpoint.json: no history",)),
     (lambda m: m["optimizer"].pop("lr"), None, ("no optimizer.lr",)),
     (lambda m: m.update(step="5"), None, ("step is '5'; wanted the step count (int)",)),
+    (lambda m: m.update(step=-3), None, ("step is -3; wanted the step count (an integer ≥ 0)",)),
+    (lambda m: m["optimizer"].update(t=-1), None, ("optimizer.t is -1; wanted the step count",)),
     (lambda m: m["tokenizer"]["chars"].pop(), None,
      ("the tokenizer has 14 characters; wanted config.vocab_size = 15",)),
     (lambda m: m["tokenizer"].update(chars="ab"), None, ("tokenizer is corrupt",)),
