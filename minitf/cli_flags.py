@@ -51,13 +51,19 @@ TIMEOUT_MINUTES = checked(int, lambda n: 2 <= n <= MOST_TIMEOUT_MINUTES,
 
 
 def a_path(accept, wanted: str):
-    """``checked`` for a path, which refuses first one that starts with a literal '~'."""
+    """``checked`` for a path, which refuses first one that starts with a literal '~', and a
+    symbolic link to nothing (to write there was "cannot write there (File exists)")."""
     plain = checked(str, accept, wanted)
 
     def parse(text: str):
         home = literal_home(text) if text else None
         if home is not None:
             raise argparse.ArgumentTypeError(f"got {text!r}: it {home}")
+        if text and os.path.islink(text) and not os.path.exists(text):
+            raise argparse.ArgumentTypeError(f"got {text!r}: a symbolic link to "
+                                             f"{os.readlink(text)!r}, which does not exist; "
+                                             f"wanted the link's target made first, or another "
+                                             f"path")
         return plain(text)
     return parse
 

@@ -1,6 +1,7 @@
 """A path that starts with a '~' no shell expanded ('~/runs' in quotes, from a notebook or from
 Python) made a folder called ~ in the working directory, whose obvious clean-up, rm -rf ~, is
-of the home folder: refused at the flag, or where the function takes the path."""
+of the home folder: refused at the flag, or where the function takes the path. A flag of a
+symbolic link to nothing is refused too."""
 import os
 
 import pytest
@@ -52,3 +53,19 @@ def test_a_tilde_that_names_no_home_is_a_name_like_another():
     """'~draft' is no user's home (os.path.expanduser leaves it): a folder may be called so."""
     for path in ("~no-such-user-of-minitf/run", "drafts/~/run", "a~b"):
         check_path(path, "path", "here")
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--fast", "--steps", "1", "--out", "link"],
+    ["exercise", "start", "relu_backward", "--dir", "link"],
+    ["train", "--fast", "--steps", "1", "--text", "link"]])
+def test_a_flag_of_a_symbolic_link_to_nothing_is_refused(argv, tmp_path, monkeypatch, capsys):
+    """--out of a dangling link said "cannot write there (File exists)", and named no link."""
+    monkeypatch.chdir(tmp_path)
+    os.symlink("nowhere/x", "link")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert ": got 'link': a symbolic link to 'nowhere/x', which does not exist; wanted the link's "\
+        "target made first, or another path" in capsys.readouterr().err.splitlines()[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
