@@ -371,8 +371,8 @@ class Noam:
     """
 
     def __init__(self, d_model: int, warmup: int = 4000, factor: float = 1.0):
-        check_int(d_model, "d_model", "Noam")
-        check_int(warmup, "warmup", "Noam")
+        check_int(d_model, "d_model", "Noam", high=2 ** 53)     # taken as floats: 10**400
+        check_int(warmup, "warmup", "Noam", high=2 ** 53)       # overflowed them
         check_real(factor, "factor", "Noam", low=0)
         self.d_model, self.warmup, self.factor = d_model, warmup, factor
 

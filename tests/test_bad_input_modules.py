@@ -16,6 +16,11 @@ def test_an_integer_mask_is_refused_not_taken_as_additive(backend_name):
     keep = backend.to_device(np.tril(np.ones((3, 3), dtype=np.int64)))
     with raises(TypeError, "mask has dtype int64", "wanted bool (True = attend)", "astype(bool)"):
         nn.MultiHeadAttention(8, 2)(backend.randn(1, 3, 8), mask=keep)
+    # a complex one lost its imaginary part to the cast, with NumPy's warning only
+    with raises(TypeError, "MultiHeadAttention: mask has dtype complex128; wanted bool (True = "
+                "attend) or float (additive: 0 or -inf)"):
+        nn.MultiHeadAttention(8, 2)(backend.randn(1, 3, 8), mask=backend.to_device(
+            np.zeros((3, 3), dtype=complex)))
 
 
 @pytest.mark.parametrize("d_in, d_out, named", [(0, 3, "d_in"), (4.0, 3, "d_in"), (4, -1, "d_out")])

@@ -105,6 +105,9 @@ def test_a_schedule_wants_a_step_count_and_the_norms_want_parameters():
         with raises(ValueError, "Noam: step must be an integer in [0, 9007199254740992]"):
             Noam(64, 100)(step)
     assert WarmupCosine(1e-3, 10, 100, 1e-5)(10 ** 400) == 1e-5      # flat after: min_lr
+    for sizes in ((10 ** 400,), (64, 10 ** 400)):                 # d_model, warmup: the same
+        with raises(ValueError, "Noam: ", "must be an integer in [1, 9007199254740992]"):
+            Noam(*sizes)
     with raises(TypeError, "grad_norm: params must be a Module or a non-empty list"):
         grad_norm(None)
     with raises(TypeError, "clip_grad_norm: params must be a Module or a non-empty list"):

@@ -27,6 +27,9 @@ def as_additive_mask(mask, dtype=None, name="mask", where="attention"):
         raise TypeError(f"{where}: {name} has dtype {mask.dtype}; wanted bool (True = attend) or "
                         f"float (additive: 0 or -inf); for a 0/1 mask with 1 = attend, pass "
                         f"{name}.astype(bool)")
+    if mask.dtype.kind not in "bf":     # complex: its cast dropped the imaginary part, warned
+        raise TypeError(f"{where}: {name} has dtype {mask.dtype}; wanted bool (True = attend) or "
+                        f"float (additive: 0 or -inf)")
     if mask.dtype == bool:
         _check_bool_mask(mask, name, where)
         return xp.where(mask, 0.0, -math.inf).astype(dtype)
