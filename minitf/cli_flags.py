@@ -9,7 +9,7 @@ import math
 import os
 
 from minitf import backend
-from minitf.validate import literal_home
+from minitf.validate import literal_home, not_a_name
 
 
 def checked(convert, accept, wanted: str):
@@ -59,6 +59,9 @@ def a_path(accept, wanted: str):
         home = literal_home(text) if text else None
         if home is not None:
             raise argparse.ArgumentTypeError(f"got {text!r}: it {home}")
+        long = not_a_name(text) if text else None
+        if long is not None:
+            raise argparse.ArgumentTypeError(f"got a path that {long}")
         if text and os.path.islink(text) and not os.path.exists(text):
             raise argparse.ArgumentTypeError(f"got {text!r}: a symbolic link to "
                                              f"{os.readlink(text)!r}, which does not exist; "

@@ -256,6 +256,26 @@ def check_path(path, name: str, where: str) -> None:
     home = literal_home(path)
     if home is not None:
         raise ValueError(f"{where}: {name} {os.fspath(path)!r} {home}")
+    text = not_a_name(path)
+    if text is not None:
+        raise ValueError(f"{where}: {name} {text}")
+
+
+NAME_MAX = 255      # bytes in one file or folder name (Linux's, macOS's; Windows' 255 characters)
+
+
+def not_a_name(path) -> str | None:
+    """What is wrong with a ``path`` too long to name any file -- a text passed where its
+    file's path belongs, read_text(open(f).read()) -- or None. The system's own error
+    (File name too long) printed the whole text."""
+    text = os.fspath(path)
+    if isinstance(text, bytes) or all(len(part.encode(errors="surrogateescape")) <= NAME_MAX
+                                      for part in Path(text).parts):
+        return None
+    lines = text.count("\n") + 1
+    shape = f"{len(text):,} characters" + (f" on {lines:,} lines" if lines > 1 else "")
+    return (f"is {shape}, {text[:20]!r}…, too long for a file's name (the text itself?); "
+            f"wanted the path of a file")
 
 
 def literal_home(path) -> str | None:

@@ -69,3 +69,23 @@ def test_a_flag_of_a_symbolic_link_to_nothing_is_refused(argv, tmp_path, monkeyp
     assert ": got 'link': a symbolic link to 'nowhere/x', which does not exist; wanted the link's "\
         "target made first, or another path" in capsys.readouterr().err.splitlines()[-1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+
+
+def test_a_text_passed_where_its_path_belongs_is_said_to_be_one(tmp_path, capsys):
+    """read_text(open(f).read()) was the system's 'File name too long', the whole text in it."""
+    from minitf import viz
+    text = "the quick brown fox\n" * 200
+    said = ("path is 4,000 characters on 201 lines, 'the quick brown fox\\n'…, too long for a "
+            "file's name (the text itself?); wanted the path of a file")
+    for where, call in [("read_text", lambda: data.read_text(text)),
+                        ("CharTokenizer.load", lambda: data.CharTokenizer.load(text)),
+                        ("plot_history", lambda: viz.plot_history({"loss": [2.0, 1.0]}, text))]:
+        with raises(ValueError, f"{where}: {said}"):
+            call()
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--fast", "--text", "x" * 300])
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        "minitf train: argument --text: got a path that is 300 characters, 'xxxxxxxxxxxxxxxxxxxx'…,"
+        " too long for a file's name")
+    (tmp_path / "t.txt").write_text(text)
+    assert data.read_text(tmp_path / "t.txt") == text         # its path: read, as ever
