@@ -21,7 +21,7 @@ from pathlib import Path
 
 from minitf.validate import check_flags, check_int, check_real, is_real_number, plain_int
 from minitf.viz_inputs import (as_numbers, check_axes, check_cost_table, check_history, check_labels,
-                               check_limits, image_path, refuse_non_finite)
+                               check_limits, check_words, image_path, refuse_non_finite)
 
 FIGURES_ENV = "MINITF_FIGURES"
 ATTENTION_CMAP = "viridis"
@@ -41,6 +41,9 @@ def figure(nrows: int = 1, ncols: int = 1, *, size: tuple | None = None, squeeze
     check_int(plain_int(nrows), "nrows", "figure", what="the rows of panels")
     check_int(plain_int(ncols), "ncols", "figure", what="the panels in a row")
     check_flags("figure", squeeze=squeeze)
+    if "figsize" in subplot_kw:     # else subplots()'s "unexpected keyword argument 'figsize'"
+        raise TypeError(f"figure: figsize is matplotlib's name for it; wanted size="
+                        f"{subplot_kw['figsize']!r:.40}, (width, height) in inches")
     if size is not None:            # else matplotlib's words, or a figure of no pixels at 0
         if not (isinstance(size, (tuple, list)) and len(size) == 2):
             raise TypeError(f"figure: size must be (width, height) in inches; got {size!r:.60}")
@@ -152,6 +155,10 @@ def heatmap(ax, matrix, *, x_labels=None, y_labels=None, xlabel: str = "", ylabe
     from minitf.backend import to_numpy
 
     check_axes(ax, "heatmap")
+    check_words("heatmap", xlabel=xlabel, ylabel=ylabel, title=title)
+    if colorbar is not None and not isinstance(colorbar, str):    # True: a bar labelled "True"
+        raise TypeError(f"heatmap: colorbar must be the colorbar's label (a str) or None; got "
+                        f"{colorbar!r:.60}")
     matrix = as_numbers(matrix, "matrix", "heatmap")
     if matrix.ndim != 2 or matrix.size == 0:
         raise ValueError(f"heatmap: matrix has shape {matrix.shape}; wanted (rows, columns), "
@@ -283,6 +290,7 @@ def curves(ax, x, ys: dict, *, xlabel: str = "", ylabel: str = "", title: str = 
     hline: (value, label) draws a dashed horizontal reference line (a tolerance, a baseline).
     """
     check_axes(ax, "curves")
+    check_words("curves", xlabel=xlabel, ylabel=ylabel, title=title)
     check_flags("curves", logx=logx, logy=logy)
     if hline is not None and not (isinstance(hline, (tuple, list)) and len(hline) == 2
                                   and is_real_number(hline[0])):

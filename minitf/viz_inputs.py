@@ -35,6 +35,13 @@ def image_path(path, where: str) -> Path:
     return path
 
 
+def check_words(where: str, **texts) -> None:
+    """Each of ``texts`` (a title, an axis's label) a str: True was drawn as the word 'True'."""
+    for name, text in texts.items():
+        if not isinstance(text, str):
+            raise TypeError(f"{where}: {name} must be a str, the words to show; got {text!r:.60}")
+
+
 def check_axes(ax, where: str) -> None:
     """One panel: viz.figure(1, 3) returns an array of three, which has no imshow or plot."""
     from matplotlib.axes import Axes
