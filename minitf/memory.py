@@ -5,7 +5,7 @@ one window, traced, says what batch fits.
 """
 from __future__ import annotations
 
-from minitf.backend import backend_name, randint
+from minitf.backend import backend_name, randint, rng_state, set_rng_state
 from minitf.cost import (available_memory, decoder_window_numbers, recurrent_window_numbers,
                          training_memory_floor)
 from minitf.models import RNNLM
@@ -14,10 +14,16 @@ from minitf.models import RNNLM
 def step_peak_bytes(model, ids, targets) -> int:
     """The most bytes NumPy holds at once, beyond what it held before, during one training step
     of ``model`` on ``ids`` and ``targets`` (a forward and a backward, no update): traced, not
-    estimated. A first step beforehand makes what a model makes lazily; the gradients both
-    steps leave are zeroed again, so the model is as it was."""
+    estimated. A first step beforehand makes what a model makes lazily; then the gradients are
+    put back as they were, and the random stream (dropout draws from it), so the model and a
+    training run it is part of are as they were."""
     import tracemalloc
 
+    if not (callable(getattr(model, "loss", None)) and callable(getattr(model, "parameters", None))):
+        raise TypeError(f"step_peak_bytes: model must be a minitf model, with loss(ids, targets); "
+                        f"got {type(model).__name__}")
+    grads = [p.grad.copy() for p in model.parameters()]     # held before: not in the peak
+    stream = rng_state()
     started = False
     try:
         model.loss(ids, targets)[1]()
@@ -31,7 +37,9 @@ def step_peak_bytes(model, ids, targets) -> int:
     finally:                                       # out of memory in either step: as it was too
         if started:
             tracemalloc.stop()
-        model.zero_grad()
+        for p, grad in zip(model.parameters(), grads):
+            p.grad[...] = grad
+        set_rng_state(stream)
 
 
 def refuse_a_step_beyond_memory(model, batch_size: int, context: int) -> None:

@@ -153,3 +153,20 @@ def test_where_the_machine_does_not_say_nothing_is_refused(text, tmp_path, monke
     assert cli.main(["train", "--text", text, *MODEL_FLAGS["transformer"], "--context", "16",
                      "--batch-size", "64", "--steps", "2", "--no-progress",
                      "--out", str(tmp_path / "r")]) == 0
+
+
+def test_measuring_a_step_leaves_the_gradients_and_the_random_stream_as_they_were():
+    """Measured between a backward and the optimizer's step, it zeroed the gradients; with
+    dropout it moved minitf's random stream; a model of another kind was an AttributeError."""
+    from minitf import backend
+    model = DecoderLM(30, 16, 2, 1, 32, max_len=8, dropout=0.1)
+    ids = np.random.default_rng(0).integers(0, 30, (2, 8))
+    model.loss(ids, ids)[1]()
+    grads = [p.grad.copy() for p in model.parameters()]
+    stream = backend.rng_state()
+    assert memory.step_peak_bytes(model, ids, ids) > 0
+    assert all(np.array_equal(p.grad, g) for p, g in zip(model.parameters(), grads))
+    assert any(g.any() for g in grads) and backend.rng_state() == stream
+    with pytest.raises(TypeError, match="^step_peak_bytes: model must be a minitf model, with "
+                                        r"loss\(ids, targets\); got str$"):
+        memory.step_peak_bytes("lm", ids, ids)
