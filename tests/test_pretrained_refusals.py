@@ -28,6 +28,10 @@ def test_bad_input_is_one_line_naming_the_argument():
         tokenizer.batch("a a")
     with pytest.raises(ValueError, match=r"the vocabulary has no \[PAD\] token"):
         pretrained.WordPieceTokenizer(["[UNK]", "[CLS]", "[SEP]"])
+    # a file's name, read as its characters, had "no [PAD] token" too
+    with raises(TypeError, "WordPieceTokenizer: vocab must be a list of tokens in id order",
+                "got str (for a file: WordPieceTokenizer.from_file(path))"):
+        pretrained.WordPieceTokenizer("vocab.txt")
 
 
 def test_a_model_folder_whose_tokenizer_pads_with_another_id_is_refused(tmp_path):
@@ -88,6 +92,12 @@ def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
         similarity(model, tokenizer, "a b")                               # one per character
     with raises(ValueError, "similarity: sentences must be a non-empty list of strings"):
         similarity(model, tokenizer, [])                                  # pad_batch: …
+    with raises(ValueError, "similarity: sentences[0] is '', no text; wanted some text to embed"):
+        similarity(model, tokenizer, ["", "a b"])                  # [CLS] [SEP] alone, unsaid
+    with raises(ValueError, "fine_tune: sentences[1] is ' ', no text"):
+        fine_tune(classifier, tokenizer, ["a b", " "], [1, 0], steps=1)
+    with raises(ValueError, "fine_tune: lr must be a finite number ≥ 0 and ≤ 10; got 300000.0"):
+        fine_tune(classifier, tokenizer, ["a b", "c"], [1, 0], steps=1, lr=3e5)   # for 3e-5
     losses, _ = fine_tune(classifier, tokenizer, ["a b", "c"], [1, 0], steps=1, batch_size=2)
     assert len(losses) == 1, "labels given as a list are taken"
     # the encoder inside, or the two swapped: an AttributeError ('BertEncoder' … 'embed')
@@ -224,6 +234,16 @@ def test_a_model_folder_that_cannot_be_built_names_its_file(tmp_path):
                 "build: hidden_act='relu', "):                  # the file named once, not twice
         pretrained.load(folder)
     unknown = _model_folder(tmp_path / "unk", vocab=["[PAD]", "[CLS]", "[SEP]", *"abcdefgh"])
-    with raises(ValueError, f"load: {unknown / 'vocab.txt'}: WordPieceTokenizer: the vocabulary "
-                "has no [UNK] token"):
+    with raises(ValueError, f"WordPieceTokenizer.from_file: {unknown / 'vocab.txt'} has no [UNK] "
+                f"line; wanted a BERT vocab.txt, one token a line"):
         pretrained.load(unknown)
+
+
+def test_a_vocab_file_without_the_special_tokens_is_named(tmp_path):
+    """An essay, or an empty file, read as vocab.txt: 'the vocabulary has no [PAD] token',
+    naming neither the file nor from_file."""
+    essay = tmp_path / "essay.txt"
+    essay.write_text("hello\nworld\n", encoding="utf-8")
+    with raises(ValueError, f"WordPieceTokenizer.from_file: {essay} has no [PAD], [UNK], [CLS], "
+                f"[SEP] line; wanted a BERT vocab.txt, one token a line"):
+        pretrained.WordPieceTokenizer.from_file(essay)

@@ -32,7 +32,8 @@ def _check_loaded(model, tokenizer, where: str) -> None:
 def similarity(model, tokenizer, sentences):
     """(n, n) host array of cosine similarities between ``sentences``, a list of strings."""
     _check_loaded(model, tokenizer, "similarity")
-    sentences = check_texts(sentences, "sentences", "similarity")    # not the tokenizer's words
+    # named as similarity's, not the tokenizer's; "" embedded [CLS] [SEP] alone
+    sentences = check_texts(sentences, "sentences", "similarity", blank=False)
     vectors = model.embed(tokenizer.batch(sentences))                      # (n, d), unit length
     return to_numpy(vectors @ vectors.T)
 

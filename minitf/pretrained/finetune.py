@@ -31,7 +31,7 @@ def _check_labelled(classifier, tokenizer, sentences, labels, batch_size, where:
     if not isinstance(tokenizer, WordPieceTokenizer):
         raise TypeError(f"{where}: tokenizer must be a WordPieceTokenizer, the second of what "
                         f"pretrained.load() returns; got {type(tokenizer).__name__}")
-    sentences = check_texts(sentences, "sentences", where)
+    sentences = check_texts(sentences, "sentences", where, blank=False)
     labels = to_numpy(labels)
     if labels.shape != (len(sentences),) or labels.dtype.kind not in "iu":
         raise ValueError(f"{where}: labels has shape {labels.shape} and dtype {labels.dtype}; "
@@ -64,8 +64,10 @@ def fine_tune(classifier: SentenceClassifier, tokenizer, sentences, labels, step
     sentences, labels = _check_labelled(classifier, tokenizer, sentences, labels, batch_size,
                                         "fine_tune")
     check_int(steps, "steps", "fine_tune", what="the number of AdamW steps")
-    for name, rate in (("lr", lr), ("head_lr", head_lr)):       # 0 freezes those parameters
-        check_real(rate, name, "fine_tune", low=0, low_open=False)
+    # 0 freezes those parameters; past 10 (3e5 for 3e-5) every weight is noise after a step,
+    # and the pretrained encoder, shared with the SentenceEncoder load() returned, with them
+    for name, rate in (("lr", lr), ("head_lr", head_lr)):
+        check_real(rate, name, "fine_tune", low=0, low_open=False, high=10)
     encoder = classifier.sentence.encoder
     body = [p for name, p in classifier.named_parameters()
             if not name.startswith("head.") and p is not encoder.word.W]

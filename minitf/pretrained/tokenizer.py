@@ -46,9 +46,10 @@ def _check_text(text) -> None:
         raise TypeError(f"WordPieceTokenizer: text is a {type(text).__name__}; wanted a str")
 
 
-def check_texts(texts, name: str, where: str) -> list:
+def check_texts(texts, name: str, where: str, blank: bool = True) -> list:
     """``texts`` as a list of one or more strings, or one line naming ``where`` and ``name``: a
-    string alone would be read as its characters, and no texts left pad_batch to complain."""
+    string alone would be read as its characters, and no texts left pad_batch to complain.
+    ``blank=False`` refuses a text of no words too: embedded, it is [CLS] [SEP] alone."""
     if isinstance(texts, str) or not isinstance(texts, Iterable):
         got = "one string (wrap it in a list)" if isinstance(texts, str) else \
             type(texts).__name__
@@ -59,6 +60,9 @@ def check_texts(texts, name: str, where: str) -> list:
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"{where}: {name}[{i}] is a {type(text).__name__}; wanted a str")
+        if not blank and not text.strip():
+            raise ValueError(f"{where}: {name}[{i}] is {text!r}, no text; wanted some text to "
+                             f"embed")
     return texts
 
 
@@ -96,9 +100,12 @@ class WordPieceTokenizer:
     """
 
     def __init__(self, vocab, max_len: int = 512):
-        if not isinstance(vocab, Iterable):
+        if not isinstance(vocab, Iterable) or isinstance(vocab, (str, bytes, os.PathLike)):
+            # a str is iterable, as its characters: "vocab.txt" had "no [PAD] token"
+            hint = (" (for a file: WordPieceTokenizer.from_file(path))"
+                    if isinstance(vocab, (str, os.PathLike)) else "")
             raise TypeError(f"WordPieceTokenizer: vocab must be a list of tokens in id order (the "
-                            f"lines of vocab.txt); got {type(vocab).__name__}")
+                            f"lines of vocab.txt); got {type(vocab).__name__}{hint}")
         self.vocab = list(vocab)
         self.index = {token: i for i, token in enumerate(self.vocab)}
         for special in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
@@ -121,7 +128,12 @@ class WordPieceTokenizer:
         """Read vocab.txt: one token a line, the line number its id."""
         check_path(path, "path", "WordPieceTokenizer.from_file")
         lines = read_utf8(path, "WordPieceTokenizer.from_file:").split("\n")
-        return cls([line.rstrip("\r") for line in lines if line.rstrip("\r")], max_len)
+        vocab = [line.rstrip("\r") for line in lines if line.rstrip("\r")]
+        missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]") if t not in vocab]
+        if missing:                     # an essay, or an empty file: named, with the file
+            raise ValueError(f"WordPieceTokenizer.from_file: {path} has no {', '.join(missing)} "
+                             f"line; wanted a BERT vocab.txt, one token a line")
+        return cls(vocab, max_len)
 
     @property
     def vocab_size(self) -> int:
