@@ -108,6 +108,15 @@ def test_fine_tuning_and_similarity_name_what_they_cannot_use(tmp_path):
     with raises(TypeError, "attention_maps: model must be the SentenceEncoder", "got "
                 "WordPieceTokenizer (model and tokenizer swapped?)"):
         attention_maps(tokenizer, model, "a")
+    with raises(TypeError, "attention_maps: sentence must be one str; got list"):
+        attention_maps(model, tokenizer, ["a", "b"])             # texts[0], the tokenizer's words
+    from minitf.pretrained.analysis import attention_figure
+    probs, tokens = attention_maps(model, tokenizer, "a b")
+    for wrong, got in ((tokens, "got list"), (probs[0], f"got shape {probs[0].shape}")):
+        with raises(TypeError, "attention_figure: probs must be a (layers, h, n, n) array, as "
+                    "attention_maps returns first", got):
+            attention_figure(wrong, tokens)        # swapped: an AttributeError; one layer's: the
+    attention_figure(probs, tokens)                # row_names, never given, were blamed
     with raises(ValueError, "format_similarity: matrix has shape (2, 2); wanted (3, 3)"):
         format_similarity(["a", "b", "c"], np.eye(2))                   # "c" was dropped
     assert format_similarity(["a", "b"], np.eye(2).tolist()) == format_similarity(["a", "b"],

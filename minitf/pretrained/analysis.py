@@ -60,6 +60,9 @@ def attention_maps(model, tokenizer, sentence: str):
     """(probs, tokens): every layer's and head's attention weights for one sentence, as a host
     array (layers, h, n, n) -- queries on axis 2, keys on axis 3 -- and its n token strings."""
     _check_loaded(model, tokenizer, "attention_maps")
+    if not isinstance(sentence, str):         # a list was WordPieceTokenizer.batch's texts[0]
+        raise TypeError(f"attention_maps: sentence must be one str; got "
+                        f"{type(sentence).__name__} (for several: one call each)")
     ids = tokenizer.batch([sentence])                                       # (1, n)
     encoder = model.encoder
     encoder(ids)
@@ -70,6 +73,10 @@ def attention_maps(model, tokenizer, sentence: str):
 
 def attention_figure(probs, tokens, title: str = "", panel_size: float = 1.9):
     """The layers × heads grid of attention maps (minitf.viz.attention_grid), token-labelled."""
+    if getattr(probs, "ndim", None) != 4:     # tokens first, or one layer's: its row_names failed
+        got = f"shape {probs.shape}" if hasattr(probs, "shape") else type(probs).__name__
+        raise TypeError(f"attention_figure: probs must be a (layers, h, n, n) array, as "
+                        f"attention_maps returns first; got {got}")
     layers = [f"layer {layer + 1}" for layer in range(probs.shape[0])]
     return viz.attention_grid(probs, queries=tokens, keys=tokens, title=title, row_names=layers,
                               panel_size=panel_size)
