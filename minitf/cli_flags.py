@@ -9,7 +9,7 @@ import math
 import os
 
 from minitf import backend
-from minitf.validate import literal_home, not_a_name
+from minitf.validate import MOST_EXACT, literal_home, not_a_name
 
 
 def checked(convert, accept, wanted: str):
@@ -28,7 +28,7 @@ def checked(convert, accept, wanted: str):
 
 # A count or size past 2^53 is no array's (and no float's exact integer): --context 1e160 was a
 # traceback of info's arithmetic, --d-model 1e21 NumPy's "Maximum allowed dimension exceeded"
-MOST = 2 ** 53
+MOST = MOST_EXACT
 POSITIVE = checked(int, lambda n: 1 <= n <= MOST, f"an integer ≥ 1 (and ≤ 2^53 = {MOST})")
 NON_NEGATIVE = checked(int, lambda n: 0 <= n <= MOST, f"an integer ≥ 0 (and ≤ 2^53 = {MOST})")
 EXIT_STATUS = checked(int, lambda n: 0 <= n <= 255, "an exit status, an integer in [0, 255]")

@@ -19,7 +19,8 @@ import re
 from minitf.backend import (backend_of, float_errors_ignored, get_array_module, is_array,
                             to_device, to_numpy)
 from minitf.nn import Linear, Module, Parameter
-from minitf.validate import check_int, check_probability, check_real, not_real_numbers
+from minitf.validate import (MOST_EXACT, check_int, check_probability, check_real,
+                             not_real_numbers)
 
 
 def _parameters(params, where: str) -> list:
@@ -371,14 +372,14 @@ class Noam:
     """
 
     def __init__(self, d_model: int, warmup: int = 4000, factor: float = 1.0):
-        check_int(d_model, "d_model", "Noam", high=2 ** 53)     # taken as floats: 10**400
-        check_int(warmup, "warmup", "Noam", high=2 ** 53)       # overflowed them
+        check_int(d_model, "d_model", "Noam", high=MOST_EXACT)   # taken as floats: 10**400
+        check_int(warmup, "warmup", "Noam", high=MOST_EXACT)     # overflowed them
         check_real(factor, "factor", "Noam", low=0)
         self.d_model, self.warmup, self.factor = d_model, warmup, factor
 
     def __call__(self, step: int) -> float:
         # t^(−½) takes t as a float, exact to 2^53: 10**400 overflowed it
-        check_int(step, "step", "Noam", low=0, high=2 ** 53, what="the step count")
+        check_int(step, "step", "Noam", low=0, high=MOST_EXACT, what="the step count")
         step = max(step, 1)
         return (self.factor * self.d_model ** -0.5
                 * min(step ** -0.5, step * self.warmup ** -1.5))

@@ -224,12 +224,16 @@ def _numpy_hint(value, name: str, plain, fits) -> str:
     return f", a NumPy {type(value).__name__}: pass {plain.__name__}({name})"
 
 
+MOST_EXACT = 2 ** 53     # the largest count a float holds exactly: a bound past any real size
+
+
 def check_int(value, name: str, where: str, low: int = 1, high: int | None = None,
               what: str = "") -> None:
     """ValueError unless ``value`` is an int (a bool is not) in ``[low, high]``; ``what`` says
     what the number is, e.g. "the number of heads"."""
-    wanted = (f"an integer in [{low}, {high}]" if high is not None else
-              "a positive integer" if low == 1 else f"an integer ≥ {low}")
+    at_least = "a positive integer" if low == 1 else f"an integer ≥ {low}"
+    wanted = (f"{at_least} (and ≤ 2^53 = {MOST_EXACT})" if high == MOST_EXACT else
+              f"an integer in [{low}, {high}]" if high is not None else at_least)
     def fits(n):
         return n >= low and (high is None or n <= high)
     if isinstance(value, bool) or not isinstance(value, int) or not fits(value):

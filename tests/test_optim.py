@@ -150,8 +150,10 @@ def test_bad_arguments():
     (lambda ps: optim.Constant(-1), "Constant: lr must be a finite number ≥ 0; got -1"),
     (lambda ps: optim.WarmupCosine(1e-3, 10, 100, min_lr=1e-2), "WarmupCosine: min_lr must be"),
     (lambda ps: optim.WarmupCosine(-1e-3, 10, 100), "WarmupCosine: lr must be a finite number ≥ 0"),
-    (lambda ps: optim.Noam(-64), "Noam: d_model must be a positive integer; got -64"),
-    (lambda ps: optim.Noam(64, warmup=0), "Noam: warmup must be a positive integer; got 0"),
+    (lambda ps: optim.Noam(-64), "Noam: d_model must be a positive integer (and ≤ 2^53 = "
+                                 "9007199254740992); got -64"),
+    (lambda ps: optim.Noam(64, warmup=0), "Noam: warmup must be a positive integer (and ≤ 2^53 "
+                                          "= 9007199254740992); got 0"),
 ])
 def test_a_bad_setting_is_one_line_when_the_optimizer_is_made(build, message):
     """Each of these was taken: a NaN or negative rate, a β of 1, a negative max_norm reversed
