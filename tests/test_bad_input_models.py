@@ -263,14 +263,25 @@ def test_a_loss_backward_after_another_forward_is_refused(backend_name):
     every layer, and the backward used them: wrong gradients without a word."""
     lm = models.DecoderLM(11, d_model=8, n_heads=2, n_layers=1, max_len=8)
     a, c = backend.randint(0, 11, (2, 5)), backend.randint(0, 11, (2, 5))
-    _, backward = lm.loss(a, a)
-    lm(c)
-    with raises(RuntimeError, "DecoderLM.loss: its backward() was called after another forward, "
-                "whose caches it would use (wrong gradients); wanted backward() before the model "
-                "runs again, or the loss computed again"):
+    for between in (lambda: lm(c), lambda: lm.blocks(backend.randn(2, 5, 8))):   # or a block
+        _, backward = lm.loss(a, a)
+        between()
+        with raises(RuntimeError, "DecoderLM.loss: its backward() was called after another "
+                    "forward of the model or of its layers, whose caches replaced this loss's "
+                    "(its gradients would be that input's); wanted backward() before they run "
+                    "again, or the loss computed again"):
+            backward()
+    seq2seq = models.Transformer(13, 13, d_model=8, n_heads=2, n_layers=1)
+    src, tgt = backend.randint(1, 13, (2, 4)), backend.randint(1, 13, (2, 3))
+    _, backward = seq2seq.loss(src, tgt, tgt)
+    seq2seq.encode(backend.randint(1, 13, (2, 4)))                 # its encoder's caches only
+    with raises(RuntimeError, "Transformer.loss: its backward() was called after another forward"):
         backward()
+    other = models.DecoderLM(11, d_model=8, n_heads=2, n_layers=1, max_len=8)
     _, backward = lm.loss(a, a)
-    backward()                                                      # at once: as Trainer does
+    _, other_backward = other.loss(a, a)                           # another model's: no matter
+    backward()
+    other_backward()
     with raises(RuntimeError, "DecoderLM.backward() was called with no forward() since"):
         backward()                                                  # twice: the model's own line
 

@@ -49,16 +49,19 @@ class Model(Module):
         logits = self.forward(*inputs)
         self.chance_loss = math.log(logits.shape[-1])
         loss, cache = F.cross_entropy(logits, targets, ignore_index=self.ignore_index)
-        this_forward = self._output             # a new (shape, dtype) at every forward
+        # Each layer's cache, by id (holding the caches would keep every activation alive
+        # until the next step): a forward since -- of the model, encode, one of its blocks --
+        # replaces some, and the backward would take them for this loss's, silently.
+        caches = [(module, id(module._cache)) for module in self.modules()]
 
         def backward():
-            # a forward run since (to look at its logits, say) left its caches in every layer:
-            # the backward would take them for this loss's, and return wrong gradients silently
-            if self._output is not this_forward and self._output is not None:
+            if self._output is not None and any(id(module._cache) != kept
+                                                for module, kept in caches):
                 raise RuntimeError(f"{type(self).__name__}.loss: its backward() was called after "
-                                   f"another forward, whose caches it would use (wrong "
-                                   f"gradients); wanted backward() before the model runs again, "
-                                   f"or the loss computed again")
+                                   f"another forward of the model or of its layers, whose caches "
+                                   f"replaced this loss's (its gradients would be that input's); "
+                                   f"wanted backward() before they run again, or the loss "
+                                   f"computed again")
             return self.backward(F.cross_entropy_backward(1.0, cache))
         return float(loss), backward
 
