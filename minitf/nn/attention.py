@@ -252,7 +252,8 @@ class MultiHeadAttention(Module):
                                  f"two axes, the first the size of the batch and of the queries "
                                  f"(b = n_q = {b}); broadcast, it would be read as one row per "
                                  f"query; wanted mask[:, None, None, :] for a mask per sequence, "
-                                 f"or mask[None, None] for one row per query{MASK_HINT}")
+                                 f"or mask[None, None] for one row per query (the shapes are "
+                                 f"read from the right)")
             check_broadcast(mask, "mask", scores_shape, "the attention scores (b, h, n_q, n_k)",
                             type(self).__name__, MASK_HINT)
             mask = F.as_additive_mask(mask, dtype, where=type(self).__name__)
