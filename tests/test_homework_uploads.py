@@ -64,7 +64,7 @@ def test_a_file_that_is_not_utf8_is_said_so_not_a_syntax_error(made, tmp_path):
 
 def _zip_of(path, text: bytes, method=None, flags=0):
     """A zip of one softmax.py, its central directory's method and flag bits then set by hand
-    (zipfile writes neither encrypted nor 7-Zip's AES members): what a student's zip tool made."""
+    (zipfile writes neither encrypted nor Deflate64 members): what a student's zip tool made."""
     import struct
     import zipfile
     with zipfile.ZipFile(path, "w") as archive:
@@ -78,8 +78,9 @@ def _zip_of(path, text: bytes, method=None, flags=0):
 
 
 def test_a_zip_that_cannot_be_unpacked_is_one_line_naming_its_file(made, tmp_path, capsys):
-    """A zip with a password, one compressed by 7-Zip's AES or one damaged ended in zipfile's
-    traceback (RuntimeError, NotImplementedError, BadZipFile) and no results.json."""
+    """A zip with a password (7-Zip's AES is one), one compressed by Deflate64, or one damaged
+    ended in zipfile's traceback (RuntimeError, NotImplementedError, BadZipFile) and no
+    results.json."""
     from minitf import cli
     body = (made[1] / SOFTMAX).read_bytes()
     damaged = tmp_path / "damaged.zip"
@@ -87,9 +88,11 @@ def test_a_zip_that_cannot_be_unpacked_is_one_line_naming_its_file(made, tmp_pat
     damaged.write_bytes(damaged.read_bytes().replace(b"def softmax", b"def softmaX", 1))
     for zip_, why in ((_zip_of(tmp_path / "password.zip", body, flags=0x1),
                        "it is encrypted (the zip was made with a password)"),
-                      (_zip_of(tmp_path / "aes.zip", body, method=99),
-                       "it is compressed by method 99, which Python's zipfile cannot read "
-                       "(7-Zip's AES, for one)"),
+                      (_zip_of(tmp_path / "aes.zip", body, method=99, flags=0x1),   # 7-Zip's AES
+                       "it is encrypted (the zip was made with a password)"),
+                      (_zip_of(tmp_path / "deflate64.zip", body, method=9),         # Windows'
+                       "it is compressed by method 9, which Python's zipfile cannot read "
+                       "(Deflate64 is 9, PPMd 98): zip it again with the usual Deflate"),
                       (damaged, f"the zip is damaged (Bad CRC-32 for file '{SOFTMAX}')")):
         assert cli.main(["homework", "grade", str(made[0]), "--submission", str(zip_)]) == 2
         assert capsys.readouterr().err.strip() == (

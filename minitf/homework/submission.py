@@ -147,11 +147,11 @@ def _unreadable(member: zipfile.ZipInfo, err: Exception) -> str:
     """Why a zip's member cannot be unpacked, in the words of whoever made the zip: zipfile says
     'password required' (RuntimeError), 'That compression method is not supported', 'Bad
     CRC-32'."""
-    if member.flag_bits & 0x1:
+    if member.flag_bits & 0x1:              # 7-Zip's AES (method 99) sets it too
         return "it is encrypted (the zip was made with a password)"
     if isinstance(err, NotImplementedError):
         return (f"it is compressed by method {member.compress_type}, which Python's zipfile "
-                f"cannot read (7-Zip's AES, for one)")
+                f"cannot read (Deflate64 is 9, PPMd 98): zip it again with the usual Deflate")
     return f"the zip is damaged ({err})"
 
 
