@@ -311,6 +311,17 @@ def test_an_array_where_a_number_goes_is_said_in_one_line(call, message):
     assert str(refused.value) == message
 
 
+def test_a_file_too_large_for_a_tokenizer_is_kept_unread(tmp_path, monkeypatch):
+    """Past the size of any vocabulary's JSON the file is a corpus, not read whole to find out."""
+    from minitf.data import text
+    saved = tmp_path / "tok.json"
+    data.CharTokenizer.fit("abc").save(saved)
+    monkeypatch.setattr(text, "TOKENIZER_MOST_BYTES", saved.stat().st_size - 1)
+    monkeypatch.setattr(text.CharTokenizer, "load", None)                # never called
+    with raises(FileExistsError, "already holds a file that is not a saved tokenizer"):
+        data.CharTokenizer.fit("xyz").save(saved)
+
+
 def test_a_tokenizer_is_never_saved_over_a_file_of_the_user_s(tmp_path):
     """save wrote over whatever was at its path: an essay was replaced by a vocabulary."""
     essay = tmp_path / "essay.txt"
@@ -328,3 +339,7 @@ def test_a_tokenizer_is_never_saved_over_a_file_of_the_user_s(tmp_path):
     data.CharTokenizer.fit("abc").save(saved)
     data.CharTokenizer.fit("xyz").save(saved)
     assert data.CharTokenizer.load(saved).chars == ["x", "y", "z"]
+    empty = tmp_path / "made.json"                      # a NamedTemporaryFile's, a touch's
+    empty.touch()
+    data.CharTokenizer.fit("abc").save(empty)
+    assert data.CharTokenizer.load(empty).chars == ["a", "b", "c"]

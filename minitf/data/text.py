@@ -116,8 +116,15 @@ class CharTokenizer:
                              f"CharTokenizer.save wrote ({err})") from None
 
 
+TOKENIZER_MOST_BYTES = 64 << 20    # every Unicode character's JSON, escaped, is 12-17 MiB
+
+
 def _holds_a_tokenizer(path: Path) -> bool:
-    """Whether CharTokenizer.load reads ``path``, which save may then replace."""
+    """Whether save may replace ``path``: an empty file (a NamedTemporaryFile, a touch), or one
+    CharTokenizer.load reads -- never a corpus of gigabytes read whole to find out."""
+    size = path.stat().st_size
+    if size == 0 or size > TOKENIZER_MOST_BYTES:
+        return size == 0
     try:
         CharTokenizer.load(path)
     except (ValueError, OSError):
