@@ -286,11 +286,12 @@ def literal_home(path) -> str | None:
     """What is wrong with a ``path`` that starts with a '~' no shell expanded ('~/runs' quoted,
     or from a notebook or Python), or None: it would make a folder called ~ here, and the
     obvious clean-up of that, rm -rf ~, is of the home folder."""
-    parts = Path(path).parts
+    parts = Path(path).parts                   # ./~/runs too: a Path of it is ~/runs
     if not parts or not parts[0].startswith("~") or os.path.expanduser(parts[0]) == parts[0]:
         return None                          # ~ of no user is a name like another
     return (f"starts with a literal {parts[0]!r} that nothing expanded to a home folder; "
-            f"wanted the path itself, e.g. {os.path.expanduser(os.fspath(path))}")
+            f"wanted the path itself, e.g. {os.path.expanduser(os.fspath(path))} (or "
+            f"{os.path.abspath(path)} for a folder called {parts[0]} here)")
 
 
 def check_sizes(where: str, **sizes) -> None:

@@ -30,7 +30,8 @@ def test_a_flag_of_a_path_with_a_literal_home_is_refused_and_nothing_made(argv, 
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         f"minitf {argv[0]}{' grade' if argv[0] == 'homework' else ''}: argument {flag}: got "
         f"{path!r}: it starts with a literal '~' that nothing expanded to a home folder; wanted "
-        f"the path itself, e.g. {HOME}{path[1:]}")
+        f"the path itself, e.g. {HOME}{path[1:]} (or {os.path.realpath(tmp_path)}/{path} for a "
+        f"folder called ~ here)")         # the way to a ~ folder the old bug made: it is taken
     assert list(tmp_path.iterdir()) == []
 
 
