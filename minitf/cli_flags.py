@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from pathlib import Path
 
 from minitf import backend
 from minitf.validate import MOST_EXACT, literal_home, not_a_name
@@ -62,9 +63,13 @@ def a_path(accept, wanted: str):
         long = not_a_name(text) if text else None
         if long is not None:
             raise argparse.ArgumentTypeError(f"got a path that {long}")
-        if text and os.path.islink(text) and not os.path.exists(text):
-            raise argparse.ArgumentTypeError(f"got {text!r}: a symbolic link to "
-                                             f"{os.readlink(text)!r}, which does not exist; "
+        # the link may be any folder on the way: --out link/ and --out link/run too
+        link = next((p for p in (Path(text), *Path(text).parents)
+                     if p.is_symlink() and not p.exists()), None) if text else None
+        if link is not None:
+            where = "" if link == Path(text) else f"{str(link)!r} in it is "
+            raise argparse.ArgumentTypeError(f"got {text!r}: {where}a symbolic link to "
+                                             f"{os.readlink(link)!r}, which does not exist; "
                                              f"wanted the link's target made first, or another "
                                              f"path")
         return plain(text)

@@ -72,6 +72,18 @@ def test_a_flag_of_a_symbolic_link_to_nothing_is_refused(argv, tmp_path, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
 
 
+def test_a_symbolic_link_to_nothing_on_the_way_is_refused_too(tmp_path, monkeypatch, capsys):
+    """--out link/ and --out link/run got past a check of the last name alone."""
+    monkeypatch.chdir(tmp_path)
+    os.symlink("nowhere/x", "link")
+    for out, where in (("link/", ""), ("link/run", "'link' in it is ")):
+        with pytest.raises(SystemExit):
+            cli.main(["train", "--fast", "--steps", "1", "--out", out])
+        assert f"got {out!r}: {where}a symbolic link to 'nowhere/x', which does not exist" in \
+            capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+
+
 def test_a_text_passed_where_its_path_belongs_is_said_to_be_one(tmp_path, capsys):
     """read_text(open(f).read()) was the system's 'File name too long', the whole text in it."""
     from minitf import viz
