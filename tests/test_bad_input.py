@@ -247,6 +247,9 @@ def test_a_rope_base_is_checked_where_it_is_given():
     """'1e4' was taken, and the first forward's rope_angles refused its 'base'."""
     with raises(ValueError, "MultiHeadAttention: rope_base must be a finite number > 0; got '1e4'"):
         nn.MultiHeadAttention(8, 2, positional="rope", rope_base="1e4")
+    with raises(ValueError, "MultiHeadAttention: rope_base=array([1., 2.]) is used only with "
+                "positional='rope'"):                  # != of an array: no one truth value
+        nn.MultiHeadAttention(8, 2, rope_base=np.array([1.0, 2.0]))
 
 
 def test_shaw_is_for_self_attention_only():

@@ -158,7 +158,10 @@ class MultiHeadAttention(Module):
                      max_relative=max_relative, shaw_values=shaw_values)
         for option, (scheme, default) in SCHEME_OPTIONS.items():
             value = given[option]
-            if positional != scheme and value != default:
+            # a value of no plain number (an array, a str) counts as given: != of an array
+            # has no one truth value
+            given_here = not isinstance(value, (bool, int, float)) or value != default
+            if positional != scheme and given_here:
                 raise ValueError(f"{where}: {option}={value!r} is used only with positional="
                                  f"{scheme!r}; got positional={positional!r} (leave it out, or "
                                  f"set positional={scheme!r})")
