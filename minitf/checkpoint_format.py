@@ -169,7 +169,8 @@ def check_loadable(meta: dict, arrays: dict) -> None:
     save must never make an unreadable checkpoint the current one."""
     where = "checkpoint.save"
     if isinstance(meta.get("step"), int) and meta["step"] < 0:     # said as the trainer's
-        raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted an integer ≥ 0")
+        raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted the step count "
+                              f"(an integer ≥ 0)")
     check_meta(meta, where)
     for key, value in arrays.items():
         if not_real_numbers(value):

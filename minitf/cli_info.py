@@ -73,8 +73,8 @@ def _refuse_flags_a_checkpoint_sets(args) -> None:
     if given:
         raise ValueError(f"--checkpoint {args.checkpoint}: its model is priced as saved, so "
                          f"{', '.join(given)} would be ignored; wanted --checkpoint alone (with "
-                         f"--batch-size or --bytes, and --context for an encoder–decoder or a "
-                         f"set), or the flags without it")
+                         f"--batch-size, --bytes for a DecoderLM, and --context for an "
+                         f"encoder–decoder or a set), or the flags without it")
 
 
 def _print_block_tables(config: dict, batch_size: int, bytes_per_number: int) -> None:

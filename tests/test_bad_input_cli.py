@@ -112,8 +112,8 @@ def test_info_refuses_flags_its_checkpoint_would_ignore(capsys, run, tmp_path):
     assert one_line(capsys) == (
         f"minitf info: --checkpoint {run}: its model is priced as saved, so --d-model 7, "
         f"--n-heads 2, --vocab-size 9, --untied would be ignored; wanted --checkpoint alone (with "
-        f"--batch-size or --bytes, and --context for an encoder–decoder or a set), or the flags "
-        f"without it")
+        f"--batch-size, --bytes for a DecoderLM, and --context for an encoder–decoder or a set), "
+        f"or the flags without it")
     with backend.seed(0):
         rnn = RNNLM(11, d_model=8, d_hidden=8)
     checkpoint.save(tmp_path / "rnn", rnn)
