@@ -330,7 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     def one_line(message, category, filename="", lineno=0, *_, **__):
         # Python's shows file:line, then the source; here one line, with the place only where
         # it is not minitf's own (a NumPy warning raised in a learner's exercise file)
-        theirs = filename and not os.path.abspath(filename).startswith(PACKAGE + os.sep)
+        # (and not Python's own: a warning raised for minitf's caller, run by python -m,
+        # points into <frozen runpy>)
+        theirs = (filename and not filename.startswith("<")
+                  and not os.path.abspath(filename).startswith(PACKAGE + os.sep))
         where = f"{os.path.basename(filename)}, line {lineno}: " if theirs else ""
         print(f"{command}: warning: {where}{message}", file=sys.stderr)
     showwarning, warnings.showwarning = warnings.showwarning, one_line

@@ -289,6 +289,17 @@ def test_a_warning_is_one_line_and_minitf_s_own_sample_prompt_gives_none(run, ca
     assert capsys.readouterr().err == ""
 
 
+def test_a_warning_for_python_s_own_frame_names_no_place(capsys, monkeypatch):
+    """One raised for the caller of `python -m minitf embed` pointed at '<frozen runpy>, line 88'."""
+    import warnings
+
+    from minitf import cli_info
+    monkeypatch.setattr(cli_info, "_info", lambda args: warnings.warn_explicit(
+        "the text is cut", UserWarning, "<frozen runpy>", 88) or 0)
+    assert cli.main(["info"]) == 0
+    assert one_line(capsys) == "minitf info: warning: the text is cut"
+
+
 def test_sizes_beyond_the_machine_are_one_line(capsys, tmp_path):
     """NumPy's MemoryError came as a 47-line traceback."""
     # the first table alone hundreds of TiB, beyond any address space: refused at once, even
