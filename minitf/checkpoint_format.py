@@ -168,10 +168,7 @@ def check_loadable(meta: dict, arrays: dict) -> None:
     """CheckpointError for a checkpoint that load would refuse, or that cannot be written: a
     save must never make an unreadable checkpoint the current one."""
     where = "checkpoint.save"
-    if isinstance(meta.get("step"), int) and meta["step"] < 0:     # said as the trainer's
-        raise CheckpointError(f"{where}: trainer.step is {meta['step']}; wanted the step count "
-                              f"(an integer ≥ 0)")
-    check_meta(meta, where)
+    check_meta(meta, where)         # a negative step or optimizer.t among what it refuses
     for key, value in arrays.items():
         if not_real_numbers(value):
             raise CheckpointError(f"{where}: {key} {not_real_numbers(value)}")

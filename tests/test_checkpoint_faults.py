@@ -190,7 +190,7 @@ def test_a_save_that_load_would_refuse_is_refused_before_anything_is_written(tmp
         with raises(checkpoint.CheckpointError, "checkpoint.save:", *fragments):
             call()
     trainer.step = -3
-    with raises(checkpoint.CheckpointError, "trainer.step is -3"):
+    with raises(checkpoint.CheckpointError, "checkpoint.save: step is -3; wanted the step count"):
         checkpoint.save(directory, model, trainer)
     trainer.step, trainer.optimizer.lr = 2, float("nan")
     with raises(checkpoint.CheckpointError, "optimizer.lr is nan"):

@@ -28,6 +28,7 @@ from minitf.validate import check_ids, check_int, check_path
 
 MAX_WORD_CHARS = 100                   # a longer "word" is [UNK] without trying
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")      # kept whole when typed
+NEEDED_TOKENS = SPECIAL_TOKENS[:4]          # the ids the tokenizer itself writes (not [MASK])
 _PACKAGE = os.path.join(str(Path(__file__).parents[1]), "")          # minitf/, as frames name it
 
 
@@ -108,7 +109,7 @@ class WordPieceTokenizer:
                             f"lines of vocab.txt); got {type(vocab).__name__}{hint}")
         self.vocab = list(vocab)
         self.index = {token: i for i, token in enumerate(self.vocab)}
-        for special in ("[PAD]", "[UNK]", "[CLS]", "[SEP]"):
+        for special in NEEDED_TOKENS:
             if special not in self.index:
                 raise ValueError(f"WordPieceTokenizer: the vocabulary has no {special} token")
         self.pad_id, self.unk_id = self.index["[PAD]"], self.index["[UNK]"]
@@ -129,7 +130,7 @@ class WordPieceTokenizer:
         check_path(path, "path", "WordPieceTokenizer.from_file")
         lines = read_utf8(path, "WordPieceTokenizer.from_file:").split("\n")
         vocab = [line.rstrip("\r") for line in lines if line.rstrip("\r")]
-        missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]") if t not in vocab]
+        missing = [token for token in NEEDED_TOKENS if token not in vocab]
         if missing:                     # an essay, or an empty file: named, with the file
             raise ValueError(f"WordPieceTokenizer.from_file: {path} has no {', '.join(missing)} "
                              f"line; wanted a BERT vocab.txt, one token a line")
