@@ -25,6 +25,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from minitf.backend import float_errors_restored
+
 EXERCISE_SECONDS = 60      # one exercise, every case: all but a composite's take under 1 s
 # A composite exercise (level 5: a block's or a whole model's chain): its checks difference
 # every weight, 20 s for Transformer.backward on a core of an AMD EPYC (benchmarks/RESULTS.md,
@@ -91,20 +93,28 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
                                (what, seconds, stopped))
     watchdog.daemon = True
 
+    ending = False
+
     def stop(signum, frame):
+        if ending:                # due as the block ended: it ended in time, and its cleanup,
+            return                # cut short, would leave the watchdog to end the process
         stopped.set()
         raise TookTooLong(f"{what} ran for more than {seconds:.3g} s and was stopped " +
                           (why or "(a loop that never ends?)"))
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    watchdog.start()
-    try:
-        with _no_hard_exit():
-            yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        watchdog.cancel()
+    # outermost, so that NumPy's warnings are put back once no alarm can land any more: a stop
+    # inside numpy.errstate's entry would leave its ignore in place (backend.float_errors_restored)
+    with float_errors_restored():
+        watchdog.start()
+        try:                      # armed inside: a limit of 1 ms can be up before the try begins
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            with _no_hard_exit():
+                yield
+        finally:
+            ending = True
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            watchdog.cancel()
 
 
 def _end_the_process(what: str, seconds: float, stopped: threading.Event) -> None:
