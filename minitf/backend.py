@@ -60,6 +60,22 @@ def _set(store: dict, **values) -> _Undo:
     return _Undo(lambda: store.update(previous))
 
 
+@contextlib.contextmanager
+def settings_restored():
+    """A block after which the backend, float dtype, random generator and NumPy's float warnings
+    are as before it. A stop raised by a signal (time_limit's alarm) between a setting and its
+    ``with`` left it made (15–17 of 200 stops in a loop over ``precision``, ``seed`` or
+    ``float_errors_ignored``): later exercises ran in float64, on other draws, or unwarned."""
+    before = dict(_active), dict(_rng), numpy.geterr()
+    try:
+        yield
+    finally:
+        _active.update(before[0])
+        _rng.update(before[1])
+        if numpy.geterr() != before[2]:
+            numpy.seterr(**before[2])
+
+
 # ----------------------------------------------------------------------------------------------
 # Which array module is active
 # ----------------------------------------------------------------------------------------------
@@ -321,20 +337,6 @@ def float_errors_ignored(*kinds: str):
     "invalid" (inf − inf, 0 · inf), "divide"; all three by default): for code that expects them
     and checks its results for inf and NaN itself. CuPy's kernels never warn; nothing to quiet."""
     return numpy.errstate(**{kind: "ignore" for kind in kinds or ("over", "invalid", "divide")})
-
-
-@contextlib.contextmanager
-def float_errors_restored():
-    """A ``with`` block after which NumPy warns about floating-point errors as before it. A stop
-    raised by a signal (time_limit's alarm) can land inside errstate's entry, after its state is
-    set and before the ``with`` holds it; its exit never runs, and the ignore outlived the stop
-    in 15 of 200 (later overflows in a grading went unreported to the student)."""
-    before = numpy.geterr()
-    try:
-        yield
-    finally:
-        if numpy.geterr() != before:
-            numpy.seterr(**before)
 
 
 class _Unavailable:

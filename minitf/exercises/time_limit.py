@@ -25,7 +25,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from minitf.backend import float_errors_restored
+from minitf.backend import settings_restored
 
 EXERCISE_SECONDS = 60      # one exercise, every case: all but a composite's take under 1 s
 # A composite exercise (level 5: a block's or a whole model's chain): its checks difference
@@ -102,9 +102,9 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
         raise TookTooLong(f"{what} ran for more than {seconds:.3g} s and was stopped " +
                           (why or "(a loop that never ends?)"))
     previous = signal.signal(signal.SIGALRM, stop)
-    # outermost, so that NumPy's warnings are put back once no alarm can land any more: a stop
-    # inside numpy.errstate's entry would leave its ignore in place (backend.float_errors_restored)
-    with float_errors_restored():
+    # outermost, so that minitf's settings and NumPy's warnings are put back once no alarm can
+    # land any more: a stop between a setting and its ``with`` leaves it (backend.settings_restored)
+    with settings_restored():
         watchdog.start()
         try:                      # armed inside: a limit of 1 ms can be up before the try begins
             signal.setitimer(signal.ITIMER_REAL, seconds)
