@@ -105,8 +105,8 @@ def time_limit(what: str, seconds: float | None = None, why: str = ""):
     # outermost, so that minitf's settings and NumPy's warnings are put back once no alarm can
     # land any more: a stop between a setting and its ``with`` leaves it (backend.settings_restored)
     with settings_restored():
-        watchdog.start()
         try:                      # armed inside: a limit of 1 ms can be up before the try begins
+            watchdog.start()
             signal.setitimer(signal.ITIMER_REAL, seconds)
             with _no_hard_exit():
                 yield
