@@ -66,14 +66,14 @@ def settings_restored():
     are as before it. A stop raised by a signal (time_limit's alarm) between a setting and its
     ``with`` left it made (15–17 of 200 stops in a loop over ``precision``, ``seed`` or
     ``float_errors_ignored``): later exercises ran in float64, on other draws, or unwarned."""
-    before = dict(_active), dict(_rng), numpy.geterr()
+    active, rng, float_errors = dict(_active), dict(_rng), numpy.geterr()
     try:
         yield
     finally:
-        _active.update(before[0])
-        _rng.update(before[1])
-        if numpy.geterr() != before[2]:
-            numpy.seterr(**before[2])
+        _active.update(active)
+        _rng.update(rng)
+        if numpy.geterr() != float_errors:      # set only if changed: no new state in the usual case
+            numpy.seterr(**float_errors)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -194,7 +194,7 @@ def test_a_stop_between_a_setting_and_its_with_leaves_minitfs_settings_as_they_w
     from minitf.backend import float_errors_ignored, precision, seed
 
     def settings():
-        return np.geterr(), backend.float_dtype(), backend.backend_name(), backend._rng["generator"]
+        return np.geterr(), backend.float_dtype(), backend.backend_name(), backend.rng_state()
     before = settings()
     with pytest.raises(limits.TookTooLong):
         with limits.time_limit("x", 0.05):
