@@ -25,6 +25,8 @@ CASES = {
     "gelu of integers": (lambda: F.gelu(ints(2, 3)), TypeError,
                          ["gelu:", "x has dtype int64", "wanted float32 or float64",
                           "x.astype('float32')"]),
+    "gelu told keep_cache='no'": (lambda: F.gelu(floats(2, 3), keep_cache="no"), ValueError,
+                                  ["gelu:", "keep_cache must be True or False", "got 'no'"]),
     "relu of a string": (lambda: F.relu("x"), TypeError, ["relu:", "x must be", "got str"]),
     "softmax of integers": (lambda: F.softmax(ints(2, 3)), TypeError,
                             ["softmax:", "x has dtype int64"]),
@@ -46,6 +48,9 @@ CASES = {
                                                 "got 'no'"]),     # it dropped: 'no' is truthy
     "layer_norm of integers": (lambda: F.layer_norm(ints(2, 3), floats(3), floats(3)),
                                TypeError, ["layer_norm:", "x has dtype int64"]),  # a float64 y
+    "layer_norm told keep_cache=0": (
+        lambda: F.layer_norm(floats(2, 3), floats(3), floats(3), keep_cache=0), ValueError,
+        ["layer_norm:", "keep_cache must be True or False", "got 0"]),
     "mse_loss of integers": (lambda: F.mse_loss(ints(2, 3), ints(2, 3)), TypeError,
                              ["mse_loss:", "pred has dtype int64"]),
     "mse_loss of nothing": (lambda: F.mse_loss(floats(0), floats(0)), ValueError,

@@ -144,6 +144,27 @@ def test_layer_norm_normalizes(float64):
     np.testing.assert_allclose(host(y).var(-1), 1, rtol=1e-12)      # biased variance
 
 
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["gelu tanh", "gelu none", "layer_norm"])
+def test_a_forward_that_keeps_no_cache_gives_the_same_y_to_the_bit(backend_name, precision, op):
+    """keep_cache=False (what nn.no_grad() asks for) makes y over the array the cache would have
+    kept: the same numbers, no cache, and x as it was. 40,000 and 200,000 entries: below and
+    above the block that elementwise_in_blocks splits tanh-GELU into."""
+    name, _, approximate = op.partition(" ")
+    with backend.precision(precision):
+        for size in (40_000, 200_000):
+            x = backend.randn(size // 100, 100) * 3
+            before = host(x).copy()
+            args = (x, backend.randn(100), backend.randn(100)) if name == "layer_norm" else \
+                   (x, approximate)
+            kept, cache = getattr(F, name)(*args)
+            free, none = getattr(F, name)(*args, keep_cache=False)
+            assert cache is not None and none is None
+            assert free.dtype == kept.dtype == x.dtype
+            np.testing.assert_array_equal(host(free), host(kept))
+            np.testing.assert_array_equal(host(x), before)
+
+
 def test_masks(float64):
     causal = host(F.causal_mask(3, 5))
     assert (causal == 0).tolist() == [[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]
@@ -254,8 +275,13 @@ def test_rope_turns_each_pair_by_its_angle(backend_name, precision):
         qkv = backend.randn(b, n, 3 * h * d_head)
         q = qkv[:, :, :h * d_head].reshape(b, n, h, d_head).transpose(0, 2, 1, 3)
         cos, sin = F.rope_angles(n, d_head, offset=4)
+        before = host(q).copy()
         y, _ = F.rope(q, cos, sin)
         assert y.dtype == q.dtype and y.shape == q.shape
+        np.testing.assert_array_equal(host(q), before)      # turned in a copy, never in place
+        contiguous = backend.get_array_module().ascontiguousarray(q)
+        np.testing.assert_array_equal(host(F.rope(contiguous, cos, sin)[0]), host(y))
+        np.testing.assert_array_equal(host(contiguous), before)
         x, c, s = (host(a).astype("float64") for a in (q, cos, sin))
         want = np.empty_like(x)
         want[..., 0::2] = x[..., 0::2] * c - x[..., 1::2] * s

@@ -32,7 +32,7 @@ def relu_backward(dy, cache):
     # END SOLUTION
 
 
-def gelu(x, approximate="tanh"):
+def gelu(x, approximate="tanh", keep_cache=True):
     """Gaussian Error Linear Unit: y = x Φ(x), the input weighted by how likely it is to be "on".
 
     approximate="none":  Φ(x) = ½ (1 + erf(x / √2))                      (exact; BERT)
@@ -40,14 +40,20 @@ def gelu(x, approximate="tanh"):
     x: (...)  ->  y: (...)
     The cache keeps Φ(x) in both cases, for the backward. (gelu_backward is the plain math on
     whole arrays; nn.GELU runs it a block at a time, as this runs tanh-GELU's forward.)
+    keep_cache=False: no backward follows (nn.no_grad()), so Φ need not be kept and y is made
+    over it in place: the same y, one array of x's size fewer, and the cache is None.
     """
     check_float(x, "x", "gelu")
+    check_flags("gelu", keep_cache=keep_cache)
     if approximate == "none":
         cdf = 0.5 * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
-        return x * cdf, (x, cdf, approximate)
+        y = get_array_module(x).multiply(x, cdf, out=None if keep_cache else cdf)
+        return y, ((x, cdf, approximate) if keep_cache else None)
     if approximate == "tanh":
         # Φ is seven passes over an array of x's size, and x Φ an eighth: a block at a time, all
         # but the first read the block from the core's own cache (array_ops.elementwise_in_blocks)
+        if not keep_cache:
+            return elementwise_in_blocks(_gelu_tanh_output, x), None
         cdf, y = elementwise_in_blocks(_gelu_tanh, x)
         return y, (x, cdf, approximate)
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh'; got {approximate!r}")
@@ -63,6 +69,13 @@ def _gelu_tanh(x):
     (benchmarks/RESULTS.md, twenty-first entry)."""
     cdf = _gelu_tanh_cdf(x)
     return cdf, x * cdf
+
+
+def _gelu_tanh_output(x):
+    """x Φ(x) for tanh-GELU alone, made over Φ in place (the same product as _gelu_tanh's)."""
+    y = _gelu_tanh_cdf(x)
+    y *= x
+    return y
 
 
 def _gelu_tanh_cdf(x):

@@ -92,13 +92,17 @@ def _rotate(x, cos, sin):
     # A contiguous copy first: CuPy views only a contiguous array as complex numbers, and on
     # NumPy the copy saves more than it costs (a q cut out of W_qkv's output is strided).
     pair_dtype = xp.promote_types(x.dtype, xp.complex64)   # float32 -> complex64
-    z = xp.ascontiguousarray(x).view(pair_dtype)           # (..., n, d_head/2)
+    contiguous = xp.ascontiguousarray(x)                   # x itself if it was contiguous
+    z = contiguous.view(pair_dtype)                        # (..., n, d_head/2)
     # e^{iθ} = cos θ + i sin θ, written as the pairs it is made of: cos + 1j * sin would make
     # two complex128 arrays first (a third of the rotation's time for a generated token)
     turn = xp.empty(cos.shape, dtype=pair_dtype)           # (n, d_head/2)   e^{iθ}
     turn_pairs = turn.view(x.dtype)                        # (n, d_head)     cos, sin, cos, …
     turn_pairs[..., 0::2], turn_pairs[..., 1::2] = cos, sin
-    return (z * turn).view(x.dtype)                        # (..., n, d_head)   back to features
+    # A copy is this function's own: the rotation can go over it, one new array fewer (x itself
+    # is never written: a cache may hold it)
+    own = not xp.may_share_memory(contiguous, x)
+    return xp.multiply(z, turn, out=z if own else None).view(x.dtype)   # (..., n, d_head)
 
 
 @at_the_boundary

@@ -5,7 +5,7 @@ import math
 import minitf.functional as F
 from minitf.array_ops import elementwise_in_blocks
 from minitf.backend import get_array_module
-from minitf.nn.module import Module
+from minitf.nn.module import Module, grad_enabled
 from minitf.nn.parameter import normal, ones, zeros
 from minitf.validate import (check_flags, check_float, check_int, check_probability, check_real,
                              check_segments, check_shape)
@@ -151,7 +151,9 @@ class LayerNorm(Module):
 
     def forward(self, x):
         self._check_input(x, "x", ("...", ("d", self.d)))
-        y, cache = F.layer_norm(x, self.gamma.data, self.beta.data, self.eps)
+        # under no_grad() nothing is kept, so y can be made over x̂ (keep_cache: layer_norm's)
+        y, cache = F.layer_norm(x, self.gamma.data, self.beta.data, self.eps,
+                                keep_cache=grad_enabled())
         self._save(cache)
         return y
 
@@ -199,7 +201,8 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x):
-        y, cache = F.gelu(x, self.approximate)
+        # under no_grad() nothing is kept, so y can be made over Φ (keep_cache: gelu's)
+        y, cache = F.gelu(x, self.approximate, keep_cache=grad_enabled())
         self._save(cache)
         return y
 
