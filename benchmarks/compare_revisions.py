@@ -25,6 +25,8 @@ GPU, and each timed step ends by waiting for the GPU to finish it: CuPy only que
 without the wait a step's time would be the time to queue it.
 """
 import argparse
+import contextlib
+import importlib
 import os
 import shlex
 import subprocess
@@ -52,6 +54,7 @@ def worker(source, name, measure, vocab, backend_name):
     from minitf.generate import generate
     from minitf.models import DecoderLM
     from minitf.optim import AdamW
+    no_grad = getattr(importlib.import_module("minitf.nn"), "no_grad", contextlib.nullcontext)
 
     config = CONFIGS[name]
     backend.use(backend_name)
@@ -71,10 +74,16 @@ def worker(source, name, measure, vocab, backend_name):
         backward()
         optimizer.step()
 
+    def forward():
+        # as vs_torch.py's forward: under no_grad(), which keeps nothing for a backward (since
+        # the thirty-first entry of benchmarks/RESULTS.md; a revision older than it keeps its caches)
+        with no_grad():
+            model(x)
+
     def decode():
         generate(model, x[:1, :1], DECODE_TOKENS, greedy=True)
 
-    step, per = {"train": (train, 1), "forward": (lambda: model(x), 1),
+    step, per = {"train": (train, 1), "forward": (forward, 1),
                  "decode": (decode, DECODE_TOKENS)}[measure]
     loss, _ = model.loss(x, y)
     strays = sorted(module.__file__ for module_name, module in sys.modules.items()
