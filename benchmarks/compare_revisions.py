@@ -26,7 +26,6 @@ without the wait a step's time would be the time to queue it.
 """
 import argparse
 import contextlib
-import importlib
 import os
 import shlex
 import subprocess
@@ -53,8 +52,9 @@ def worker(source, name, measure, vocab, backend_name):
     from minitf import backend
     from minitf.generate import generate
     from minitf.models import DecoderLM
+    from minitf import nn
     from minitf.optim import AdamW
-    no_grad = getattr(importlib.import_module("minitf.nn"), "no_grad", contextlib.nullcontext)
+    no_grad = getattr(nn, "no_grad", contextlib.nullcontext)      # older revisions: none
 
     config = CONFIGS[name]
     backend.use(backend_name)
